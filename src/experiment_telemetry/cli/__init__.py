@@ -1,0 +1,29 @@
+"""The ``telemetry`` command line: each subcommand parses, calls the library, and prints."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from experiment_telemetry import __version__
+
+__all__ = ["main", "make_parser"]
+
+
+def make_parser() -> argparse.ArgumentParser:
+    """Build the top-level parser; subcommand modules add their own subparsers."""
+    parser = argparse.ArgumentParser(prog="telemetry", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_subparsers(dest="command", metavar="COMMAND")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``telemetry`` command and return its exit status."""
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 0
+    return int(handler(args) or 0)
