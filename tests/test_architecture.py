@@ -1,0 +1,70 @@
+"""The runtime/experiment split is enforced by import-linter, and the check can fail."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _lint_imports(project_root: Path) -> subprocess.CompletedProcess[str]:
+    """Run lint-imports with ``project_root``'s config against ``project_root/src``."""
+    env_path = str(project_root / "src")
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command; lint_imports_command()",
+            "--config",
+            str(project_root / "pyproject.toml"),
+            "--no-cache",
+        ],
+        cwd=project_root,
+        env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _copy_project(dest: Path) -> Path:
+    shutil.copytree(ROOT / "src", dest / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+class TestImportContracts:
+    def test_real_tree_keeps_the_contracts(self) -> None:
+        """lint-imports passes on the tree as committed."""
+        result = _lint_imports(ROOT)
+
+        assert 0 == result.returncode, result.stdout + result.stderr
+
+    def test_runtime_importing_experiment_breaks_the_contract(self, tmp_path: Path) -> None:
+        """An experiment import inside runtime_telemetry makes lint-imports fail and name the contract."""
+        project = _copy_project(tmp_path)
+        module = project / "src" / "runtime_telemetry" / "_contract_breaker.py"
+        module.write_text("import experiment_telemetry  # deliberately forbidden\n")
+        init = project / "src" / "runtime_telemetry" / "__init__.py"
+        init.write_text(init.read_text() + "\nfrom runtime_telemetry import _contract_breaker\n")
+
+        result = _lint_imports(project)
+
+        assert 0 != result.returncode
+        assert "runtime_telemetry imports neither the experiment side" in result.stdout
+        assert "BROKEN" in result.stdout
+
+    def test_goggles_io_importing_runtime_breaks_the_layers(self, tmp_path: Path) -> None:
+        """goggles_io and runtime_telemetry stay independent: an import between them fails the layers."""
+        project = _copy_project(tmp_path)
+        module = project / "src" / "goggles_io" / "_contract_breaker.py"
+        module.write_text("import runtime_telemetry  # deliberately forbidden\n")
+
+        result = _lint_imports(project)
+
+        assert 0 != result.returncode
+        assert "experiment_telemetry sits above" in result.stdout
