@@ -1,5 +1,85 @@
-"""A robo-goggles-compatible I/O layer: logger, event bus, handlers, histories."""
+"""A robo-goggles-compatible I/O layer: ``import goggles_io as gg`` runs code written for goggles.
+
+Loggers emit :class:`Event` records onto a bus that routes them by scope to handlers, each
+with its own bounded queue and worker thread. Heavy pieces (W&B, storage, remote, histories)
+are imported on first use.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+from logging import CRITICAL, DEBUG, ERROR, INFO, NOTSET, WARNING
+from typing import Any
+
+from goggles_io._api import attach, configure, detach, finish, flush
+from goggles_io._bus import FinishReport
+from goggles_io._config import freeze
+from goggles_io._data import GogglesLogger
+from goggles_io._logger import TextLogger, get_logger
+from goggles_io._records import Event, Kind
+from goggles_io._timing import timeit, trace_on_error
+from goggles_io.handlers.base import BaseHandler, Handler, register_handler
+from goggles_io.handlers.console import ConsoleHandler
+from goggles_io.handlers.noop import NoOpHandler
+
+__all__ = [
+    "CRITICAL",
+    "DEBUG",
+    "ERROR",
+    "INFO",
+    "NOTSET",
+    "WARNING",
+    "BaseHandler",
+    "ConsoleHandler",
+    "CsvHandler",
+    "Event",
+    "FinishReport",
+    "GogglesLogger",
+    "GracefulShutdown",
+    "Handler",
+    "Kind",
+    "LocalStorageHandler",
+    "NoOpHandler",
+    "PrettyConfig",
+    "RemoteHandler",
+    "TextLogger",
+    "WandBHandler",
+    "attach",
+    "configure",
+    "detach",
+    "finish",
+    "flush",
+    "freeze",
+    "get_logger",
+    "load_configuration",
+    "register_handler",
+    "save_configuration",
+    "timeit",
+    "trace_on_error",
+]
+
+# Public name -> module that defines it, imported on first access (keeps import cheap).
+_LAZY = {
+    "CsvHandler": "goggles_io.handlers.csv",
+    "GracefulShutdown": "goggles_io._shutdown",
+    "LocalStorageHandler": "goggles_io.handlers.storage",
+    "PrettyConfig": "goggles_io._configfile",
+    "RemoteHandler": "goggles_io.handlers.remote",
+    "WandBHandler": "goggles_io.handlers.wandb",
+    "load_configuration": "goggles_io._configfile",
+    "save_configuration": "goggles_io._configfile",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module 'goggles_io' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,88 @@
+"""The module-level functions of the goggles surface: attach, detach, configure, flush, finish."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from goggles_io import _validate as v
+from goggles_io._bus import FinishReport
+from goggles_io._config import STATE, get_settings, get_transport
+from goggles_io.handlers.base import Handler
+
+__all__ = ["DEFAULT_CONSOLE_NAME", "attach", "configure", "detach", "finish", "flush"]
+
+DEFAULT_CONSOLE_NAME = "goggles_io.console"
+
+
+def _scopes(scopes: Sequence[str] | str | None) -> list[str]:
+    if scopes is None:
+        return ["global"]
+    if isinstance(scopes, str):
+        msg = f"scopes must be a list of str, not a bare str (got {scopes!r}); pass [{scopes!r}]."
+        raise v.InvalidNameError(msg, name=scopes)
+    return list(scopes)
+
+
+def attach(handler: Handler, scopes: Sequence[str] | None = None) -> None:
+    """Route events of ``scopes`` (default ``["global"]``) to ``handler``.
+
+    Handler names are bus-wide: if ``handler.name`` is already attached, the first handler is
+    kept, this one is ignored (one warning on stderr when its options differ) and ``scopes``
+    are merged onto the kept one. Takes effect before returning.
+    """
+    for attr in ("name", "handle", "capabilities"):
+        if not hasattr(handler, attr):
+            msg = f"handler must implement the goggles_io Handler protocol; {handler!r} lacks {attr!r}."
+            raise TypeError(msg)
+    get_transport().attach(handler, _scopes(scopes))
+
+
+def detach(handler_name: str, scope: str = "global") -> None:
+    """Stop routing ``scope`` to ``handler_name``; with no scope left it is flushed and closed."""
+    get_transport().detach(handler_name, scope)
+
+
+def configure(
+    *,
+    enable_console: bool | None = None,
+    console_level: int | str | None = None,
+    name: str | None = None,
+    scopes: Sequence[str] | None = None,
+) -> None:
+    """Set up the console handler; the last call wins (unlike :func:`attach`).
+
+    Without arguments this is a no-op, so it is safe to call unconditionally. Passing only
+    ``console_level`` / ``name`` / ``scopes`` implies ``enable_console=True``.
+    """
+    if enable_console is None and console_level is None and name is None and scopes is None:
+        return
+    get_settings()
+    from goggles_io.handlers.console import ConsoleHandler
+
+    level = (
+        logging.NOTSET if console_level is None else v.check_level(console_level, "console_level")
+    )
+    handler = ConsoleHandler(name=name or DEFAULT_CONSOLE_NAME, level=level)
+    enable = True if enable_console is None else bool(enable_console)
+    get_transport().replace(handler, _scopes(scopes), enable=enable)
+
+
+def flush(timeout_s: float | None = None) -> bool:
+    """Wait until everything logged so far reached its handlers; does not close them."""
+    transport = STATE.transport
+    return True if transport is None else transport.flush(timeout_s)
+
+
+def finish(timeout: float | None = None) -> FinishReport:
+    """Deliver what is queued, flush and close every handler, and report drops per handler.
+
+    ``timeout`` (seconds) bounds the whole call, default ``GOGGLES_SHUTDOWN_TIMEOUT``. Logging
+    afterwards re-opens the handlers (or counts and reports what a handler could not take).
+    """
+    transport = STATE.transport
+    if transport is None:
+        return FinishReport()
+    if timeout is None:
+        timeout = get_settings().shutdown_timeout_s
+    return transport.finish(timeout)

@@ -1,0 +1,256 @@
+"""The in-process event bus and the :class:`Transport` interface it implements.
+
+Routing: a handler attached on scope ``S`` receives events whose scope is ``S`` or starts with
+``S + "."`` (``global.namespace`` reaches ``global``; ``globalA`` does not), whose kind is in its
+``capabilities`` and, for ``LOG`` events, whose level is >= its ``level``. Handler names are
+bus-wide: the first registration wins, a differing later one is ignored with one warning on
+stderr, and its scopes are merged. Routes are cached per scope and the cache is replaced (never
+mutated) on attach/detach, so the hot path takes no lock.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from goggles_io._delivery import HandlerStats, Lane, _report
+from goggles_io._records import Event
+from goggles_io.exceptions import InvalidNameError
+from goggles_io.handlers.base import Handler
+
+__all__ = ["EventBus", "FinishReport", "Transport", "check_scope", "scope_matches"]
+
+
+@attrs.frozen
+class FinishReport:
+    """What ``finish()`` delivered and dropped, per handler name."""
+
+    handlers: Mapping[str, HandlerStats] = attrs.field(factory=dict)
+    timed_out: bool = False
+
+    @property
+    def dropped(self) -> int:
+        """Total events dropped across handlers."""
+        return sum(s.dropped for s in self.handlers.values())
+
+    def summary(self) -> str:
+        """One line: ``name: delivered/dropped/errors`` per handler."""
+        parts = [
+            f"{name}: {s.delivered} delivered, {s.dropped} dropped, {s.errors} errors"
+            for name, s in sorted(self.handlers.items())
+        ]
+        return "; ".join(parts) or "no handlers"
+
+
+class Transport(Protocol):
+    """What the public functions need from a bus; the socket client of issue 4 implements it.
+
+    Every method takes effect before it returns (events emitted afterwards see the new routing).
+    ``emit`` must never block on a slow consumer and never raise for environment failures.
+    """
+
+    def attach(self, handler: Handler, scopes: Sequence[str]) -> None: ...
+
+    def detach(self, name: str, scope: str) -> None: ...
+
+    def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None: ...
+
+    def emit(self, event: Event) -> None: ...
+
+    def flush(self, timeout_s: float | None = None) -> bool: ...
+
+    def finish(self, timeout_s: float | None = None) -> FinishReport: ...
+
+    def after_fork_in_child(self) -> None: ...
+
+
+def check_scope(scope: object) -> str:
+    """Validate a scope name: non-empty str of non-empty dot-separated parts."""
+    if not isinstance(scope, str) or not scope or "" in scope.split("."):
+        msg = (
+            f"scope must be a non-empty str of dot-separated names such as 'global' or "
+            f"'global.eval' (got {scope!r})."
+        )
+        raise InvalidNameError(msg, name=scope)
+    return scope
+
+
+def scope_matches(event_scope: str, handler_scope: str) -> bool:
+    """Return whether an event in ``event_scope`` reaches a handler on ``handler_scope``."""
+    return event_scope == handler_scope or event_scope.startswith(handler_scope + ".")
+
+
+def _spec(handler: Handler) -> dict[str, Any]:
+    try:
+        spec = handler.to_dict()
+    except Exception:
+        spec = {"cls": type(handler).__qualname__, "data": {}}
+    return dict(spec)
+
+
+def _differences(kept: Mapping[str, Any], incoming: Mapping[str, Any]) -> list[str]:
+    diffs = []
+    if kept.get("cls") != incoming.get("cls"):
+        diffs.append(f"cls: {kept.get('cls')!r} != {incoming.get('cls')!r}")
+    a, b = dict(kept.get("data") or {}), dict(incoming.get("data") or {})
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            diffs.append(f"{key}: kept {a.get(key)!r}, ignored {b.get(key)!r}")
+    return diffs
+
+
+class EventBus:
+    """Route events to handlers in this process, each through its own :class:`Lane`."""
+
+    def __init__(self, *, async_mode: bool = True, queue_size: int = 65_536) -> None:
+        self.async_mode = async_mode
+        self.queue_size = queue_size
+        self._lock = threading.RLock()
+        self._lanes: dict[str, Lane] = {}
+        self._routes: dict[str, tuple[Lane, ...]] = {}
+        self._finished = False
+        self._warned: set[tuple[str, str]] = set()
+
+    # -- configuration ----------------------------------------------------------------------
+    def attach(self, handler: Handler, scopes: Sequence[str]) -> None:
+        """Register ``handler`` on ``scopes``; first registration of a name wins."""
+        scopes = [check_scope(s) for s in scopes]
+        with self._lock:
+            self._reopen_locked()
+            lane = self._lanes.get(handler.name)
+            if lane is None:
+                lane = Lane(handler, async_mode=self.async_mode, queue_size=self.queue_size)
+                lane.start()
+                self._lanes[handler.name] = lane
+            elif lane.handler is not handler:
+                self._warn_conflict(lane.handler, handler)
+            lane.scopes.update(scopes)
+            self._routes = {}
+
+    def _warn_conflict(self, kept: Handler, ignored: Handler) -> None:
+        diffs = _differences(_spec(kept), _spec(ignored))
+        if not diffs:
+            return
+        key = (kept.name, "; ".join(diffs))
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        _report(
+            f"handler name {kept.name!r} is already attached; the later attach is ignored "
+            f"(first registration wins) and only its scopes are merged. Differing options: "
+            f"{'; '.join(diffs)}"
+        )
+
+    def detach(self, name: str, scope: str) -> None:
+        """Remove ``name`` from ``scope``; with no scope left it is flushed, closed, forgotten."""
+        with self._lock:
+            lane = self._lanes.get(name)
+            if lane is None or scope not in lane.scopes:
+                return
+            lane.scopes.discard(scope)
+            self._routes = {}
+            if not lane.scopes:
+                del self._lanes[name]
+                lane.close(None)
+
+    def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None:
+        """Last-wins setup used by ``configure``: drop ``handler.name`` from ``scopes``, re-add.
+
+        The new instance also takes over any other scopes the old one kept, since the name is
+        a bus-wide identity.
+        """
+        scopes = [check_scope(s) for s in scopes]
+        with self._lock:
+            old = self._lanes.pop(handler.name, None)
+            remaining: set[str] = set()
+            if old is not None:
+                remaining = old.scopes - set(scopes)
+                old.close(None)
+            self._routes = {}
+            new_scopes = remaining | (set(scopes) if enable else set())
+            if new_scopes:
+                self.attach(handler, sorted(new_scopes))
+
+    # -- hot path ---------------------------------------------------------------------------
+    def emit(self, event: Event) -> None:
+        """Offer ``event`` to every lane whose scope, kind and level match."""
+        if self._finished:
+            self._reopen()
+        lanes = self._routes.get(event.scope)
+        if lanes is None:
+            lanes = self._resolve(event.scope)
+        level = event.level
+        kind = event.kind
+        for lane in lanes:
+            if kind in lane.kinds and (level is None or level >= lane.level):
+                lane.offer(event)
+
+    def _resolve(self, scope: str) -> tuple[Lane, ...]:
+        with self._lock:
+            lanes = tuple(
+                lane
+                for lane in self._lanes.values()
+                if any(scope_matches(scope, s) for s in lane.scopes)
+            )
+            self._routes[scope] = lanes
+            return lanes
+
+    # -- shutdown ---------------------------------------------------------------------------
+    def flush(self, timeout_s: float | None = None) -> bool:
+        """Wait until everything emitted so far was handled; ``False`` on timeout."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        ok = True
+        for lane in list(self._lanes.values()):
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ok = lane.flush(left) and ok
+        return ok
+
+    def finish(self, timeout_s: float | None = None) -> FinishReport:
+        """Deliver, flush and close every handler; keep them registered for a later re-open."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        ok = True
+        with self._lock:
+            if not self._finished:
+                for lane in self._lanes.values():
+                    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                    ok = lane.close(left) and ok
+                self._finished = True
+            report = FinishReport(
+                handlers={name: lane.stats() for name, lane in self._lanes.items()},
+                timed_out=not ok,
+            )
+        if report.dropped or not ok:
+            print(f"goggles_io: finish: {report.summary()}", file=sys.stderr)
+        return report
+
+    def _reopen(self) -> None:
+        with self._lock:
+            self._reopen_locked()
+
+    def _reopen_locked(self) -> None:
+        if self._finished:
+            for lane in self._lanes.values():
+                lane.start()
+            self._finished = False
+
+    def after_fork_in_child(self) -> None:
+        """Rebuild locks and worker threads, which a fork does not carry over."""
+        self._lock = threading.RLock()
+        if not self._finished:
+            for lane in self._lanes.values():
+                lane.restart_after_fork()
+
+    # -- introspection ----------------------------------------------------------------------
+    def handlers(self) -> dict[str, tuple[Handler, frozenset[str]]]:
+        """Return ``name -> (handler, scopes)`` for every attached handler."""
+        with self._lock:
+            return {n: (lane.handler, frozenset(lane.scopes)) for n, lane in self._lanes.items()}
+
+    def stats(self) -> dict[str, HandlerStats]:
+        """Return the delivery tally per handler name."""
+        return {name: lane.stats() for name, lane in list(self._lanes.items())}

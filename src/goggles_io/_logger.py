@@ -1,0 +1,225 @@
+"""Loggers: :class:`TextLogger` (text) and :class:`GogglesLogger` (text + data).
+
+The hot path (a level check, building one :class:`Event`, one ``emit``) allocates little and
+validates only what it must: bad input raises here, at the call, while it can still be fixed.
+Steps are tracked per ``(scope, metric name)``: each metric has its own counter, so ``eval/acc``
+at step 50 after ``train/loss`` at step 100 is normal and kept.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Mapping
+from time import time as _now
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from goggles_io import _validate as v
+from goggles_io._bus import check_scope
+from goggles_io._config import STATE, get_settings, get_transport
+from goggles_io._records import Event, Kind
+
+if TYPE_CHECKING:
+    from goggles_io._data import GogglesLogger
+
+__all__ = ["TextLogger", "get_logger"]
+
+_L = TypeVar("_L", bound="TextLogger")
+
+DEBUG, INFO, WARNING, ERROR, CRITICAL = 10, 20, 30, 40, 50
+_LOG = Kind.LOG
+_METRIC = Kind.METRIC
+
+
+def _emit(event: Event) -> None:
+    (STATE.transport or get_transport()).emit(event)
+
+
+def _caller(depth: int) -> tuple[str | None, int | None]:
+    if not (STATE.settings or get_settings()).caller_info:
+        return None, None
+    frame = sys._getframe(depth + 1)
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+class TextLogger:
+    """Text logging with stdlib-style ``%``-args and ``exc_info``; routed by ``scope``."""
+
+    __slots__ = ("_bound", "level", "name", "scope")
+
+    def __init__(
+        self, name: str, scope: str = "global", level: int = 0, bound: Mapping[str, Any] = ()
+    ) -> None:
+        self.name = name
+        self.scope = scope
+        self.level = level
+        self._bound = dict(bound)
+
+    def bind(self: _L, *, scope: str | None = None, **fields: Any) -> _L:
+        """Return a new logger with extra bound fields (and maybe another scope).
+
+        The receiver is never changed; without ``scope`` the new logger keeps the current one.
+        """
+        new_scope = self.scope if scope is None else check_scope(scope)
+        return type(self)(self.name, new_scope, self.level, {**self._bound, **fields})
+
+    def get_bound(self) -> dict[str, Any]:
+        """Return a copy of the bound fields."""
+        return dict(self._bound)
+
+    def set_level(self, level: int | str) -> None:
+        """Change this logger's minimum level."""
+        self.level = v.check_level(level)
+
+    def is_enabled_for(self, level: int) -> bool:
+        """Return whether a message at ``level`` would be emitted."""
+        return level >= self.level
+
+    def _log(
+        self,
+        level: int,
+        msg: object,
+        args: tuple[Any, ...],
+        exc_info: Any,
+        extra: Mapping[str, Any] | None,
+        caller: tuple[str | None, int | None] | None = None,
+    ) -> None:
+        if args:
+            try:
+                if len(args) == 1 and isinstance(args[0], Mapping) and args[0]:
+                    text = str(msg) % args[0]
+                else:
+                    text = str(msg) % args
+            except (TypeError, ValueError, KeyError) as exc:
+                text = f"{msg!r} % {args!r} (formatting failed: {exc})"
+        else:
+            text = msg if type(msg) is str else str(msg)
+        ext: dict[str, Any] = {"bound": self._bound} if self._bound else {}
+        if extra:
+            ext.update(extra)
+        if exc_info:
+            ext["exc_text"] = _format_exc(exc_info)
+        if caller is not None:
+            filepath, lineno = caller
+        elif (STATE.settings or get_settings()).caller_info:
+            frame = sys._getframe(2)
+            filepath, lineno = frame.f_code.co_filename, frame.f_lineno
+        else:
+            filepath = lineno = None
+        (STATE.transport or get_transport()).emit(
+            Event(
+                _LOG,
+                self.scope,
+                text,
+                level,
+                None,
+                _now(),
+                self.name,
+                STATE.pid,
+                filepath,
+                lineno,
+                ext,
+            )
+        )
+
+    def log(
+        self,
+        level: int | str,
+        msg: object,
+        *args: Any,
+        exc_info: Any = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Log ``msg % args`` at ``level`` (an int or a level name)."""
+        level = v.check_level(level)
+        if level >= self.level:
+            self._log(level, msg, args, exc_info, extra)
+
+    def debug(
+        self, msg: object, *args: Any, exc_info: Any = None, extra: Mapping[str, Any] | None = None
+    ) -> None:
+        """Log at DEBUG."""
+        if DEBUG >= self.level:
+            self._log(DEBUG, msg, args, exc_info, extra)
+
+    def info(
+        self, msg: object, *args: Any, exc_info: Any = None, extra: Mapping[str, Any] | None = None
+    ) -> None:
+        """Log at INFO."""
+        if INFO >= self.level:
+            self._log(INFO, msg, args, exc_info, extra)
+
+    def warning(
+        self, msg: object, *args: Any, exc_info: Any = None, extra: Mapping[str, Any] | None = None
+    ) -> None:
+        """Log at WARNING."""
+        if WARNING >= self.level:
+            self._log(WARNING, msg, args, exc_info, extra)
+
+    def error(
+        self, msg: object, *args: Any, exc_info: Any = None, extra: Mapping[str, Any] | None = None
+    ) -> None:
+        """Log at ERROR."""
+        if ERROR >= self.level:
+            self._log(ERROR, msg, args, exc_info, extra)
+
+    def critical(
+        self, msg: object, *args: Any, exc_info: Any = None, extra: Mapping[str, Any] | None = None
+    ) -> None:
+        """Log at CRITICAL."""
+        if CRITICAL >= self.level:
+            self._log(CRITICAL, msg, args, exc_info, extra)
+
+    def exception(
+        self, msg: object, *args: Any, exc_info: Any = True, extra: Mapping[str, Any] | None = None
+    ) -> None:
+        """Log at ERROR with the current exception's traceback (call from ``except``)."""
+        if ERROR >= self.level:
+            self._log(ERROR, msg, args, exc_info, extra)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, scope={self.scope!r})"
+
+
+def _format_exc(exc_info: Any) -> str:
+    if isinstance(exc_info, BaseException):
+        exc_info = (type(exc_info), exc_info, exc_info.__traceback__)
+    elif not isinstance(exc_info, tuple):
+        exc_info = sys.exc_info()
+    if exc_info[0] is None:
+        return ""
+    return "".join(traceback.format_exception(*exc_info))
+
+
+def get_logger(
+    name: str | None = None,
+    *,
+    scope: str = "global",
+    with_metrics: bool = False,
+    level: int | str = 0,
+    **bound: Any,
+) -> TextLogger | GogglesLogger:
+    """Return a logger for ``name`` that routes to handlers attached on ``scope``.
+
+    Args:
+        name: shown by handlers; defaults to ``"root"``.
+        scope: dot-separated scope; events also reach handlers on its parents.
+        with_metrics: return a :class:`GogglesLogger` (scalars, images, ...) instead of text only.
+        level: this logger's minimum level for text messages.
+        **bound: fields attached to every event (see :meth:`TextLogger.bind`).
+
+    Raises:
+        InvalidNameError: ``name`` or ``scope`` is malformed.
+        InvalidLevelError: ``level`` is not a level.
+        ConfigurationError: a ``GOGGLES_*`` environment variable is malformed.
+    """
+    if name is None:
+        name = "root"
+    v.check_name(name, "name")
+    check_scope(scope)
+    lvl = v.check_level(level)
+    get_settings()
+    from goggles_io._data import GogglesLogger
+
+    cls = GogglesLogger if with_metrics else TextLogger
+    return cls(name, scope, lvl, bound)

@@ -1,0 +1,213 @@
+"""Checks and copies done at the log call, so bad input fails where it was written.
+
+Every array is copied here: the event owns its data and later mutation by the caller never
+changes what a handler writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from goggles_io.exceptions import InvalidLevelError, InvalidNameError, InvalidPayloadError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported on first use: it costs more than the rest of ``import goggles_io``.
+
+__all__ = [
+    "check_level",
+    "check_name",
+    "check_step",
+    "is_image_like",
+    "to_artifact",
+    "to_histogram",
+    "to_image",
+    "to_scalar",
+    "to_table",
+    "to_vector_field",
+    "to_video",
+]
+
+_LEVELS = {
+    "NOTSET": logging.NOTSET,
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARNING": logging.WARNING,
+    "WARN": logging.WARNING,
+    "ERROR": logging.ERROR,
+    "CRITICAL": logging.CRITICAL,
+    "FATAL": logging.CRITICAL,
+}
+_CHANNELS = (1, 3, 4)
+
+
+def check_level(level: object, param: str = "level") -> int:
+    """Return ``level`` as an int; accept ints >= 0 and the stdlib level names."""
+    if isinstance(level, str) and level.upper() in _LEVELS:
+        return _LEVELS[level.upper()]
+    if isinstance(level, numbers.Integral) and not isinstance(level, bool) and int(level) >= 0:
+        return int(level)
+    msg = (
+        f"{param} must be an int >= 0 or one of {sorted(_LEVELS)!r} (got {level!r}); "
+        "use goggles_io.INFO and friends."
+    )
+    raise InvalidLevelError(msg, level=level)
+
+
+def check_name(name: object, param: str = "name") -> str:
+    """Return ``name`` if it is a non-empty str."""
+    if type(name) is str and name:
+        return name
+    msg = f"{param} must be a non-empty str (got {name!r}); pass e.g. {param}='train/loss'."
+    raise InvalidNameError(msg, name=name)
+
+
+def check_step(step: object) -> int:
+    """Return ``step`` as an int >= 0."""
+    if isinstance(step, numbers.Integral) and not isinstance(step, bool) and int(step) >= 0:
+        return int(step)
+    msg = f"step must be an int >= 0 or None for the metric's next step (got {step!r})."
+    raise InvalidPayloadError(msg, value=step)
+
+
+def to_scalar(name: str, value: object) -> int | float:
+    """Return ``value`` as a Python int/float; NaN and +-inf pass (the caller flags them)."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if hasattr(value, "__array__"):
+        import numpy as np
+
+        arr = np.asarray(value)
+        if arr.size == 1 and arr.dtype.kind in "biuf":
+            item = arr.reshape(()).item()
+            return int(item) if arr.dtype.kind in "biu" else float(item)
+    msg = (
+        f"scalar {name!r} must be a real number (int, float, numpy scalar or 1-element array); "
+        f"got {value!r} of type {type(value).__name__}."
+    )
+    raise InvalidPayloadError(msg, value=value)
+
+
+def is_finite(value: int | float) -> bool:
+    """Return whether a coerced scalar is finite (ints always are)."""
+    return type(value) is int or math.isfinite(value)
+
+
+def _array(value: object, what: str) -> np.ndarray:
+    import numpy as np
+
+    try:
+        arr = np.array(value, copy=True)
+    except Exception as exc:
+        msg = f"{what} must be array-like (got {type(value).__name__}: {exc})."
+        raise InvalidPayloadError(msg, value=value) from exc
+    return arr
+
+
+def _check_pixels(arr: np.ndarray, what: str, value: object) -> None:
+    if arr.dtype.str != "|u1" and arr.dtype.kind != "f":
+        msg = f"{what} must have dtype uint8 or a float dtype in [0, 1] (got dtype {arr.dtype})."
+        raise InvalidPayloadError(msg, value=value)
+
+
+def is_image_like(value: object) -> bool:
+    """Return whether ``push`` should promote ``value`` to an image event."""
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(value, np.ndarray):
+        return False
+    return value.ndim == 2 or (value.ndim == 3 and value.shape[-1] in _CHANNELS)
+
+
+def to_image(image: object) -> np.ndarray:
+    """Return a private copy of an ``(H, W)`` or ``(H, W, C)`` image, C in 1/3/4."""
+    arr = _array(image, "image")
+    ok = arr.ndim == 2 or (arr.ndim == 3 and arr.shape[-1] in _CHANNELS)
+    if not ok or arr.size == 0:
+        msg = (
+            f"image must have shape (H, W) or (H, W, C) with C in {_CHANNELS} "
+            f"(got shape {arr.shape}); transpose CHW images with image.transpose(1, 2, 0)."
+        )
+        raise InvalidPayloadError(msg, value=image)
+    _check_pixels(arr, "image", image)
+    return arr
+
+
+def to_video(video: object) -> np.ndarray:
+    """Return a private ``(T, C, H, W)`` copy; accepts ``(T, H, W)`` and ``(T, H, W, C)`` too."""
+    arr = _array(video, "video")
+    if arr.ndim == 3:
+        arr = arr[:, None, :, :]
+    elif arr.ndim == 4 and arr.shape[1] not in _CHANNELS and arr.shape[-1] in _CHANNELS:
+        arr = arr.transpose(0, 3, 1, 2).copy()
+    if arr.ndim != 4 or arr.shape[1] not in _CHANNELS or arr.size == 0:
+        msg = (
+            f"video must have shape (T, C, H, W), (T, H, W, C) or (T, H, W) with C in "
+            f"{_CHANNELS} (got shape {getattr(video, 'shape', arr.shape)})."
+        )
+        raise InvalidPayloadError(msg, value=video)
+    _check_pixels(arr, "video", video)
+    return arr
+
+
+def check_fps(fps: object) -> float:
+    """Return ``fps`` as a positive float."""
+    if isinstance(fps, numbers.Real) and not isinstance(fps, bool) and 0 < float(fps) < math.inf:
+        return float(fps)
+    msg = f"fps must be a positive number (got {fps!r})."
+    raise InvalidPayloadError(msg, value=fps)
+
+
+def to_histogram(values: object) -> np.ndarray:
+    """Return the raw values as a private flat numeric copy."""
+    arr = _array(values, "histogram values")
+    if arr.dtype.kind not in "biuf":
+        msg = f"histogram values must be numeric (got dtype {arr.dtype} from {values!r:.80})."
+        raise InvalidPayloadError(msg, value=values)
+    return arr.reshape(-1)
+
+
+def to_vector_field(field: object) -> np.ndarray:
+    """Return a private copy of a ``(..., 2)`` or ``(..., 3)`` numeric field."""
+    arr = _array(field, "vector_field")
+    if arr.ndim < 2 or arr.shape[-1] not in (2, 3) or arr.dtype.kind not in "biuf":
+        msg = (
+            f"vector_field must be numeric with shape (..., 2) or (..., 3) "
+            f"(got shape {arr.shape}, dtype {arr.dtype})."
+        )
+        raise InvalidPayloadError(msg, value=field)
+    return arr
+
+
+def to_artifact(data: object) -> bytes | str:
+    """Return bytes contents, or a path as str."""
+    if isinstance(data, bytes | bytearray | memoryview):
+        return bytes(data)
+    if isinstance(data, str | os.PathLike):
+        return os.fspath(data)  # type: ignore[return-value]
+    msg = f"artifact must be bytes or a path (str / os.PathLike) (got {type(data).__name__})."
+    raise InvalidPayloadError(msg, value=data)
+
+
+def to_table(columns: Sequence[str], data: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """Return ``{"columns", "data"}`` as fresh lists, each row as long as ``columns``."""
+    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+        msg = f"columns must be a sequence of str (got {columns!r})."
+        raise InvalidPayloadError(msg, value=columns)
+    cols = list(columns)
+    rows = [list(row) for row in data]
+    for i, row in enumerate(rows):
+        if len(row) != len(cols):
+            msg = f"table row {i} has {len(row)} cells but there are {len(cols)} columns."
+            raise InvalidPayloadError(msg, value=row)
+    return {"columns": cols, "data": rows}

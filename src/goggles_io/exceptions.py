@@ -1,0 +1,69 @@
+"""Exceptions raised by goggles_io.
+
+Every exception subclasses :class:`GogglesIOError` and the builtin it refines, so callers can
+catch either. Caller bugs (bad names, bad payloads, bad levels) raise at the call site;
+environment failures (full queues, failing handlers) never raise into application code: they
+are counted and reported once on stderr.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ConfigurationError",
+    "GogglesIOError",
+    "HandlerNotRegisteredError",
+    "InvalidLevelError",
+    "InvalidNameError",
+    "InvalidPayloadError",
+]
+
+
+class GogglesIOError(Exception):
+    """Base class of every error goggles_io raises."""
+
+
+class ConfigurationError(GogglesIOError, ValueError):
+    """A configuration value (argument, env variable, config file key) is malformed."""
+
+    def __init__(self, msg: str, *, key: str | None = None, value: Any = None) -> None:
+        super().__init__(msg)
+        self.key = key
+        self.value = value
+
+
+class InvalidPayloadError(GogglesIOError, ValueError):
+    """A logged value has the wrong type, shape or dtype for its kind."""
+
+    def __init__(self, msg: str, *, value: Any = None) -> None:
+        super().__init__(msg)
+        self.value = value
+
+
+class InvalidNameError(GogglesIOError, ValueError):
+    """A metric, handler or scope name is empty or not a string."""
+
+    def __init__(self, msg: str, *, name: Any = None) -> None:
+        super().__init__(msg)
+        self.name = name
+
+
+class InvalidLevelError(GogglesIOError, ValueError):
+    """A severity level is neither a known level name nor a non-negative int."""
+
+    def __init__(self, msg: str, *, level: Any = None) -> None:
+        super().__init__(msg)
+        self.level = level
+
+
+class HandlerNotRegisteredError(GogglesIOError, KeyError):
+    """A handler spec names a class that was never passed to ``register_handler``."""
+
+    def __init__(self, msg: str, *, key: str | None = None) -> None:
+        super().__init__(msg)
+        self.key = key
+
+    def __str__(self) -> str:
+        # KeyError would repr() the message; show it as written.
+        return str(self.args[0])

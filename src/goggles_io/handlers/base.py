@@ -1,0 +1,175 @@
+"""The handler plug point: the :class:`Handler` protocol, :class:`BaseHandler` and the registry.
+
+Contract for handler authors:
+
+* A handler has a bus-wide ``name`` (first registration wins), a ``level`` (``LOG`` events below
+  it are not routed to it; other kinds carry no level and always are) and ``capabilities``, the
+  frozenset of :class:`~goggles_io.Kind` it accepts (the bus routes nothing else to it).
+* Lifecycle: ``open()`` before the first event (and again if the bus re-opens after
+  ``finish()``), ``handle(event)`` for each event, ``flush()`` to push buffered output out,
+  ``close()`` on ``detach`` / ``finish``. In async mode all four run on the handler's own worker
+  thread, never concurrently; in sync mode they run in the caller under a per-handler lock.
+  ``handle`` must not block for long and must not log through goggles_io. An exception it raises
+  is counted and reported once on stderr; it never reaches the application.
+* ``to_dict()`` returns ``{"cls": "<module>:<qualname>", "data": {...}}`` where ``data`` holds
+  msgpack-safe builtins only (str, int, float, bool, None, lists, str-keyed dicts) and
+  ``cls.from_dict(spec)`` rebuilds an equivalent handler: this is how a handler attached in one
+  process is rebuilt in the host process (no pickle). Two handlers with equal ``to_dict()`` are
+  the same configuration. :class:`BaseHandler` implements both from :meth:`BaseHandler.config`,
+  which by default returns ``name`` and ``level``; a subclass adds its constructor arguments.
+* Classes are found by :func:`register_handler` key ``"<module>:<qualname>"``; built-in handlers
+  register themselves. A spec whose class is not registered raises
+  :class:`~goggles_io.exceptions.HandlerNotRegisteredError`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+
+from goggles_io._records import Event, Kind
+from goggles_io.exceptions import (
+    HandlerNotRegisteredError,
+    InvalidLevelError,
+    InvalidNameError,
+)
+
+__all__ = [
+    "ALL_KINDS",
+    "BaseHandler",
+    "Handler",
+    "get_handler_class",
+    "handler_from_dict",
+    "handler_key",
+    "register_handler",
+]
+
+ALL_KINDS: frozenset[Kind] = frozenset(Kind)
+
+_REGISTRY: dict[str, type[Any]] = {}
+
+_H = TypeVar("_H", bound=type)
+
+
+@runtime_checkable
+class Handler(Protocol):
+    """What the bus needs from a sink."""
+
+    name: str
+    level: int
+    capabilities: frozenset[Kind]
+
+    def open(self) -> None: ...
+
+    def handle(self, event: Event) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> Handler: ...
+
+
+class BaseHandler:
+    """Convenient base: stores name/level, no-op lifecycle, spec from :meth:`config`.
+
+    Subclasses set ``capabilities`` (class attribute) and implement :meth:`handle`; those with
+    constructor arguments beyond ``name`` and ``level`` extend :meth:`config`.
+    """
+
+    capabilities: ClassVar[frozenset[Kind]] = ALL_KINDS
+    default_name: ClassVar[str] = "handler"
+
+    def __init__(self, name: str | None = None, level: int = logging.NOTSET) -> None:
+        name = self.default_name if name is None else name
+        if not isinstance(name, str) or not name:
+            msg = f"name must be a non-empty str (got {name!r}); pass e.g. name='myapp.console'."
+            raise InvalidNameError(msg, name=name)
+        if isinstance(level, bool) or not isinstance(level, int) or level < 0:
+            msg = f"level must be an int >= 0 such as goggles_io.INFO (got {level!r})."
+            raise InvalidLevelError(msg, level=level)
+        self.name = name
+        self.level = level
+
+    def can_handle(self, kind: Kind) -> bool:
+        """Return whether events of ``kind`` are routed here (robo-goggles compatibility)."""
+        return kind in self.capabilities
+
+    def open(self) -> None:
+        """Acquire resources; called before the first event and on re-open after finish."""
+
+    def handle(self, event: Event) -> None:
+        """Write one event; subclasses must override."""
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """Push buffered output to its destination."""
+
+    def close(self) -> None:
+        """Release resources; the handler may be opened again later."""
+
+    def config(self) -> dict[str, Any]:
+        """Constructor keyword arguments that rebuild this handler (msgpack-safe values)."""
+        return {"name": self.name, "level": self.level}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the spec ``{"cls": key, "data": config}`` used to rebuild this handler."""
+        return {"cls": handler_key(type(self)), "data": self.config()}
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> BaseHandler:
+        """Rebuild a handler from :meth:`to_dict` output (``spec["data"]`` as kwargs)."""
+        return cls(**dict(spec.get("data") or {}))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, level={self.level!r})"
+
+
+def handler_key(cls: type) -> str:
+    """Return the registry key of a handler class: ``"<module>:<qualname>"``."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def register_handler(cls: _H) -> _H:
+    """Make a handler class rebuildable from its spec; usable as a class decorator.
+
+    Keyed by module and qualified name, so two ``MyHandler`` classes in different modules do not
+    collide. Registering the same class twice is harmless.
+    """
+    if not isinstance(cls, type):
+        msg = f"register_handler expects a class (got {cls!r}); pass the class, not an instance."
+        raise TypeError(msg)
+    _REGISTRY[handler_key(cls)] = cls
+    return cls
+
+
+def get_handler_class(key: str) -> type[Any]:
+    """Look up a registered class by ``"<module>:<qualname>"`` (or an unambiguous bare name)."""
+    found = _REGISTRY.get(key)
+    if found is not None:
+        return found
+    if ":" not in key:
+        matches = [c for k, c in _REGISTRY.items() if k.rsplit(":", 1)[1].split(".")[-1] == key]
+        if len(matches) == 1:
+            return matches[0]
+    msg = (
+        f"handler class {key!r} is not registered; call goggles_io.register_handler(YourHandler)"
+        f" in every process that attaches or hosts it (known: {sorted(_REGISTRY)!r})."
+    )
+    raise HandlerNotRegisteredError(msg, key=key)
+
+
+def handler_from_dict(spec: Mapping[str, Any]) -> Handler:
+    """Rebuild a handler from its spec via the registry."""
+    cls = get_handler_class(str(spec.get("cls")))
+    handler: Handler = cls.from_dict(spec)
+    return handler
+
+
+def _registered_keys() -> Iterable[str]:
+    """Return the registered keys (for diagnostics)."""
+    return tuple(_REGISTRY)
