@@ -1,0 +1,47 @@
+"""Filters under jax.jit and jax.lax.scan (CPU): the pure API on jax arrays matches numpy.
+
+Run: python examples/104b_filters_jit.py
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from goggles_io.filters import make_filter
+
+chain = make_filter(
+    [
+        {"type": "range", "low": -3.0, "high": 3.0},
+        {"type": "median", "window": 5},
+        {"type": "moving_average", "window": 4},
+    ]
+)
+
+rng = np.random.default_rng(1)
+xs = (np.sin(np.linspace(0, 6, 64))[:, None] + rng.normal(0, 0.1, (64, 3))).astype(np.float32)
+xs[10, 0], xs[40, 2] = 50.0, np.nan
+
+
+@jax.jit
+def smooth(xs):
+    """Filter a (steps, channels) series in one compiled scan; the state is the scan carry."""
+
+    def step(state, x):
+        y, state = chain.apply(state, x)
+        return state, y
+
+    return jax.lax.scan(step, chain.init_state(xs[0]), xs)[1]
+
+
+jitted = np.asarray(smooth(jnp.asarray(xs)))
+
+# The same filter chain, stateful, on numpy.
+chain.reset()
+reference = np.stack([chain(x) for x in xs])
+
+print("max |jit - numpy| =", float(np.nanmax(np.abs(jitted - reference))))
+print("step 10 channel 0: raw", xs[10, 0], "-> filtered", jitted[10, 0])
+assert np.allclose(jitted, reference, atol=1e-5, equal_nan=True)
+print("jit + scan matches numpy")

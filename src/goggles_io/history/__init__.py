@@ -1,0 +1,41 @@
+"""Device-resident histories for JAX pipelines: fixed-size (B, T, *shape) windows kept on device.
+
+Import this module by path (``from goggles_io.history import ...``); it needs jax, installed with
+``pip install 'split-telemetry[jax]'``. Two layouts share one API: the shift layout (a dict of
+arrays, newest entry last along T, as robo-goggles has it) and the ring layout
+(:class:`RingHistory`, one slot written per update, O(1) in T, read through ordered views).
+"""
+
+from __future__ import annotations
+
+try:
+    import jax  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    msg = "goggles_io.history needs jax: pip install 'split-telemetry[jax]'"
+    raise ImportError(msg) from exc
+
+from goggles_io.history.bridge import log_history
+from goggles_io.history.buffer import (
+    create_history,
+    peek_last,
+    slice_history,
+    to_device,
+    to_host,
+    update_history,
+)
+from goggles_io.history.ring import RingHistory, ordered
+from goggles_io.history.spec import HistoryFieldSpec, HistorySpec
+
+__all__ = [
+    "HistoryFieldSpec",
+    "HistorySpec",
+    "RingHistory",
+    "create_history",
+    "log_history",
+    "ordered",
+    "peek_last",
+    "slice_history",
+    "to_device",
+    "to_host",
+    "update_history",
+]

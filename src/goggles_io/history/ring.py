@@ -1,0 +1,136 @@
+"""The ring layout: one slot written per update, read through ordered views.
+
+Each field keeps its window ``(B, T, *shape)`` in storage order, a head index (the slot the next
+update writes; scalar, shared by the batch) and a per-row count of entries written since the
+last reset. An update writes one slot with ``dynamic_update_slice`` and bumps two tiny arrays,
+so under ``jit`` with a donated history its cost does not depend on T. A reset sets the row's
+count to 0 instead of clearing T slots; readers show slots older than the count as the field's
+init value. ``randn`` fields are the exception: their reset redraws the row (O(T), under a
+``lax.cond`` so steps without resets do not pay). See docs/adr/0006-ring-history-layout.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["RingHistory", "ordered", "ring_peek", "ring_positions", "ring_update"]
+
+Array = Any
+
+
+@jax.tree_util.register_pytree_node_class
+class RingHistory:
+    """A history in ring layout: a pytree of ``data``, ``head`` and ``count`` dicts.
+
+    ``inits`` (field name -> init mode) is static pytree metadata, so ``jit``, ``vmap``,
+    ``device_put`` and donation all see only the arrays. Read it with :func:`ordered`,
+    ``peek_last`` or ``slice_history``; ``history.data`` is in storage order, not time order.
+    """
+
+    __slots__ = ("count", "data", "head", "inits")
+
+    def __init__(
+        self,
+        data: Mapping[str, Array],
+        head: Mapping[str, Array],
+        count: Mapping[str, Array],
+        inits: Mapping[str, str],
+    ) -> None:
+        self.data = dict(data)
+        self.head = dict(head)
+        self.count = dict(count)
+        self.inits = dict(inits)
+
+    def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[tuple[str, str], ...]]:
+        return (self.data, self.head, self.count), tuple(sorted(self.inits.items()))
+
+    @classmethod
+    def tree_unflatten(cls, aux: tuple[tuple[str, str], ...], children: Any) -> RingHistory:
+        data, head, count = children
+        return cls(data, head, count, dict(aux))
+
+    def __getitem__(self, field: str) -> Array:
+        """The field's window in time order (oldest first), like the shift layout's dict."""
+        return ordered(self)[field]
+
+    def keys(self) -> Any:
+        return self.data.keys()
+
+    def __contains__(self, field: object) -> bool:
+        return field in self.data
+
+    def __repr__(self) -> str:
+        shapes = {k: tuple(v.shape) for k, v in self.data.items()}
+        return f"RingHistory({shapes})"
+
+
+def _fill(hist: RingHistory, field: str, dtype: Any) -> Array:
+    return jnp.asarray(1 if hist.inits[field] == "ones" else 0, dtype=dtype)
+
+
+def ring_positions(hist: RingHistory, field: str, positions: Array) -> Array:
+    """Entries at time ``positions`` (0 = oldest of T), as ``(B, len(positions), *shape)``."""
+    data = hist.data[field]
+    length = data.shape[1]
+    slots = (hist.head[field] + positions) % length
+    taken = jnp.take(data, slots, axis=1)
+    live = positions[None, :] >= length - hist.count[field][:, None]  # (B, n)
+    live = live.reshape(live.shape + (1,) * (data.ndim - 2))
+    return jnp.where(live, taken, _fill(hist, field, data.dtype))
+
+
+def ring_peek(hist: RingHistory, field: str, n: int) -> Array:
+    """The newest ``n`` entries, newest last."""
+    length = hist.data[field].shape[1]
+    return ring_positions(hist, field, jnp.arange(length - n, length))
+
+
+def ordered(hist: RingHistory | Mapping[str, Array]) -> dict[str, Array]:
+    """The history as a dict of ``(B, T, *shape)`` windows in time order (newest last).
+
+    For a ring history this gathers every field (O(T)); a shift-layout dict is returned as is.
+    """
+    if not isinstance(hist, RingHistory):
+        return dict(hist)
+    return {
+        field: ring_positions(hist, field, jnp.arange(data.shape[1]))
+        for field, data in hist.data.items()
+    }
+
+
+def ring_update(
+    hist: RingHistory,
+    new_data: Mapping[str, Array],
+    reset_mask: Array | None,
+    rng: Array | None,
+) -> RingHistory:
+    """Write one slot per field in ``new_data`` (already shaped ``(B, *shape)``); O(1) in T."""
+    data, head, count = dict(hist.data), dict(hist.head), dict(hist.count)
+    for field, new in new_data.items():
+        buf = data[field]
+        length = buf.shape[1]
+        start = (jnp.zeros((), head[field].dtype), head[field]) + (0,) * (buf.ndim - 2)
+        buf = jax.lax.dynamic_update_slice(buf, new[:, None], start)
+        head[field] = (head[field] + 1) % length
+        grown = jnp.minimum(count[field] + 1, length)
+        mode = hist.inits[field]
+        if reset_mask is not None and mode in ("zeros", "ones"):
+            grown = jnp.where(reset_mask, 0, grown)
+        elif reset_mask is not None and mode == "randn":
+            buf = _redraw(buf, reset_mask, rng)
+        data[field], count[field] = buf, grown
+    return RingHistory(data, head, count, hist.inits)
+
+
+def _redraw(buf: Array, reset_mask: Array, rng: Array) -> Array:
+    """Refill the reset rows of a ``randn`` field with fresh normals, only when a row reset."""
+    rows = reset_mask.reshape((-1,) + (1,) * (buf.ndim - 1))
+
+    def redraw(b: Array) -> Array:
+        return jnp.where(rows, jax.random.normal(rng, b.shape, b.dtype), b)
+
+    return jax.lax.cond(jnp.any(reset_mask), redraw, lambda b: b, buf)
