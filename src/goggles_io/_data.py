@@ -209,7 +209,7 @@ class GogglesLogger(TextLogger):
         *,
         name: str = "video",
         fps: float = 20,
-        format: str = "gif",
+        format: str | None = None,
         x: Any = None,
         **extra: Any,
     ) -> None:
@@ -217,7 +217,8 @@ class GogglesLogger(TextLogger):
         arr = v.to_video(video)
         ext = self._extra(v.check_name(name), x, extra)
         ext["fps"] = v.check_fps(fps)
-        ext["format"] = format
+        if format is not None:  # otherwise each handler picks its own container
+            ext["format"] = format
         self._send(Kind.VIDEO, arr, self._step(name, step), ext)
 
     def histogram(

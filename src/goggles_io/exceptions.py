@@ -12,11 +12,14 @@ from typing import Any
 
 __all__ = [
     "ConfigurationError",
+    "ConfigurationFileError",
+    "ConfigurationNotFoundError",
     "GogglesIOError",
     "HandlerNotRegisteredError",
     "InvalidLevelError",
     "InvalidNameError",
     "InvalidPayloadError",
+    "ShutdownError",
 ]
 
 
@@ -67,3 +70,23 @@ class HandlerNotRegisteredError(GogglesIOError, KeyError):
     def __str__(self) -> str:
         # KeyError would repr() the message; show it as written.
         return str(self.args[0])
+
+
+class ConfigurationFileError(ConfigurationError):
+    """A configuration file, or a mapping about to be saved, is malformed; ``path`` says which."""
+
+    def __init__(self, msg: str, *, path: str, key: str | None = None, value: Any = None) -> None:
+        super().__init__(msg, key=key, value=value)
+        self.path = path
+
+
+class ConfigurationNotFoundError(GogglesIOError, FileNotFoundError):
+    """The configuration file does not exist."""
+
+    def __init__(self, msg: str, *, path: str) -> None:
+        super().__init__(msg)
+        self.path = path
+
+
+class ShutdownError(GogglesIOError, RuntimeError):
+    """``GracefulShutdown`` was used where signal handlers cannot be installed."""

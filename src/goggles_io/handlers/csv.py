@@ -1,0 +1,267 @@
+"""``CsvHandler``: scalar metrics as a wide ``metrics.csv`` (one row per step) plus run config.
+
+The table is what a researcher opens in pandas or a spreadsheet: ``step`` first, then one column
+per metric in the order the metrics first appeared. When a new metric appears after rows were
+written, the file is rewritten once with the extended header (temp file + ``os.replace``, so a
+reader or a crash sees the old table or the new one, never half). Settings recorded through
+:meth:`CsvHandler.record_config` go to ``metrics.config.kv`` beside it (``key=value`` lines).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+from goggles_io._records import Event, Kind
+from goggles_io._runfiles import read_kv, write_kv
+from goggles_io.exceptions import ConfigurationError
+from goggles_io.handlers.base import BaseHandler, register_handler
+
+__all__ = ["CONFIG_FILE", "METRICS_FILE", "STEP_COLUMN", "CsvHandler"]
+
+METRICS_FILE = "metrics.csv"
+CONFIG_FILE = "metrics.config.kv"
+STEP_COLUMN = "step"
+_STEP_METRIC = "step (metric)"  # a metric literally named "step" must not shadow the step column
+_DEFAULT_ROWS_PER_BATCH = 16
+_BAD_KEY = re.compile(r"[=\r\n]")
+
+
+@register_handler
+class CsvHandler(BaseHandler):
+    """Write ``METRIC`` events as a wide CSV table, one row per step.
+
+    Values logged for the same step are merged into one row while the row is pending; rows are
+    written in batches of ``rows_per_batch`` steps (and on ``flush()``/``close()``), sorted by
+    step, each batch pushed to the OS; ``close()`` also fsyncs. A value for a step whose row was
+    already written (an evaluation at step 50 logged after training step 100 left the buffer),
+    or a second value for the same metric and step, starts a new row with that step: nothing is
+    overwritten, so group by ``step`` when a metric has several cadences. Events without a step
+    get an empty ``step`` cell. Non-finite values are written ``nan``/``inf``/``-inf``, which
+    ``float()`` and pandas read back.
+
+    Args:
+        path: a directory (gets ``metrics.csv`` and ``metrics.config.kv``) or a ``*.csv`` file
+            (the config goes beside it as ``<stem>.config.kv``).
+        name: bus-wide handler name; defaults to ``"csv:<absolute csv path>"``.
+        level: kept for the handler protocol; metrics carry no level.
+        rows_per_batch: pending steps kept in memory before a batch is written.
+
+    Raises:
+        ConfigurationError: ``path`` is empty or not path-like, or ``rows_per_batch`` < 1.
+    """
+
+    capabilities: ClassVar[frozenset[Kind]] = frozenset({Kind.METRIC})
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        name: str | None = None,
+        level: int = logging.NOTSET,
+        *,
+        rows_per_batch: int = _DEFAULT_ROWS_PER_BATCH,
+    ) -> None:
+        if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+            msg = f"path must be a non-empty str or os.PathLike (got {path!r})."
+            raise ConfigurationError(msg, key="path", value=path)
+        if isinstance(rows_per_batch, bool) or not isinstance(rows_per_batch, int):
+            rows_per_batch = -1
+        if rows_per_batch < 1:
+            msg = f"rows_per_batch must be an int >= 1 (got {rows_per_batch!r})."
+            raise ConfigurationError(msg, key="rows_per_batch", value=rows_per_batch)
+        given = Path(os.path.abspath(os.fspath(path)))
+        if given.suffix.lower() == ".csv":
+            self.csv_path = given
+            self.config_path = given.with_name(f"{given.stem}.config.kv")
+        else:
+            self.csv_path = given / METRICS_FILE
+            self.config_path = given / CONFIG_FILE
+        self.path = given
+        super().__init__(name=f"csv:{self.csv_path}" if name is None else name, level=level)
+        self.rows_per_batch = rows_per_batch
+        self._columns: list[str] = []
+        self._pending: dict[int | None, dict[str, Any]] = {}
+        self._file: IO[str] | None = None
+        self._config_lock = threading.Lock()
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "path": str(self.path), "rows_per_batch": self.rows_per_batch}
+
+    @property
+    def columns(self) -> list[str]:
+        """The header as written so far: ``step`` then the metric columns."""
+        return [STEP_COLUMN, *self._columns]
+
+    def open(self) -> None:
+        """Open ``metrics.csv`` for appending, continuing the columns of an existing file.
+
+        Raises:
+            ConfigurationError: the file exists but its header does not start with ``step``.
+        """
+        if self._file is not None:
+            return
+        self.csv_path.parent.mkdir(parents=True, exist_ok=True)
+        header = _read_header(self.csv_path)
+        if header and header[0] != STEP_COLUMN:
+            msg = (
+                f"{str(self.csv_path)!r} exists but is not a CsvHandler table (header starts "
+                f"with {header[0]!r}, not 'step'); pass another path or move the file away."
+            )
+            raise ConfigurationError(msg, key="path", value=str(self.path))
+        self._columns = header[1:]
+        torn = _ends_without_newline(self.csv_path)
+        self._file = open(self.csv_path, "a", encoding="utf-8", newline="")
+        if torn:
+            self._file.write("\n")  # close a row torn by a crash; readers see a short row
+
+    def handle(self, event: Event) -> None:
+        """Merge the event's values into the pending row of its step."""
+        if self._file is None:
+            self.open()
+        step = event.step
+        values = {_STEP_METRIC if m == STEP_COLUMN else str(m): v for m, v in event.payload.items()}
+        row = self._pending.get(step)
+        if row is not None and not row.keys().isdisjoint(values):
+            self._write_pending()  # same metric, same step again: keep both, in two rows
+            row = None
+        if row is None:
+            if len(self._pending) >= self.rows_per_batch:
+                self._write_pending()
+            row = self._pending[step] = {}
+        row.update(values)
+
+    def flush(self) -> None:
+        """Write every pending row and push the file buffer to the OS."""
+        if self._file is not None:
+            self._write_pending()
+
+    def close(self) -> None:
+        """Write pending rows, fsync and close; a later ``open`` appends."""
+        if self._file is None:
+            return
+        self._write_pending()
+        file, self._file = self._file, None
+        try:
+            os.fsync(file.fileno())
+        finally:
+            file.close()
+
+    def record_config(self, mapping: Mapping[str, Any]) -> None:
+        """Merge ``mapping`` into ``metrics.config.kv`` (``key=value`` lines), atomically.
+
+        Settings are not metrics: they are recorded once per run, beside the table. Called by
+        :meth:`goggles_io.runs.RunContext.set_config`; thread-safe and usable before ``open``.
+        A key recorded again takes the new value.
+
+        Raises:
+            ConfigurationError: a key is not a non-empty str, or holds ``=`` or a line break.
+        """
+        items = dict(mapping)
+        for key in items:
+            if not isinstance(key, str) or not key or _BAD_KEY.search(key):
+                msg = (
+                    f"config key must be a non-empty str without '=' or line breaks "
+                    f"(got {key!r}); rename it, e.g. 'optimizer.lr'."
+                )
+                raise ConfigurationError(msg, key=str(key), value=items[key])
+        with self._config_lock:
+            self.config_path.parent.mkdir(parents=True, exist_ok=True)
+            merged: dict[str, Any] = {}
+            if self.config_path.exists():
+                merged.update(read_kv(self.config_path))
+            merged.update(items)
+            write_kv(self.config_path, merged)
+
+    # -- writing ---------------------------------------------------------------------------
+    def _write_pending(self) -> None:
+        assert self._file is not None
+        if not self._pending:
+            self._file.flush()
+            return
+        pending, self._pending = self._pending, {}
+        known = set(self._columns)
+        fresh = [m for row in pending.values() for m in row if m not in known]
+        if fresh:
+            self._extend_header(list(dict.fromkeys(fresh)))
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        ordered = sorted(pending.items(), key=lambda item: (item[0] is None, item[0] or 0))
+        for step, row in ordered:
+            cells = ["" if step is None else str(step)]
+            cells.extend(_cell(row[c]) if c in row else "" for c in self._columns)
+            writer.writerow(cells)
+        self._file.write(buffer.getvalue())
+        self._file.flush()
+
+    def _extend_header(self, fresh: list[str]) -> None:
+        """Add columns: write the header of a new file, or rewrite an existing table once."""
+        assert self._file is not None
+        self._file.flush()
+        columns = [*self._columns, *fresh]
+        header = [STEP_COLUMN, *columns]
+        if self.csv_path.stat().st_size == 0:
+            self._columns = columns
+            csv.writer(self._file, lineterminator="\n").writerow(header)
+            return
+        self._file.close()
+        self._file = None
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.csv_path.name}.", dir=self.csv_path.parent)
+        try:
+            with (
+                os.fdopen(fd, "w", encoding="utf-8", newline="") as out,
+                open(self.csv_path, encoding="utf-8", newline="") as old,
+            ):
+                writer = csv.writer(out, lineterminator="\n")
+                writer.writerow(header)
+                rows = csv.reader(old)
+                next(rows, None)  # the old header
+                for row in rows:
+                    writer.writerow(row + [""] * (len(header) - len(row)))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self.csv_path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            self._file = open(self.csv_path, "a", encoding="utf-8", newline="")
+            raise
+        self._columns = columns
+        self._file = open(self.csv_path, "a", encoding="utf-8", newline="")
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float):
+        return repr(value)  # shortest text that reads back exactly; nan / inf / -inf
+    item = getattr(value, "item", None)  # numpy scalars, without importing numpy
+    if callable(item) and hasattr(value, "dtype"):
+        return _cell(item())
+    return str(value)
+
+
+def _read_header(path: Path) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            return next(csv.reader(handle), [])
+    except FileNotFoundError:
+        return []
+
+
+def _ends_without_newline(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                return False
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except FileNotFoundError:
+        return False
