@@ -1,0 +1,42 @@
+"""``telemetry collector``: serve the reference remote collector until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from goggles_io.collector import Collector
+
+__all__ = ["ENV_COLLECTOR_API_KEY", "add_parser", "run"]
+
+# The key is read from the environment, never from argv (argv is visible to every user in ps).
+ENV_COLLECTOR_API_KEY = "TELEMETRY_COLLECTOR_API_KEY"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve on ``args.host:args.port`` storing into ``args.db``."""
+    api_key = os.environ.get(ENV_COLLECTOR_API_KEY) or None
+    collector = Collector(db_path=args.db, host=args.host, port=args.port, api_key=api_key)
+    collector.start()
+    auth = "on" if api_key else f"off (set {ENV_COLLECTOR_API_KEY} to require a key)"
+    print(f"collector listening on {collector.url}, db {args.db}, auth {auth}", flush=True)
+    try:
+        collector.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        collector.close()
+    return 0
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``collector`` on the top-level subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "collector", help="run the reference HTTP collector for RemoteHandler"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind")
+    parser.add_argument("--port", type=int, default=8765, help="port to bind (0: any free)")
+    parser.add_argument("--db", default="runs.sqlite", help="SQLite file for runs and points")
+    parser.set_defaults(handler=run)
+    return parser

@@ -1,0 +1,53 @@
+"""``telemetry runs [ROOT]``: list runs with status, age and last step."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from goggles_io.runs import list_runs
+
+__all__ = ["add_parser", "run"]
+
+
+def _age(seconds: Any) -> str:
+    if not isinstance(seconds, (int, float)):
+        return "?"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print one line per run under ``args.root``; exit 0 even when there are none."""
+    runs = list_runs(args.root)
+    if not runs:
+        print(f"no runs under {args.root}")
+        return 0
+    rows = [("RUN", "STATUS", "AGE", "LAST STEP", "PROJECT")]
+    for info in runs:
+        step = info.get("last_step")
+        rows.append(
+            (
+                str(info.get("run_id", "?")),
+                str(info.get("status", "?")),
+                _age(info.get("age_s")),
+                "-" if step is None else str(step),
+                str(info.get("project", "")),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``runs`` on the top-level subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "runs", help="list runs: status (running/done/failed/interrupted/crashed), age, last step"
+    )
+    parser.add_argument("root", nargs="?", default="runs", help="directory holding runs")
+    parser.set_defaults(handler=run)
+    return parser

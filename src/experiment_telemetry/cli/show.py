@@ -1,0 +1,48 @@
+"""``telemetry show RUN_DIR``: a run's identity, config and the last value of each metric."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from goggles_io.runs import last_metrics, read_kv, read_run
+
+__all__ = ["add_parser", "run"]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the run; exit 2 when ``RUN_DIR`` holds no ``run.kv``."""
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "run.kv").is_file():
+        print(
+            f"telemetry show: {str(run_dir)!r} is not a run directory (no run.kv)", file=sys.stderr
+        )
+        return 2
+    info = read_run(run_dir)
+    print(
+        f"run {info.get('run_id')}  status={info.get('status')}  last_step={info.get('last_step')}"
+    )
+    for key in ("project", "driver", "slug", "seed", "git_commit", "started", "finished"):
+        if key in info:
+            print(f"  {key}: {info[key]}")
+    config = read_kv(run_dir / "config.kv") if (run_dir / "config.kv").is_file() else {}
+    print("config:" if config else "config: (none recorded)")
+    for key, value in sorted(config.items()):
+        print(f"  {key} = {value}")
+    metrics = last_metrics(run_dir)
+    print("metrics (last value):" if metrics else "metrics: (none found)")
+    for name, value in sorted(metrics.items()):
+        print(f"  {name} = {value:.6g}")
+    return 0
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``show`` on the top-level subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "show", help="print a run's config and the last value of each metric"
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (holds run.kv)")
+    parser.set_defaults(handler=run)
+    return parser

@@ -1,0 +1,334 @@
+"""``RemoteHandler``: stream scalars to a dashboard over HTTP without ever stalling training.
+
+The training thread only appends a point to the current batch; a full batch is handed to a
+bounded queue that a background thread sends (see ``_sender.py`` and ADR 0008). When the
+collector is down or slow the queue fills and further batches are refused and counted: training
+never waits on the network. ``close()`` flushes, sends the finish, drains the queue within a
+deadline and prints a one-line tally.
+
+Environment (argument first, then the environment, then a ``.env`` file found from the current
+directory upwards; ``os.environ`` is never modified):
+
+* ``TELEMETRY_REMOTE_URL``: collector base URL; none -> the handler is inert and says so once.
+* ``TELEMETRY_REMOTE_API_KEY``: sent as ``Authorization: Bearer``; never logged or repr'd.
+* ``TELEMETRY_NO_REMOTE=1``: silence this run without editing the shared ``.env``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any, ClassVar
+from urllib.parse import quote, urlsplit
+
+from goggles_io._records import Event, Kind
+from goggles_io.exceptions import ConfigurationError, InvalidNameError, InvalidPayloadError
+from goggles_io.handlers._sender import Message, Sender
+from goggles_io.handlers.base import BaseHandler, register_handler
+
+__all__ = ["ENV_API_KEY", "ENV_NO_REMOTE", "ENV_URL", "RemoteHandler"]
+
+_logger = logging.getLogger(__name__)
+
+ENV_URL = "TELEMETRY_REMOTE_URL"
+ENV_API_KEY = "TELEMETRY_REMOTE_API_KEY"
+ENV_NO_REMOTE = "TELEMETRY_NO_REMOTE"
+_TRUE = ("1", "true", "yes", "on")
+
+
+def _dotenv_values() -> dict[str, str | None]:
+    import dotenv
+
+    path = dotenv.find_dotenv(usecwd=True)
+    return dict(dotenv.dotenv_values(path)) if path else {}
+
+
+def _setting(explicit: str | None, var: str, dotenv: dict[str, str | None]) -> str | None:
+    if explicit:
+        return explicit
+    return os.environ.get(var) or dotenv.get(var) or None
+
+
+def _positive(name: str, value: Any, kind: type = int) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    if not ok or (kind is int and not isinstance(value, int)):
+        msg = f"{name} must be a positive {kind.__name__} (got {value!r})."
+        raise ConfigurationError(msg, key=name, value=value)
+
+
+@register_handler
+class RemoteHandler(BaseHandler):
+    """Batch scalar metrics into JSON POSTs to a collector (``goggles_io.collector``).
+
+    Args:
+        server_url: Collector base URL; default ``TELEMETRY_REMOTE_URL``.
+        run_name: Display name of the run on the dashboard.
+        api_key: Bearer token; default ``TELEMETRY_REMOTE_API_KEY``. Never part of the repr,
+            the handler spec (``to_dict``) or any message.
+        buffer_size: Points per batch (fresher charts vs fewer requests).
+        heartbeat_s: Send a heartbeat after this many quiet seconds.
+        queue_batches: Batches that may wait for the sender before new ones are refused.
+        enabled: ``False`` silences this run; ``None`` honours ``TELEMETRY_NO_REMOTE``.
+        run_id: Id to register; default a fresh one, or the one ``register_run`` brings.
+        timeout_s: Socket timeout of one HTTP request (on the sender thread only).
+        close_timeout_s: How long ``close()`` may wait for the queue to drain.
+
+    Raises:
+        ConfigurationError: a malformed URL or a non-positive size or duration.
+    """
+
+    capabilities: ClassVar[frozenset[Kind]] = frozenset({Kind.METRIC})
+    default_name = "remote"
+
+    def __init__(
+        self,
+        server_url: str | None = None,
+        run_name: str | None = None,
+        api_key: str | None = None,
+        buffer_size: int = 200,
+        heartbeat_s: float = 60.0,
+        queue_batches: int = 64,
+        enabled: bool | None = None,
+        run_id: str | None = None,
+        timeout_s: float = 10.0,
+        close_timeout_s: float = 10.0,
+        name: str | None = None,
+        level: int = logging.NOTSET,
+    ) -> None:
+        super().__init__(name=name, level=level)
+        _positive("buffer_size", buffer_size)
+        _positive("queue_batches", queue_batches)
+        for pname, pvalue in (("heartbeat_s", heartbeat_s), ("timeout_s", timeout_s)):
+            _positive(pname, pvalue, float)
+        _positive("close_timeout_s", close_timeout_s, float)
+        self._args = {"server_url": server_url, "enabled": enabled}
+        self.buffer_size, self.heartbeat_s, self.queue_batches = (
+            buffer_size,
+            heartbeat_s,
+            queue_batches,
+        )
+        self.timeout_s, self.close_timeout_s = timeout_s, close_timeout_s
+        self.run_id = run_id or uuid.uuid4().hex
+        self.run_name = run_name or self.run_id
+        self._name_given = run_name is not None
+        self._config: dict[str, Any] = {}
+        self._info: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._pending: list[tuple[int, str, float | None, int | None, float]] = []
+        self._seq = 0
+        self._logged = 0
+        self._registered = False
+        self._sender: Sender | None = None
+        self._last_stats: dict[str, int] = {}
+        env = {} if enabled is False else _dotenv_values()
+        silenced = enabled is False or (
+            enabled is None and str(os.environ.get(ENV_NO_REMOTE, "")).lower() in _TRUE
+        )
+        self.server_url = None if silenced else _setting(server_url, ENV_URL, env)
+        self._api_key = _setting(api_key, ENV_API_KEY, env)
+        if silenced:
+            _logger.info("remote handler %r silenced for this run; sending nothing", self.name)
+        elif self.server_url is None:
+            _logger.warning(
+                "remote handler %r is inert: no server_url and no %s in the environment or .env",
+                self.name,
+                ENV_URL,
+            )
+        if self.server_url is not None:
+            self._url = urlsplit(self.server_url)
+            if self._url.scheme not in ("http", "https") or not self._url.hostname:
+                msg = (
+                    f"server_url must be an http(s) URL such as 'http://127.0.0.1:8765' "
+                    f"(got {self.server_url!r})."
+                )
+                raise ConfigurationError(msg, key="server_url", value=self.server_url)
+
+    def __repr__(self) -> str:
+        state = "inert" if self.server_url is None else self.server_url
+        key = "set" if self._api_key else "unset"
+        return f"RemoteHandler(name={self.name!r}, run_id={self.run_id!r}, url={state!r}, api_key={key})"
+
+    @property
+    def inert(self) -> bool:
+        """Whether this handler sends nothing (no URL, or silenced)."""
+        return self.server_url is None
+
+    def config(self) -> dict[str, Any]:
+        """Constructor arguments for the handler spec; the API key is deliberately left out."""
+        return {
+            **super().config(),
+            **self._args,
+            "run_name": self.run_name,
+            "run_id": self.run_id,
+            "buffer_size": self.buffer_size,
+            "heartbeat_s": self.heartbeat_s,
+            "queue_batches": self.queue_batches,
+            "timeout_s": self.timeout_s,
+            "close_timeout_s": self.close_timeout_s,
+        }
+
+    # -- producer side ----------------------------------------------------------------------
+
+    def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
+        """Add one point to the current batch; a full batch is queued (or refused), never sent here.
+
+        Raises:
+            InvalidNameError: ``name`` is not a non-empty str.
+            InvalidPayloadError: ``value`` is not a real number.
+        """
+        if self.server_url is None:
+            return
+        if not isinstance(name, str) or not name:
+            msg = f"metric name must be a non-empty str (got {name!r})."
+            raise InvalidNameError(msg, name=name)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            msg = f"value of metric {name!r} must be a real number (got {value!r})."
+            raise InvalidPayloadError(msg, value=value) from None
+        with self._lock:
+            self._seq += 1
+            self._logged += 1
+            clean = number if math.isfinite(number) else None  # JSON has no NaN/inf
+            self._pending.append((self._seq, name, clean, step, time.time()))
+            if len(self._pending) >= self.buffer_size:
+                self._flush_locked()
+
+    def handle(self, event: Event) -> None:
+        """Enqueue every metric of a ``METRIC`` event as a point at the event's step."""
+        for name, value in event.payload.items():
+            self.log_scalar(name, value, event.step)
+
+    def total_logged(self) -> int:
+        """Points logged so far (sent, queued, refused or pending)."""
+        return self._logged
+
+    def record_config(self, mapping: Mapping[str, Any]) -> None:
+        """Merge settings into the run's config; sent with the registration (again if needed)."""
+        if self.server_url is None:
+            return
+        with self._lock:
+            self._config.update(mapping)
+            if self._registered:
+                self._sender_locked().put(self._register_message(), force=True)
+
+    def set_config(self, key: str, value: Any) -> None:
+        """Record one setting (the metrics-logging guide's spelling of :meth:`record_config`)."""
+        self.record_config({key: value})
+
+    def register_run(self, info: Mapping[str, Any]) -> None:
+        """Adopt a run's identity (``run_id`` and fields of ``run.kv``) and register it now."""
+        with self._lock:
+            if not self._registered and info.get("run_id"):
+                self.run_id = str(info["run_id"])
+                if not self._name_given:
+                    self.run_name = f"{info.get('project', '')}/{info.get('slug', self.run_id)}"
+            self._info.update({k: v for k, v in info.items() if "key" not in k.lower()})
+        self.register()
+
+    def register(self) -> None:
+        """POST the run with its config now (before step 0), so a run dying early is visible."""
+        if self.server_url is None:
+            return
+        with self._lock:
+            self._register_locked()
+
+    def open(self) -> None:
+        """Nothing to do: the sender thread starts with the first batch or registration."""
+
+    def flush(self) -> None:
+        """Queue the current partial batch (never waits for the network)."""
+        if self.server_url is None:
+            return
+        with self._lock:
+            if self._pending:
+                self._flush_locked()
+
+    def close(self) -> None:
+        """Flush, send the finish, drain within ``close_timeout_s``, join, print the tally."""
+        if self.server_url is None:
+            return
+        with self._lock:
+            if self._pending:
+                self._flush_locked()
+            sender, self._sender = self._sender, None
+            if sender is not None:
+                summary = {"points_logged": self._logged}
+                path = f"/runs/{quote(self.run_id, safe='')}/finish"
+                sender.put(("finish", path, {"status": "done", "summary": summary}, 0), force=True)
+            self._registered = False
+        if sender is None:
+            return
+        sender.shutdown(self.close_timeout_s)
+        self._last_stats = self._stats_of(sender)
+        s = self._last_stats
+        print(
+            f"goggles_io remote [{self.name}]: {s['points_sent']} points sent, "
+            f"{s['refused_batches']} batches refused ({s['refused_points']} points), "
+            f"{s['retries']} retries, {s['rejected_points']} rejected, {s['lost_points']} lost",
+            file=sys.stderr,
+        )
+
+    def stats(self) -> dict[str, int]:
+        """Counters: points sent / refused / rejected / lost, batches refused, retries, queued."""
+        with self._lock:
+            sender = self._sender
+        return self._stats_of(sender) if sender is not None else dict(self._last_stats)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _stats_of(sender: Sender) -> dict[str, int]:
+        names = ("points_sent", "refused_batches", "refused_points", "retries")
+        names += ("rejected_points", "lost_points")
+        return {**{n: getattr(sender, n) for n in names}, "queued": sender.pending()}
+
+    def _register_message(self) -> Message:
+        payload = {
+            "run_id": self.run_id,
+            "name": self.run_name,
+            "config": dict(self._config),
+            "info": dict(self._info),
+        }
+        return ("register", "/runs", payload, 0)
+
+    def _heartbeat_message(self) -> Message:
+        path = f"/runs/{quote(self.run_id, safe='')}/heartbeat"
+        return ("heartbeat", path, {"time": time.time(), "points_logged": self._logged}, 0)
+
+    def _sender_locked(self) -> Sender:
+        if self._sender is None:
+            headers = {"Content-Type": "application/json", "Connection": "keep-alive"}
+            if self._api_key:
+                headers["Authorization"] = f"Bearer {self._api_key}"
+            self._sender = Sender(
+                self._url,
+                headers,
+                self.queue_batches,
+                self.timeout_s,
+                self.heartbeat_s,
+                self._heartbeat_message,
+                self._register_message,
+            )
+        return self._sender
+
+    def _register_locked(self) -> None:
+        self._sender_locked().put(self._register_message(), force=True)
+        self._registered = True
+
+    def _flush_locked(self) -> None:
+        if not self._registered:
+            self._register_locked()  # lazy registration on the first flush
+        batch, self._pending = self._pending, []
+        points = [
+            {"seq": seq, "name": name, "value": value, "step": step, "time": t}
+            for seq, name, value, step, t in batch
+        ]
+        path = f"/runs/{quote(self.run_id, safe='')}/points"
+        self._sender_locked().put(("points", path, {"points": points}, len(points)))

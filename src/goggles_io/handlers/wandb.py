@@ -1,0 +1,303 @@
+"""``WandBHandler``: one W&B run per scope, every metric of a step in one ``log`` call.
+
+The bus runs each handler on its own worker thread, so every SDK call here (``init``, ``log``,
+``finish``) happens off the training thread. Each history row carries the goggles step under
+``step_key`` (default ``"step"``) and every metric is plotted against it through
+``define_metric("*", step_metric=step_key)``; ``run.log`` is never given ``step=``, so W&B never
+drops a row whose step went backwards (a restarted episode counter, a resumed loop): it is kept
+and reported once. A metric declared with a custom x-axis (``logger.set_x_axis`` or ``x=``) is
+plotted against that axis instead.
+
+``WANDB_MODE=offline`` writes runs under ``<dir>/wandb/offline-run-*``; upload later with
+``wandb sync <dir>/wandb``.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from goggles_io._records import Event, Kind
+from goggles_io.exceptions import ConfigurationError
+from goggles_io.handlers.base import BaseHandler, register_handler
+
+__all__ = ["WandBHandler"]
+
+_logger = logging.getLogger(__name__)
+
+_INSTALL = "pip install 'split-telemetry[wandb]'"
+
+
+def _import_wandb() -> Any:
+    try:
+        import wandb
+    except ImportError as exc:
+        msg = f"WandBHandler needs the wandb package: {_INSTALL}"
+        raise ImportError(msg) from exc
+    return wandb
+
+
+class _Run:
+    """One W&B run and the row being assembled for its current step."""
+
+    __slots__ = ("axes", "last_step", "row", "row_step", "run")
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.row: dict[str, Any] = {}
+        self.row_step: int | None = None
+        self.last_step = -1
+        self.axes: set[str] = set()
+
+
+@register_handler
+class WandBHandler(BaseHandler):
+    """Send metrics, images, videos, histograms, tables and text to Weights & Biases.
+
+    Args:
+        project: W&B project.
+        run_name: Name of the ``global`` scope's run; other scopes' runs are named
+            ``<run_name>.<scope>`` (or the scope alone without a run name).
+        group: Passed to ``wandb.init``; every run this handler creates shares it.
+        tags: A list or tuple of str, passed to ``wandb.init``.
+        config: Initial config of every run (merged with :meth:`record_config` calls).
+        mode: ``"online"``, ``"offline"`` or ``"disabled"``; default: ``WANDB_MODE``.
+        reinit: Passed to ``wandb.init``; default ``"create_new"``, which keeps one live run
+            per scope in the same process.
+        dir: Where W&B writes (``<dir>/wandb/...``).
+        step_key: History key holding the goggles step, the default x-axis.
+
+    Raises:
+        ConfigurationError: ``tags`` is a bare string or holds a non-string; ``config`` is not
+            a mapping.
+        ImportError: wandb is not installed.
+    """
+
+    capabilities: ClassVar[frozenset[Kind]] = frozenset(
+        {Kind.METRIC, Kind.IMAGE, Kind.VIDEO, Kind.HISTOGRAM, Kind.TABLE, Kind.TEXT}
+    )
+    default_name = "wandb"
+
+    def __init__(
+        self,
+        project: str | None = None,
+        run_name: str | None = None,
+        group: str | None = None,
+        tags: Sequence[str] | None = None,
+        config: Mapping[str, Any] | None = None,
+        mode: str | None = None,
+        reinit: Any = "create_new",
+        dir: str | None = None,
+        step_key: str = "step",
+        name: str | None = None,
+        level: int = logging.NOTSET,
+    ) -> None:
+        super().__init__(name=name, level=level)
+        if isinstance(tags, (str, bytes)):
+            msg = (
+                f"tags must be a list or tuple of str, not a bare string (got {tags!r}); "
+                f"W&B would split it into characters. Pass tags=[{tags!r}]."
+            )
+            raise ConfigurationError(msg, key="tags", value=tags)
+        if tags is not None and (
+            not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)
+        ):
+            msg = f"tags must be a list or tuple of str (got {tags!r})."
+            raise ConfigurationError(msg, key="tags", value=tags)
+        if config is not None and not isinstance(config, Mapping):
+            msg = f"config must be a mapping of setting -> value (got {config!r})."
+            raise ConfigurationError(msg, key="config", value=config)
+        self._wandb = _import_wandb()
+        self.project, self.run_name, self.group = project, run_name, group
+        self.tags = list(tags) if tags is not None else None
+        self.mode, self.reinit, self.dir, self.step_key = mode, reinit, dir, step_key
+        self._config: dict[str, Any] = dict(config or {})
+        self._config_updates: dict[str, Any] = {}
+        self._config_lock = threading.Lock()
+        self._runs: dict[str, _Run] = {}
+        self._reported: set[str] = set()
+        self.backward_steps = 0
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    def config(self) -> dict[str, Any]:
+        """Constructor arguments for the handler spec (msgpack-safe)."""
+        return {
+            **super().config(),
+            "project": self.project,
+            "run_name": self.run_name,
+            "group": self.group,
+            "tags": self.tags,
+            "config": dict(self._config),
+            "mode": self.mode,
+            "reinit": self.reinit,
+            "dir": self.dir,
+            "step_key": self.step_key,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"WandBHandler(name={self.name!r}, project={self.project!r}, group={self.group!r}, "
+            f"runs={sorted(self._runs)!r})"
+        )
+
+    # -- config ---------------------------------------------------------------------------------
+
+    def record_config(self, mapping: Mapping[str, Any]) -> None:
+        """Record settings into every run's config; applied on the handler's own thread."""
+        with self._config_lock:
+            self._config.update(mapping)
+            self._config_updates.update(mapping)
+
+    def register_run(self, info: Mapping[str, Any]) -> None:
+        """Record the run's identity (``run.kv`` fields) under the ``run`` config key."""
+        self.record_config({"run": {k: v for k, v in info.items() if "key" not in k.lower()}})
+
+    def _apply_config(self) -> None:
+        with self._config_lock:
+            updates, self._config_updates = self._config_updates, {}
+        if updates:
+            for state in self._runs.values():
+                state.run.config.update(updates, allow_val_change=True)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def handle(self, event: Event) -> None:
+        """Add the event to its scope's current row; a new step commits the previous row."""
+        if self._config_updates:
+            self._apply_config()
+        state = self._runs.get(event.scope) or self._start(event.scope)
+        step = event.step if event.step is not None else max(state.last_step, 0)
+        entries = self._entries(event, state)
+        if state.row and (step != state.row_step or not entries.keys().isdisjoint(state.row)):
+            self._commit(state)
+        if step < state.last_step:
+            self.backward_steps += 1
+            self._report_once(
+                f"backward:{event.scope}",
+                "W&B run for scope %r: step %d came after step %d; kept as its own row "
+                "(plotted against %r), not dropped",
+                event.scope,
+                step,
+                state.last_step,
+                self.step_key,
+            )
+        state.row.update(entries)
+        state.row_step = step
+
+    def flush(self) -> None:
+        """Commit the latest step of every run without waiting for the next step."""
+        self._apply_config()
+        for state in self._runs.values():
+            self._commit(state)
+
+    def close(self) -> None:
+        """Commit pending rows and finish every run; the next event starts new runs."""
+        self.flush()
+        runs, self._runs = self._runs, {}
+        for scope, state in runs.items():
+            try:
+                state.run.finish()
+            except Exception:  # one failing run must not keep the others open
+                _logger.exception("finishing the W&B run of scope %r failed", scope)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+        if self.backward_steps:
+            _logger.warning(
+                "WandBHandler %r: %d rows had a step lower than the previous one (kept)",
+                self.name,
+                self.backward_steps,
+            )
+
+    def run_dirs(self) -> dict[str, str]:
+        """Local directory of each live run, by scope (where offline runs are written)."""
+        return {scope: str(Path(s.run.dir).parent) for scope, s in self._runs.items()}
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _start(self, scope: str) -> _Run:
+        if scope == "global":
+            name = self.run_name
+        else:
+            name = f"{self.run_name}.{scope}" if self.run_name else scope
+        with self._config_lock:
+            config = dict(self._config)
+            self._config_updates.clear()
+        run = self._wandb.init(
+            project=self.project,
+            name=name,
+            group=self.group,
+            tags=self.tags,
+            config=config,
+            mode=self.mode,
+            reinit=self.reinit,
+            dir=self.dir,
+        )
+        run.define_metric(self.step_key)
+        run.define_metric("*", step_metric=self.step_key)
+        state = _Run(run)
+        self._runs[scope] = state
+        return state
+
+    def _entries(self, event: Event, state: _Run) -> dict[str, Any]:
+        kind, extra, wandb = event.kind, event.extra, self._wandb
+        if kind is Kind.METRIC:
+            entries = dict(event.payload)
+            axis = extra.get("x_axis")
+            if axis is not None:
+                for metric in entries:
+                    if metric not in state.axes:
+                        state.axes.add(metric)
+                        state.run.define_metric(metric, step_metric=axis)
+                if "x" in extra:
+                    entries[axis] = extra["x"]
+            return entries
+        name = str(extra.get("name") or kind.value)
+        if kind is Kind.IMAGE:
+            value: Any = wandb.Image(_uint8(event.payload))
+        elif kind is Kind.VIDEO:
+            value = self._video(event.payload, float(extra.get("fps") or 20))
+        elif kind is Kind.HISTOGRAM:
+            value = wandb.Histogram(event.payload, num_bins=int(extra.get("bins") or 64))
+        elif kind is Kind.TABLE:
+            value = wandb.Table(columns=list(event.payload["columns"]), data=event.payload["data"])
+        else:  # TEXT: W&B shows strings in the run's history and summary
+            value = str(event.payload)
+        return {name: value}
+
+    def _video(self, frames: Any, fps: float) -> Any:
+        # wandb.Video encodes numpy arrays with moviepy; write a GIF ourselves instead.
+        from goggles_io.handlers._media import claim, write_video
+
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="goggles-wandb-")
+        target = claim(Path(self._tmp.name), "video", "gif")
+        write_video(frames, target, "gif", fps)
+        return self._wandb.Video(str(target), format="gif")
+
+    def _commit(self, state: _Run) -> None:
+        if not state.row:
+            return
+        row, step = state.row, state.row_step if state.row_step is not None else 0
+        state.row = {}
+        row[self.step_key] = step
+        state.last_step = step
+        state.run.log(row)
+
+    def _report_once(self, key: str, msg: str, *args: Any) -> None:
+        if key not in self._reported:
+            self._reported.add(key)
+            _logger.warning(msg, *args)
+
+
+def _uint8(image: Any) -> Any:
+    import numpy as np
+
+    arr = np.asarray(image)
+    if arr.dtype != np.uint8:
+        arr = (np.clip(arr, 0.0, 1.0) * 255.0).round().astype(np.uint8)
+    return arr[..., 0] if arr.ndim == 3 and arr.shape[-1] == 1 else arr

@@ -1,0 +1,369 @@
+"""Run lifecycle: a run directory with ``run.kv`` written before step 0, config recorded once.
+
+A :class:`RunContext` creates ``<root>/<run id>/`` and writes ``run.kv`` (who, where, which commit,
+``status=running``) before any training, so a run that dies at step 0 still leaves a trace. A
+daemon thread touches ``heartbeat`` every few seconds: a run whose process died keeps
+``status=running`` with a stale heartbeat, and :func:`read_run` reports it as ``crashed``.
+Settings go through :meth:`RunContext.set_config`, recorded once in ``config.kv`` /
+``config.yaml`` and forwarded to every handler that has ``record_config(mapping)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import getpass
+import os
+import platform
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+from goggles_io._runfiles import last_metrics, last_step, read_kv, write_kv
+from goggles_io.exceptions import ConfigurationError
+
+__all__ = [
+    "RunContext",
+    "RunStatus",
+    "last_metrics",
+    "list_runs",
+    "read_kv",
+    "read_run",
+    "register_run",
+    "write_kv",
+]
+
+_DEFAULT_HEARTBEAT_S = 5.0
+_STALE_FACTOR = 3.0  # a heartbeat older than this many periods means the writer is gone
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_KEY = re.compile(r"^[A-Za-z0-9_.\-/]+$")
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", *args], capture_output=True, text=True, timeout=2.0, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def _git_fields() -> dict[str, str]:
+    commit = _git("rev-parse", "HEAD")
+    if not commit:
+        return {}
+    dirty = _git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit, "git_dirty": "unknown" if dirty is None else str(bool(dirty))}
+
+
+def _slugify(text: str) -> str:
+    return _SAFE_NAME.sub("_", text).strip("._") or "run"
+
+
+def _plain(key: str, value: Any) -> Any:
+    """Return ``value`` as a YAML/kv-safe builtin, or raise naming ``key``."""
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
+        value = value.item()  # numpy scalar
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(v, _SCALARS) for v in value):
+        return list(value)
+    msg = (
+        f"config value for {key!r} must be a str, int, float, bool, None or a list of those "
+        f"(got {value!r} of type {type(value).__name__}); convert it with str() first."
+    )
+    raise ConfigurationError(msg, key=key, value=value)
+
+
+class RunStatus:
+    """Lifecycle states as written in ``run.kv`` (``crashed`` is derived, never written)."""
+
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    CRASHED = "crashed"
+
+
+class RunContext:
+    """One training run: its directory, ``run.kv``, heartbeat, checkpoints and config.
+
+    Use it as a context manager: leaving normally writes ``status=done``, an exception
+    ``failed``, ``KeyboardInterrupt`` or ``SIGTERM`` ``interrupted``. Outside a ``with`` block,
+    call :meth:`close` yourself.
+
+    Args:
+        project: Project the run belongs to.
+        driver: The script or entry point that trains (for finding the code later).
+        slug: Short human name, part of the run id and directory name.
+        seed: Random seed, recorded in ``run.kv`` when given.
+        root: Directory holding all runs.
+        heartbeat_s: Seconds between heartbeat touches (crash detection granularity).
+
+    Raises:
+        ConfigurationError: ``project``/``slug`` empty or ``heartbeat_s`` not positive.
+    """
+
+    def __init__(
+        self,
+        project: str,
+        driver: str,
+        slug: str,
+        seed: int | None = None,
+        root: str | os.PathLike[str] = "runs",
+        heartbeat_s: float = _DEFAULT_HEARTBEAT_S,
+    ) -> None:
+        for pname, pvalue in (("project", project), ("slug", slug)):
+            if not isinstance(pvalue, str) or not pvalue.strip():
+                msg = f"{pname} must be a non-empty str (got {pvalue!r})."
+                raise ConfigurationError(msg, key=pname, value=pvalue)
+        if not isinstance(heartbeat_s, (int, float)) or not heartbeat_s > 0:
+            msg = f"heartbeat_s must be a positive number of seconds (got {heartbeat_s!r})."
+            raise ConfigurationError(msg, key="heartbeat_s", value=heartbeat_s)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.id = f"{stamp}-{_slugify(slug)}-{secrets.token_hex(3)}"
+        self.project = project
+        self.slug = slug
+        self.dir = Path(root) / self.id
+        self.dir.mkdir(parents=True, exist_ok=False)
+        self.heartbeat_s = float(heartbeat_s)
+        self.config: dict[str, Any] = {}
+        self._handlers: list[Any] = []
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._prev_sigterm: Any = None
+        self._info: dict[str, Any] = {
+            "run_id": self.id,
+            "project": project,
+            "driver": driver,
+            "slug": slug,
+            **({"seed": seed} if seed is not None else {}),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "user": getpass.getuser(),
+            "python": platform.python_version(),
+            **_git_fields(),
+            "heartbeat_s": self.heartbeat_s,
+            "status": RunStatus.RUNNING,
+            "started": _now_iso(),
+        }
+        write_kv(self.dir / "run.kv", self._info)
+        self._touch()
+        self._beat = threading.Thread(target=self._beat_loop, name=f"run-heartbeat-{self.id}")
+        self._beat.daemon = True
+        self._beat.start()
+
+    def __repr__(self) -> str:
+        return f"RunContext(id={self.id!r}, dir={str(self.dir)!r}, status={self.status!r})"
+
+    @property
+    def status(self) -> str:
+        """The status last written to ``run.kv``."""
+        return str(self._info["status"])
+
+    def name(self) -> str:
+        """A display name for dashboards: ``<project>/<slug>``."""
+        return f"{self.project}/{self.slug}"
+
+    def info(self) -> dict[str, Any]:
+        """A copy of what ``run.kv`` holds (never any secret)."""
+        return dict(self._info)
+
+    def checkpoint_path(self, name: str) -> Path:
+        """Return ``<run dir>/checkpoints/<name>``, with ``name`` sanitised to stay inside.
+
+        Raises:
+            ConfigurationError: ``name`` is not a str or sanitises to nothing.
+        """
+        safe = _SAFE_NAME.sub("_", name).strip("._") if isinstance(name, str) else ""
+        if not safe:
+            msg = f"checkpoint name must be a str with letters or digits (got {name!r})."
+            raise ConfigurationError(msg, key="name", value=name)
+        folder = self.dir / "checkpoints"
+        folder.mkdir(exist_ok=True)
+        return folder / safe
+
+    def set_config(self, key: str | Mapping[str, Any], value: Any = None) -> None:
+        """Record settings once: ``set_config("lr", 3e-4)`` or ``set_config({"lr": 3e-4})``.
+
+        Settings are not metrics: they are written once to ``config.kv`` and ``config.yaml`` and
+        forwarded to every registered handler with ``record_config``. Recording a key again with
+        the same value does nothing.
+
+        Raises:
+            ConfigurationError: a key is malformed, a value is not a plain scalar (or list of
+                scalars), or a key was already recorded with a different value. Nothing of the
+                call is recorded then.
+        """
+        items = dict(key) if isinstance(key, Mapping) else {key: value}
+        fresh: dict[str, Any] = {}
+        with self._lock:
+            for k, v in items.items():
+                if not isinstance(k, str) or not _KEY.match(k):
+                    msg = f"config key must match [A-Za-z0-9_.-/]+ (got {k!r})."
+                    raise ConfigurationError(msg, key=str(k), value=v)
+                plain = _plain(k, v)
+                if k in self.config:
+                    if self.config[k] != plain:
+                        msg = (
+                            f"config key {k!r} was already recorded as {self.config[k]!r}; "
+                            f"refusing to record {plain!r}. Config is recorded once per run: "
+                            "use a new key, or start a new run."
+                        )
+                        raise ConfigurationError(msg, key=k, value=v)
+                    continue
+                fresh[k] = plain
+            if not fresh:
+                return
+            self.config.update(fresh)
+            self._write_config()
+            handlers = list(self._handlers)
+        for handler in handlers:
+            _record_config(handler, fresh)
+
+    def close(self, status: str = RunStatus.DONE) -> None:
+        """Stop the heartbeat and write the final ``status`` and ``finished`` time (idempotent)."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        self._info["status"] = status
+        self._info["finished"] = _now_iso()
+        write_kv(self.dir / "run.kv", self._info)
+        if self._beat is not threading.current_thread():
+            self._beat.join(timeout=2.0)
+
+    def __enter__(self) -> RunContext:
+        if threading.current_thread() is threading.main_thread():
+            self._prev_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._prev_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._prev_sigterm)
+            self._prev_sigterm = None
+        if exc is None or (isinstance(exc, SystemExit) and exc.code in (0, None)):
+            self.close(RunStatus.DONE)
+        elif isinstance(exc, (KeyboardInterrupt, _Terminated)):
+            self.close(RunStatus.INTERRUPTED)
+        else:
+            self.close(RunStatus.FAILED)
+
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        raise _Terminated(128 + signum)
+
+    def _touch(self) -> None:
+        with contextlib.suppress(OSError):
+            (self.dir / "heartbeat").write_text(f"{time.time():.3f}\n")
+
+    def _beat_loop(self) -> None:
+        while not self._closed.wait(self.heartbeat_s):
+            self._touch()
+
+    def _write_config(self) -> None:
+        import yaml  # lazily: keeps `import goggles_io` fast
+
+        write_kv(self.dir / "config.kv", self.config)
+        tmp = self.dir / f".config.yaml.{os.getpid()}.tmp"
+        tmp.write_text(yaml.safe_dump(self.config, sort_keys=True))
+        os.replace(tmp, self.dir / "config.yaml")
+
+    def _attach(self, handler: Any) -> None:
+        with self._lock:
+            if handler not in self._handlers:
+                self._handlers.append(handler)
+
+
+class _Terminated(SystemExit):
+    """Raised in the main thread on SIGTERM so ``with RunContext`` can mark ``interrupted``."""
+
+
+def _record_config(handler: Any, mapping: Mapping[str, Any]) -> None:
+    record = getattr(handler, "record_config", None)
+    if callable(record):
+        record(dict(mapping))
+
+
+def register_run(run: RunContext, *handlers: Any) -> None:
+    """Announce ``run`` to each handler before step 0, so a run dying at step 0 is visible.
+
+    Each handler gets the config recorded so far (``record_config(mapping)``, if it has it) and
+    the run's identity (``register_run(info)``, if it has it); later :meth:`RunContext.set_config`
+    calls are forwarded to it too.
+    """
+    for handler in handlers:
+        run._attach(handler)
+        if run.config:
+            _record_config(handler, run.config)
+        announce = getattr(handler, "register_run", None)
+        if callable(announce):
+            announce(run.info())
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def read_run(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read one run directory: ``run.kv`` plus derived ``status``, ``age_s`` and ``last_step``.
+
+    ``status`` is ``crashed`` when ``run.kv`` says ``running`` but the heartbeat is older than
+    three periods, or the pid is dead on this host.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` holds no ``run.kv``.
+    """
+    path = Path(run_dir)
+    info: dict[str, Any] = dict(read_kv(path / "run.kv"))
+    info["run_dir"] = str(path)
+    if info.get("status") == RunStatus.RUNNING:
+        period = float(info.get("heartbeat_s") or _DEFAULT_HEARTBEAT_S)
+        try:
+            beat_age = time.time() - (path / "heartbeat").stat().st_mtime
+        except OSError:
+            beat_age = float("inf")
+        same_host = info.get("host") == socket.gethostname()
+        pid = int(info["pid"]) if str(info.get("pid", "")).isdigit() else None
+        dead = same_host and pid is not None and not _pid_alive(pid)
+        if dead or beat_age > _STALE_FACTOR * period + 1.0:
+            info["status"] = RunStatus.CRASHED
+    try:
+        started = _dt.datetime.fromisoformat(str(info.get("started")))
+        info["age_s"] = (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds()
+    except ValueError:
+        info["age_s"] = None
+    info["last_step"] = last_step(path)
+    return info
+
+
+def list_runs(root: str | os.PathLike[str] = "runs") -> list[dict[str, Any]]:
+    """Every run under ``root`` (directories with a ``run.kv``), oldest first."""
+    base = Path(root)
+    if not base.is_dir():
+        return []
+    runs = [read_run(p) for p in sorted(base.iterdir()) if (p / "run.kv").is_file()]
+    return sorted(runs, key=lambda r: str(r.get("started", "")))

@@ -1,0 +1,251 @@
+"""Tests for goggles_io.handlers.wandb with the real wandb SDK in offline mode, read back from disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import goggles_io as gg
+from goggles_io.exceptions import ConfigurationError
+from goggles_io.handlers.wandb import WandBHandler
+from goggles_io.runs import RunContext, register_run
+from support import wait_until
+
+pytest.importorskip("wandb")
+
+_BLOCK = 32 * 1024
+_HEADER = 7  # ":W&B" + magic (2 bytes) + version (1 byte)
+
+
+def _records(path: Path) -> Iterator[Any]:
+    """Yield the protobuf records of an offline ``run-<id>.wandb`` file (leveldb-style log)."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B"
+    pos, chunks = _HEADER, b""
+    while pos + 7 <= len(data):
+        if _BLOCK - pos % _BLOCK < 7:  # block trailer padding
+            pos += _BLOCK - pos % _BLOCK
+            continue
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        chunks += data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # FULL or LAST
+            record = pb.Record()
+            record.ParseFromString(chunks)
+            chunks = b""
+            yield record
+
+
+def _complete(path: Path) -> bool:
+    try:
+        return any(r.WhichOneof("record_type") == "exit" for r in _records(path))
+    except Exception:  # a record still being written
+        return False
+
+
+def read_offline_runs(root: Path, expect: int = 1) -> dict[str, dict[str, Any]]:
+    """Read every offline run under ``root``: name -> group, tags, config, history, metrics.
+
+    wandb-core writes the run file asynchronously after ``finish()`` returns in-process, so wait
+    until ``expect`` run files each hold their final ``exit`` record.
+    """
+
+    def files() -> list[Path]:
+        found = sorted(root.glob("wandb/offline-run-*/run-*.wandb"))
+        return found if len(found) >= expect and all(_complete(p) for p in found) else []
+
+    runs: dict[str, dict[str, Any]] = {}
+    for path in wait_until(files, what="offline W&B runs complete on disk"):
+        run: dict[str, Any] = {"config": {}, "history": [], "axes": {}}
+        for record in _records(path):
+            kind = record.WhichOneof("record_type")
+            if kind == "run":
+                run.update(name=record.run.display_name, group=record.run.run_group)
+                run["tags"] = list(record.run.tags)
+                for item in record.run.config.update:
+                    run["config"][item.key] = json.loads(item.value_json)
+            elif kind == "config":
+                for item in record.config.update:
+                    run["config"][item.key] = json.loads(item.value_json)
+            elif kind == "history":
+                row = {
+                    i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                    for i in record.history.item
+                }
+                run["history"].append({k: v for k, v in row.items() if not k.startswith("_")})
+            elif kind == "metric" and record.metric.name:
+                run["axes"][record.metric.name] = record.metric.step_metric
+        run["config"].pop("_wandb", None)
+        runs[run["name"]] = run
+    return runs
+
+
+@pytest.fixture
+def wandb_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    return tmp_path
+
+
+class TestTags:
+    def test_bare_string_rejected(self) -> None:
+        """A bare string for tags is rejected at construction, showing the value."""
+        with pytest.raises(ConfigurationError, match="'baseline'"):
+            WandBHandler(project="p", tags="baseline")  # type: ignore[arg-type]
+
+    def test_non_string_tag_rejected(self) -> None:
+        """A tag that is not a str is rejected at construction."""
+        with pytest.raises(ConfigurationError, match="tags"):
+            WandBHandler(project="p", tags=["ok", 3])  # type: ignore[list-item]
+
+    def test_config_must_be_mapping(self) -> None:
+        """A config that is not a mapping is rejected at construction."""
+        with pytest.raises(ConfigurationError, match="config"):
+            WandBHandler(project="p", config=[("lr", 1)])  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+class TestOfflineRun:
+    def test_history_config_tags_group_read_back(self, wandb_env: Path) -> None:
+        """Scalars of one step land in one row; config, tags and group are written."""
+        handler = WandBHandler(
+            project="p",
+            run_name="r",
+            group="g",
+            tags=["a", "b"],
+            config={"lr": 0.1},
+            dir=str(wandb_env),
+        )
+        run = RunContext(project="p", driver="d", slug="s", root=wandb_env / "runs")
+        register_run(run, handler)
+        run.set_config("algo", "sac")
+        gg.attach(handler, scopes=["global"])
+        logger = gg.get_logger("t", with_metrics=True)
+        for step in range(3):
+            logger.scalar("loss", step / 2, step=step)
+            logger.scalar("acc", step / 4, step=step)
+        logger.histogram(np.arange(10.0), step=3, name="h")
+        logger.image(np.zeros((4, 4, 3), np.uint8), step=3, name="img")
+        logger.video(np.zeros((2, 3, 4, 4), np.uint8), step=3, name="vid", fps=5)
+        logger.table(["a", "b"], [[1, "x"]], step=3, name="tab")
+        logger.text("hello", step=3, name="note")
+        gg.finish()
+        run.close()
+        got = read_offline_runs(wandb_env)["r"]
+
+        assert ("g", ["a", "b"]) == (got["group"], got["tags"])
+        assert {"lr": 0.1, "algo": "sac"}.items() <= got["config"].items()
+        assert run.id == got["config"]["run"]["run_id"]
+        scalars = [
+            {k: v for k, v in row.items() if k in ("loss", "acc", "step")}
+            for row in got["history"][:3]
+        ]
+        assert [{"loss": s / 2, "acc": s / 4, "step": s} for s in range(3)] == scalars
+        media = got["history"][3]
+        assert ("histogram", "image-file", "video-file", "table-file", "hello") == (
+            media["h/_type"],
+            media["img/_type"],
+            media["vid/_type"],
+            media["tab/_type"],
+            media["note"],
+        )
+
+    def test_one_run_per_scope_in_one_group(self, wandb_env: Path) -> None:
+        """Each attached scope gets its own run, all in the handler's group, all finished."""
+        handler = WandBHandler(project="p", group="multi", dir=str(wandb_env))
+        gg.attach(handler, scopes=["global", "episode_0", "episode_1"])
+        for episode in range(2):
+            ep_logger = gg.get_logger(scope=f"episode_{episode}", with_metrics=True)
+            for step in range(3):
+                ep_logger.scalar("reward", episode * 10 + step, step=step)
+        gg.get_logger("g", with_metrics=True).scalar("total", 1.0, step=0)
+        gg.finish()
+        runs = read_offline_runs(wandb_env, expect=3)
+
+        assert {"episode_0", "episode_1"} <= runs.keys()
+        assert {"multi"} == {r["group"] for r in runs.values()}
+        assert [10, 11, 12] == [row["reward"] for row in runs["episode_1"]["history"]]
+
+    def test_flush_commits_latest_step_and_backward_steps_kept(self, wandb_env: Path) -> None:
+        """flush() commits the latest step at once, and a step going backwards is kept, not dropped."""
+        handler = WandBHandler(project="p", run_name="back", dir=str(wandb_env))
+        handler.open()
+        for step in (0, 1, 2, 1):
+            handler.handle(
+                gg.Event(kind=gg.Kind.METRIC, scope="global", payload={"x": float(step)}, step=step)
+            )
+        handler.flush()
+        handler.handle(
+            gg.Event(
+                kind=gg.Kind.METRIC,
+                scope="global",
+                payload={"x": 9.0},
+                step=9,
+                extra={"x_axis": "time", "x": 0.5},
+            )
+        )
+        handler.close()
+        got = read_offline_runs(wandb_env)["back"]
+
+        assert [0, 1, 2, 1, 9] == [row["step"] for row in got["history"]]
+        assert 0.5 == got["history"][-1]["time"]
+        assert "time" == got["axes"]["x"]
+        assert 1 == handler.backward_steps
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def run_example(name: str, tmp_path: Path) -> dict[str, dict[str, Any]]:
+    env = {
+        **os.environ,
+        "WANDB_MODE": "offline",
+        "WANDB_SILENT": "true",
+        "WANDB_DIR": str(tmp_path),
+    }
+    subprocess.run(
+        [sys.executable, str(EXAMPLES / name)],
+        env=env,
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return read_offline_runs(tmp_path, expect=4 if "multiple" in name else 1)
+
+
+@pytest.mark.slow
+class TestExamples:
+    def test_example_04_reads_back(self, tmp_path: Path) -> None:
+        """examples/04_wandb.py writes one run with 100 scalar rows, its group and tags."""
+        run = run_example("04_wandb.py", tmp_path)["run_1"]
+
+        assert ("experiment_v2", ["baseline", "smoke-test"]) == (run["group"], run["tags"])
+        assert list(range(100)) == [row["step"] for row in run["history"] if "loss" in row]
+
+    def test_example_05_reads_back(self, tmp_path: Path) -> None:
+        """examples/05_wandb_multiple_runs.py writes one run per episode plus the global run."""
+        runs = run_example("05_wandb_multiple_runs.py", tmp_path)
+
+        assert {"episode_0", "episode_1", "episode_2"} <= runs.keys()
+        assert 4 == len(runs)
+        assert {"multiple_runs"} == {r["group"] for r in runs.values()}
+
+    def test_example_09_reads_back(self, tmp_path: Path) -> None:
+        """examples/09_custom_step_axis.py plots joint_angle against sim_time_s."""
+        run = run_example("09_custom_step_axis.py", tmp_path)["custom_axis"]
+
+        assert "sim_time_s" == run["axes"]["joint_angle"]
+        assert 0.05 == pytest.approx(run["history"][1]["sim_time_s"])
