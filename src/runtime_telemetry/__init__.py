@@ -1,5 +1,73 @@
-"""Typed runtime telemetry over stdlib ``logging``: what runtime code imports, and nothing else."""
+"""Typed runtime telemetry over stdlib ``logging``: what runtime code imports, and nothing else.
+
+Runtime code does ``telemetry = get_telemetry(__name__)`` and ``telemetry.emit(SomeEvent(...))``;
+experiment code attaches ``Subscriber``s and sets levels with ``configure()``. Nothing is
+delivered, and nearly nothing is spent, until both happen.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import TYPE_CHECKING, Any
+
+from runtime_telemetry._config import configure
+from runtime_telemetry._emitter import (
+    OFF,
+    TRACE,
+    TelemetryEmitter,
+    get_telemetry,
+    getTelemetry,
+)
+from runtime_telemetry._schema import (
+    TelemetryEvent,
+    TelemetrySchema,
+    TelemetrySnapshot,
+    array_eq_key,
+)
+from runtime_telemetry._subscriber import Subscriber, receives
+from runtime_telemetry._threaded import ThreadedSubscriber
+
+if TYPE_CHECKING:
+    from runtime_telemetry._codec import (
+        from_dict,
+        from_json,
+        read_jsonl,
+        to_dict,
+        to_json,
+        write_jsonl,
+    )
+
+_CODEC_NAMES = frozenset(
+    {"from_dict", "from_json", "read_jsonl", "to_dict", "to_json", "write_jsonl"}
+)
+
+__all__ = [
+    "OFF",
+    "TRACE",
+    "Subscriber",
+    "TelemetryEmitter",
+    "TelemetryEvent",
+    "TelemetrySchema",
+    "TelemetrySnapshot",
+    "ThreadedSubscriber",
+    "array_eq_key",
+    "configure",
+    "from_dict",
+    "from_json",
+    "getTelemetry",
+    "get_telemetry",
+    "read_jsonl",
+    "receives",
+    "to_dict",
+    "to_json",
+    "write_jsonl",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The codec (cattrs) loads on first use: runtime code that only emits never pays for it.
+    if name in _CODEC_NAMES:
+        from runtime_telemetry import _codec
+
+        return getattr(_codec, name)
+    msg = f"module 'runtime_telemetry' has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -1,0 +1,34 @@
+"""The runtime event vocabulary for sensorimotor learning systems, one module per family.
+
+Events carry only what the runtime knows; experiment-side aggregators add targets and
+episodes when they turn these into statistics.
+"""
+
+from __future__ import annotations
+
+from runtime_telemetry.events.learning_module import (
+    GraphMemoryUpdated,
+    LearningModuleEvent,
+    LearningModuleEvidenceSnapshot,
+    LearningModuleNoMatch,
+    LearningModuleObjectRecognized,
+    LearningModuleStep,
+    LearningModuleTimedOut,
+    MostLikelyHypothesis,
+)
+from runtime_telemetry.events.metrics import MetricsBundle
+from runtime_telemetry.events.sensor import SensorPatchObserved, SensorPatchSnapshot
+
+__all__ = [
+    "GraphMemoryUpdated",
+    "LearningModuleEvent",
+    "LearningModuleEvidenceSnapshot",
+    "LearningModuleNoMatch",
+    "LearningModuleObjectRecognized",
+    "LearningModuleStep",
+    "LearningModuleTimedOut",
+    "MetricsBundle",
+    "MostLikelyHypothesis",
+    "SensorPatchObserved",
+    "SensorPatchSnapshot",
+]

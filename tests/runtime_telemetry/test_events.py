@@ -1,0 +1,92 @@
+"""The shipped vocabulary: runtime knowledge only, convenient constructors, unique kinds."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pytest
+
+from runtime_telemetry import TelemetryEvent, TelemetrySnapshot
+from runtime_telemetry.events import (
+    LearningModuleObjectRecognized,
+    LearningModuleStep,
+    LearningModuleTimedOut,
+    SensorPatchSnapshot,
+)
+from strategies import SHIPPED_SCHEMAS
+
+EXPERIMENT_WORDS = ("target", "episode", "epoch", "mode", "correct", "confused", "verdict")
+
+
+class TestVocabulary:
+    @pytest.mark.parametrize("cls", SHIPPED_SCHEMAS, ids=lambda c: c.__name__)
+    def test_carries_no_experiment_knowledge(self, cls: type) -> None:
+        """No field name mentions targets, episodes, epochs, modes or verdicts."""
+        names = [f.name for f in attrs.fields(cls)]
+
+        assert [] == [n for n in names if any(word in n for word in EXPERIMENT_WORDS)]
+
+    @pytest.mark.parametrize("cls", SHIPPED_SCHEMAS, ids=lambda c: c.__name__)
+    def test_snapshots_are_named_as_snapshots(self, cls: type) -> None:
+        """Classes named *Snapshot are TelemetrySnapshots; all others are TelemetryEvents."""
+        expected = TelemetrySnapshot if cls.__name__.endswith("Snapshot") else TelemetryEvent
+
+        assert issubclass(cls, expected)
+
+    def test_kinds_are_unique(self) -> None:
+        """Every shipped class has its own kind."""
+        kinds = [cls.kind for cls in SHIPPED_SCHEMAS]
+
+        assert len(kinds) == len(set(kinds))
+
+    @pytest.mark.parametrize("cls", SHIPPED_SCHEMAS, ids=lambda c: c.__name__)
+    def test_every_field_is_documented(self, cls: type) -> None:
+        """Each class has a docstring (fields are documented in the source)."""
+
+        assert cls.__doc__
+
+
+class TestConverters:
+    def test_lists_become_tuples(self) -> None:
+        """possible_matches given as a list is stored as a tuple, keeping events hashable."""
+        step = LearningModuleStep(lm_id="lm_0", step=1, possible_matches=["mug", "bowl"])
+
+        assert ("mug", "bowl") == step.possible_matches
+
+    def test_numpy_pose_becomes_plain_floats(self) -> None:
+        """A numpy location and rotation are stored as tuples of Python floats."""
+        event = LearningModuleObjectRecognized(
+            lm_id="lm_0",
+            step=9,
+            graph_id="mug",
+            location=np.array([0.1, 0.2, 0.3], dtype=np.float32),
+            rotation=np.array([1.0, 0.0, 0.0, 0.0]),
+            symmetric_rotations=np.eye(4)[:2],
+        )
+
+        assert (float, float, 2) == (
+            type(event.location[0]),
+            type(event.symmetric_rotations[1][0]),
+            len(event.symmetric_rotations),
+        )
+
+    def test_wrong_length_location_raises(self) -> None:
+        """A location that is not three numbers raises ValueError saying so."""
+        with pytest.raises(ValueError, match="expected 3 numbers"):
+            LearningModuleObjectRecognized(
+                lm_id="lm_0", step=9, graph_id="mug", location=(0.0, 1.0), rotation=(1, 0, 0, 0)
+            )
+
+    def test_single_string_as_matches_raises(self) -> None:
+        """A bare string for possible_matches is refused instead of split into letters."""
+        with pytest.raises(TypeError, match="single string"):
+            LearningModuleTimedOut(
+                lm_id="lm_0", step=1, possible_matches="mug", pose_resolved=False
+            )
+
+    def test_snapshot_holds_arrays_as_given(self) -> None:
+        """Snapshot arrays are kept as the same objects (no copy on the hot path)."""
+        rgba = np.zeros((2, 2, 4), np.uint8)
+        snapshot = SensorPatchSnapshot(sensor_id="patch", step=0, rgba=rgba, depth=np.ones((2, 2)))
+
+        assert rgba is snapshot.rgba
