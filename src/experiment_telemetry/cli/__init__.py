@@ -6,15 +6,20 @@ import argparse
 from collections.abc import Sequence
 
 from experiment_telemetry import __version__
+from experiment_telemetry.cli import collector, demo, plot, replay, runs, show
 
 __all__ = ["main", "make_parser"]
 
+_SUBCOMMANDS = (demo, runs, show, replay, plot, collector)
+
 
 def make_parser() -> argparse.ArgumentParser:
-    """Build the top-level parser; subcommand modules add their own subparsers."""
+    """Build the top-level parser with every subcommand module's subparser."""
     parser = argparse.ArgumentParser(prog="telemetry", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _SUBCOMMANDS:
+        module.add_parser(subparsers)
     return parser
 
 

@@ -1,0 +1,9 @@
+"""Aggregators: runtime subscribers that turn one episode's events into stat events."""
+
+from __future__ import annotations
+
+from experiment_telemetry.aggregators.base import STATS_STREAM, Aggregator
+from experiment_telemetry.aggregators.cadence import MetricsAggregator
+from experiment_telemetry.aggregators.verdicts import RecognitionAggregator
+
+__all__ = ["STATS_STREAM", "Aggregator", "MetricsAggregator", "RecognitionAggregator"]

@@ -1,0 +1,76 @@
+"""``telemetry plot RUN_DIR -o FILE.png``: a run's stats over episodes (matplotlib, lazily)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Draw percent correct per mode and steps per episode; exit 2 on bad input."""
+    from experiment_telemetry.exceptions import ReplayError
+    from experiment_telemetry.replay import read_stats
+    from experiment_telemetry.stats import EpisodeStats, OverallStats
+
+    try:
+        stats = read_stats(args.run_dir)
+    except ReplayError as exc:
+        print(f"telemetry plot: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import matplotlib
+    except ImportError:
+        print(
+            "telemetry plot needs matplotlib: pip install 'split-telemetry[plot]'", file=sys.stderr
+        )
+        return 2
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    overall = [s for s in stats if isinstance(s, OverallStats)]
+    episodes = [s for s in stats if isinstance(s, EpisodeStats)]
+    if not episodes:
+        print(f"telemetry plot: {args.run_dir!r} has no episode stats yet", file=sys.stderr)
+        return 2
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for mode in sorted({s.mode for s in overall}):
+        rows = [s for s in overall if s.mode == mode]
+        top.plot(
+            [s.episode for s in rows],
+            [s.percent_correct for s in rows],
+            marker=".",
+            label=f"{mode} % correct",
+        )
+        top.plot(
+            [s.episode for s in rows],
+            [s.percent_confused for s in rows],
+            ls="--",
+            label=f"{mode} % confused",
+        )
+    top.set_ylabel("percent of episodes")
+    top.legend(fontsize="small")
+    for mode in sorted({s.mode for s in episodes}):
+        rows = [s for s in episodes if s.mode == mode]
+        bottom.scatter([s.episode for s in rows], [s.num_steps for s in rows], s=12, label=mode)
+    bottom.set_xlabel("episode")
+    bottom.set_ylabel("matching steps")
+    bottom.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(args.output, dpi=100)
+    plt.close(fig)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``plot`` on the top-level subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "plot", help="plot a run's stats over episodes to a PNG"
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by the harness")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE.png", help="image to write")
+    parser.set_defaults(handler=run)
+    return parser

@@ -1,0 +1,336 @@
+"""A seeded, simulated sensorimotor runtime: learning modules sensing objects, emitting events.
+
+It stands for the runtime side of the split and imports nothing but the standard library and
+``runtime_telemetry``: it never sees labels, targets, episodes' verdicts or any sink. Each
+learning module looks at the object through its own patch (wide or narrow view), with sensor
+noise, off-object steps and a step limit; it narrows its possible matches among the graphs in
+its memory, resolves the pose (longer for symmetric objects), and learns new graphs when told
+to. Every outcome the experiment side scores can happen, driven by one seed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from runtime_telemetry import get_telemetry
+from runtime_telemetry.events import (
+    GraphMemoryUpdated,
+    LearningModuleNoMatch,
+    LearningModuleObjectRecognized,
+    LearningModuleStep,
+    LearningModuleTimedOut,
+    MostLikelyHypothesis,
+    SensorPatchObserved,
+)
+from runtime_telemetry.events.metrics import MetricsBundle
+
+__all__ = [
+    "LIBRARY",
+    "LearningModuleSpec",
+    "ObjectModel",
+    "SimulatedRuntime",
+    "default_modules",
+    "random_rotation",
+]
+
+_telemetry = get_telemetry(__name__)
+Quaternion = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class ObjectModel:
+    """An object the simulated world can show: surface features and rotational symmetry."""
+
+    name: str
+    features: tuple[str, ...]
+    symmetry: int = 1
+    """n-fold symmetry about the object's z axis (1: none)."""
+
+
+LIBRARY: tuple[ObjectModel, ...] = (
+    ObjectModel("mug", ("handle", "glaze", "rim", "curved_wall", "flat_base", "lip")),
+    ObjectModel("handle", ("handle", "glaze")),
+    ObjectModel("bowl", ("rim", "curved_wall", "glaze", "foot", "flat_base"), symmetry=6),
+    ObjectModel("can", ("rim", "cylinder_wall", "label", "seam", "flat_base"), symmetry=8),
+    ObjectModel("spoon", ("handle", "scoop", "edge", "glint")),
+    ObjectModel("dice", ("corner", "edge", "flat_face", "pip"), symmetry=4),
+)
+"""The demo's object library (the handle is the mug's part: a consistent child)."""
+
+
+@dataclass(frozen=True)
+class LearningModuleSpec:
+    """How one simulated learning module senses and decides."""
+
+    lm_id: str
+    sensor_id: str
+    evidence: bool = True
+    """Evidence-based modules report a most-likely hypothesis every step."""
+    view: int = 0
+    """Features its patch can reach per episode (0: all of the object's)."""
+    miss_rate: float = 0.06
+    """Chance per episode that the patch never lands on the object."""
+    off_rate: float = 0.15
+    """Chance per step of an off-object observation."""
+    noise: float = 0.02
+    """Chance per step of observing a feature of another object."""
+    pose_steps: int = 3
+    """On-object steps with one match left before the pose resolves (x2 if symmetric)."""
+
+
+def default_modules() -> tuple[LearningModuleSpec, ...]:
+    """Four modules: evidence/graph-only, each with a wide and a narrow patch."""
+    return (
+        LearningModuleSpec("lm_0", "patch_0", evidence=True),
+        LearningModuleSpec("lm_1", "patch_1", evidence=True, view=2),
+        LearningModuleSpec("lm_2", "patch_2", evidence=False),
+        LearningModuleSpec("lm_3", "patch_3", evidence=False, view=3, pose_steps=4),
+    )
+
+
+def _qmul(a: Sequence[float], b: Sequence[float]) -> Quaternion:
+    w1, x1, y1, z1 = a
+    w2, x2, y2, z2 = b
+    return (
+        w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+        w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+        w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+        w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+    )
+
+
+def _about(axis: Sequence[float], degrees: float) -> Quaternion:
+    half = math.radians(degrees) / 2.0
+    norm = math.sqrt(sum(v * v for v in axis)) or 1.0
+    s = math.sin(half) / norm
+    return (math.cos(half), axis[0] * s, axis[1] * s, axis[2] * s)
+
+
+def random_rotation(rng: random.Random) -> Quaternion:
+    """A uniformly random rotation (Shoemake's method)."""
+    u1, u2, u3 = rng.random(), rng.random(), rng.random()
+    a, b = math.sqrt(1 - u1), math.sqrt(u1)
+    return (
+        a * math.sin(2 * math.pi * u2),
+        a * math.cos(2 * math.pi * u2),
+        b * math.sin(2 * math.pi * u3),
+        b * math.cos(2 * math.pi * u3),
+    )
+
+
+@dataclass
+class _Module:
+    spec: LearningModuleSpec
+    memory: dict[str, set[str]] = field(default_factory=dict)
+    created: int = 0
+
+
+class SimulatedRuntime:
+    """Learning modules that learn graphs of objects and recognise them, emitting events.
+
+    Args:
+        modules: the learning modules (default: ``default_modules()``).
+        library: the objects the world can show.
+        max_steps: steps before an undecided module times out.
+    """
+
+    def __init__(
+        self,
+        *,
+        modules: Sequence[LearningModuleSpec] | None = None,
+        library: Sequence[ObjectModel] = LIBRARY,
+        max_steps: int = 12,
+    ) -> None:
+        self.library = {obj.name: obj for obj in library}
+        self.modules = [_Module(spec) for spec in (modules or default_modules())]
+        self.max_steps = max_steps
+        self.global_step = 0
+        self._all_features = sorted({f for obj in library for f in obj.features})
+
+    def run_episode(
+        self, object_name: str, rotation: Sequence[float], *, learn: bool, seed: int
+    ) -> None:
+        """Show ``object_name`` at ``rotation`` to every module for one episode.
+
+        ``learn`` lets modules store what they saw (training). The world knows the object;
+        the modules only see features, and report graph ids of their own making.
+
+        Raises:
+            KeyError: ``object_name`` is not in the library.
+        """
+        obj = self.library[object_name]
+        states = [self._start(m, obj, seed) for m in self.modules]
+        for step in range(1, self.max_steps + 1):
+            active = [s for s in states if not s.done]
+            if not active:
+                break
+            for state in active:
+                state.step(step, rotation)
+            self.global_step += 1
+            _telemetry.emit(
+                MetricsBundle(
+                    source="runtime",
+                    step=self.global_step,
+                    values={
+                        "possible_matches_mean": sum(len(s.possible) for s in active) / len(active),
+                        "on_object_fraction": sum(s.on_last for s in active) / len(active),
+                    },
+                )
+            )
+        for state in states:
+            if not state.done:
+                state.time_out()
+            if learn:
+                state.learn()
+
+    def _start(self, module: _Module, obj: ObjectModel, seed: int) -> _Episode:
+        salt = zlib.crc32(module.spec.lm_id.encode())
+        return _Episode(module, obj, random.Random(seed * 1_000_003 + salt), self._all_features)
+
+
+class _Episode:
+    """One module's view of one episode."""
+
+    def __init__(
+        self, module: _Module, obj: ObjectModel, rng: random.Random, all_features: list[str]
+    ) -> None:
+        spec = module.spec
+        self.module, self.spec, self.obj, self.rng = module, spec, obj, rng
+        self.all_features = all_features
+        self.missed = rng.random() < spec.miss_rate
+        features = list(obj.features)
+        if spec.view and spec.view < len(features):
+            start = rng.randrange(len(features) - spec.view + 1)
+            features = features[start : start + spec.view]
+        self.view = features
+        self.possible = set(module.memory)
+        self.hits = dict.fromkeys(module.memory, 0)
+        self.pose = 0
+        self.last_step = 0
+        self.on_last = False
+        self.done = False
+        self.recognized: str | None = None
+        self.seen: set[str] = set()
+
+    def step(self, step: int, rotation: Sequence[float]) -> None:
+        spec, rng = self.spec, self.rng
+        self.last_step = step
+        on = not self.missed and rng.random() >= spec.off_rate
+        self.on_last = on
+        _telemetry.emit(SensorPatchObserved(sensor_id=spec.sensor_id, step=step, on_object=on))
+        if on:
+            noisy = rng.random() < spec.noise
+            feature = rng.choice(self.all_features if noisy else self.view)
+            self.seen.add(feature)
+            for graph in sorted(self.possible):
+                if feature in self.module.memory[graph]:
+                    self.hits[graph] += 1
+                else:
+                    self.possible.discard(graph)
+            if len(self.possible) == 1:
+                self.pose += 1
+        matches = sorted(self.possible)
+        _telemetry.emit(
+            LearningModuleStep(lm_id=spec.lm_id, step=step, possible_matches=matches, on_object=on)
+        )
+        if spec.evidence and self.hits:
+            best = max(sorted(self.hits), key=self._score)
+            _telemetry.emit(
+                MostLikelyHypothesis(
+                    lm_id=spec.lm_id,
+                    step=step,
+                    graph_id=best,
+                    location=self._location(),
+                    rotation=self._estimate(rotation),
+                    evidence=round(self._score(best), 6),
+                )
+            )
+        if on and not self.possible:
+            self.done = True
+            _telemetry.emit(LearningModuleNoMatch(lm_id=spec.lm_id, step=step))
+            return
+        needed = spec.pose_steps * (2 if self.obj.symmetry > 1 else 1)
+        if len(self.possible) == 1 and self.pose >= needed:
+            self.done = True
+            self.recognized = matches[0]
+            self._recognize(step, matches[0], rotation, needed)
+
+    def _score(self, graph: str) -> float:
+        # Evidence per stored feature: among graphs that fit, the most specific one wins.
+        return self.hits[graph] / math.sqrt(len(self.module.memory[graph]))
+
+    def _location(self) -> tuple[float, float, float]:
+        g = self.rng.gauss
+        return (g(0.0, 0.002), g(0.0, 0.002), g(0.0, 0.002))
+
+    def _estimate(self, rotation: Sequence[float]) -> Quaternion:
+        wobble = _about(
+            (self.rng.random(), self.rng.random(), self.rng.random()), self.rng.gauss(0, 2)
+        )
+        return _qmul(rotation, wobble)
+
+    def _recognize(self, step: int, graph: str, rotation: Sequence[float], needed: int) -> None:
+        symmetry = self.obj.symmetry
+        if symmetry > 1:
+            poses = [
+                _qmul(self._estimate(rotation), _about((0, 0, 1), 360.0 * k / symmetry))
+                for k in range(symmetry)
+            ]
+            chosen = self.rng.randrange(symmetry)
+            detected, others = poses[chosen], poses[:chosen] + poses[chosen + 1 :]
+        else:
+            detected, others = self._estimate(rotation), []
+            if self.rng.random() < 0.1:  # a flipped pose: recognised, but 180 degrees off
+                detected = _qmul(detected, _about((1, 0, 0), 180.0))
+        _telemetry.emit(
+            LearningModuleObjectRecognized(
+                lm_id=self.spec.lm_id,
+                step=step,
+                graph_id=graph,
+                location=self._location(),
+                rotation=detected,
+                symmetric_rotations=others,
+                symmetry_evidence=needed if symmetry > 1 else 0,
+            )
+        )
+
+    def time_out(self) -> None:
+        self.done = True
+        matches = sorted(self.possible)
+        resolved = len(matches) == 1 and self.pose >= self.spec.pose_steps
+        _telemetry.emit(
+            LearningModuleTimedOut(
+                lm_id=self.spec.lm_id,
+                step=self.last_step,
+                possible_matches=matches,
+                pose_resolved=resolved,
+            )
+        )
+
+    def learn(self) -> None:
+        """Store the object as a graph: what was seen, plus the rest of it, found by exploring."""
+        if self.missed or not self.seen:
+            return
+        memory = self.module.memory
+        features = self.seen | set(self.obj.features)
+        # Exploring shows whether the recognised graph really is this object; if not, the
+        # object is new to this module (never merge two objects into one graph).
+        if self.recognized is not None and memory[self.recognized] == features:
+            graph, created = self.recognized, False
+        else:
+            graph, created = f"graph_{self.module.created}", True
+            self.module.created += 1
+            memory[graph] = set()
+        memory[graph] |= features
+        _telemetry.emit(
+            GraphMemoryUpdated(
+                lm_id=self.spec.lm_id,
+                graph_id=graph,
+                num_nodes=len(memory[graph]),
+                created=created,
+            )
+        )

@@ -1,0 +1,38 @@
+"""Errors raised by ``experiment_telemetry``: each refines a builtin, so callers may catch either."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ExperimentTelemetryError",
+    "ExperimentTypeError",
+    "ExperimentValueError",
+    "ReplayError",
+]
+
+
+class ExperimentTelemetryError(Exception):
+    """Base class of every error ``experiment_telemetry`` raises."""
+
+
+class ExperimentValueError(ExperimentTelemetryError, ValueError):
+    """An argument has the right type but a bad value; ``value`` holds it."""
+
+    def __init__(self, msg: str, value: object) -> None:
+        super().__init__(msg)
+        self.value = value
+
+
+class ExperimentTypeError(ExperimentTelemetryError, TypeError):
+    """An argument has the wrong type; ``value`` holds it."""
+
+    def __init__(self, msg: str, value: object) -> None:
+        super().__init__(msg)
+        self.value = value
+
+
+class ReplayError(ExperimentTelemetryError, ValueError):
+    """A run directory cannot be replayed (missing or damaged event log); ``path`` names it."""
+
+    def __init__(self, msg: str, path: str) -> None:
+        super().__init__(msg)
+        self.path = path

@@ -1,0 +1,110 @@
+"""Replay: recompute a run's stats from its recorded event log, and compare with the live ones.
+
+The event log holds every runtime event the aggregators saw and, at each episode's end, the
+``EpisodeContext`` the harness scored it with, in the order they happened. Feeding the same
+lines to fresh aggregators must give the same stat events, timestamps included: that equality
+is the proof that the events alone carry enough to score an experiment.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import runtime_telemetry.events.metrics  # noqa: F401  (registers MetricsBundle for decoding)
+from experiment_telemetry.aggregators import Aggregator
+from experiment_telemetry.context import EpisodeContext
+from experiment_telemetry.exceptions import ReplayError
+from experiment_telemetry.harness import make_aggregators
+from experiment_telemetry.recorder import RUNTIME_EVENTS_FILE, STATS_FILE
+from experiment_telemetry.stats import StatEvent
+from runtime_telemetry import TelemetrySchema, read_jsonl
+from runtime_telemetry.exceptions import SchemaDecodeError, UnknownKindError
+
+__all__ = ["read_config", "read_log", "read_stats", "replay", "replay_run"]
+
+
+def _file(run_dir: str | os.PathLike[str], name: str) -> Path:
+    base = Path(run_dir)
+    path = base / name if base.is_dir() else base
+    if not path.is_file():
+        msg = f"{str(path)!r} does not exist; pass a run directory written by the harness."
+        raise ReplayError(msg, str(path))
+    return path
+
+
+def read_log(path: str | os.PathLike[str]) -> Iterator[TelemetrySchema]:
+    """Yield the schemas of a JSON-lines log (a run directory means its runtime event log).
+
+    Raises:
+        ReplayError: the file is missing or a line does not decode (the message names it).
+    """
+    file = _file(path, RUNTIME_EVENTS_FILE)
+    try:
+        yield from read_jsonl(file)
+    except (SchemaDecodeError, UnknownKindError) as exc:
+        msg = f"{str(file)!r}: {exc}"
+        raise ReplayError(msg, str(file)) from None
+
+
+def read_stats(run_dir: str | os.PathLike[str]) -> list[StatEvent]:
+    """The stat events recorded live in ``run_dir``, in order."""
+    file = _file(run_dir, STATS_FILE)
+    stats = list(read_log(file))
+    bad = [s for s in stats if not isinstance(s, StatEvent)]
+    if bad:
+        msg = f"{str(file)!r} holds a non-stat schema {bad[0]!r}."
+        raise ReplayError(msg, str(file))
+    return stats  # type: ignore[return-value]
+
+
+def read_config(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The config recorded with the run (``config.yaml``; empty when there is none)."""
+    path = Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        return {}
+    import yaml
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return dict(data) if isinstance(data, Mapping) else {}
+
+
+def replay(
+    schemas: Iterator[TelemetrySchema] | Sequence[TelemetrySchema],
+    aggregators: Sequence[Aggregator],
+) -> list[StatEvent]:
+    """Feed ``schemas`` to ``aggregators`` as the harness did; return every stat, in order.
+
+    Each ``EpisodeContext`` ends an episode (``post_episode``); every other schema is delivered
+    as an event. The run's end (``post_run``) closes what is still open.
+    """
+    stats: list[StatEvent] = []
+    for aggregator in aggregators:
+        aggregator.add_listener(stats.append)
+    for schema in schemas:
+        if isinstance(schema, EpisodeContext):
+            for aggregator in aggregators:
+                aggregator.post_episode(schema)
+        elif not isinstance(schema, StatEvent):
+            for aggregator in aggregators:
+                aggregator.feed(schema)
+    for aggregator in aggregators:
+        aggregator.post_run()
+    return stats
+
+
+def replay_run(
+    run_dir: str | os.PathLike[str], aggregators: Sequence[Aggregator] | None = None
+) -> list[StatEvent]:
+    """Replay ``run_dir``'s event log through ``aggregators`` (default: the standard ones,
+    configured from the run's recorded config).
+
+    Raises:
+        ReplayError: the run directory has no event log, or the log is damaged.
+    """
+    log = _file(run_dir, RUNTIME_EVENTS_FILE)
+    if aggregators is None:
+        aggregators = make_aggregators(read_config(run_dir))
+    return replay(read_log(log), aggregators)

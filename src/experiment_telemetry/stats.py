@@ -1,0 +1,128 @@
+"""Stat events: what aggregators emit after scoring an episode, and transforms turn into output.
+
+They are registered runtime_telemetry schemas, so they travel on the experiment's own stream
+(``telemetry.experiment_telemetry.stats``), serialise with ``to_dict``/``to_json`` and replay.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from runtime_telemetry import TelemetryEvent
+
+__all__ = [
+    "VERDICTS",
+    "EpisodeStats",
+    "LearningModuleEpisodeStats",
+    "MetricWindowStats",
+    "OverallStats",
+    "StatEvent",
+]
+
+VERDICTS = (
+    "patch_off_object",
+    "no_label",
+    "pose_time_out",
+    "time_out",
+    "consistent_child_obj",
+    "confused_mlh",
+    "correct_mlh",
+    "no_match",
+    "confused",
+    "correct",
+)
+"""Every verdict, weakest first: an episode's verdict is its strongest module verdict."""
+
+Vector3 = tuple[float, float, float]
+Quaternion = tuple[float, float, float, float]
+
+
+@attrs.frozen(kw_only=True)
+class StatEvent(TelemetryEvent, abstract=True):
+    """Base of every stat event; ``timestamp`` is the time of the data it summarises."""
+
+
+@attrs.frozen(kw_only=True)
+class LearningModuleEpisodeStats(StatEvent):
+    """One learning module's result in one episode."""
+
+    mode: str
+    epoch: int
+    episode: int
+    target: str
+    lm_id: str
+    primary_performance: str
+    """One of ``VERDICTS``."""
+    rotation_error: float | None = None
+    """Degrees, for ``correct``/``correct_mlh`` only: the smallest geodesic angle to the target."""
+    num_steps: int = 0
+    """Matching steps: the module's steps with its input on the object."""
+    terminal_step: int | None = None
+    """The module's step at its first terminal state (recognised, no match, timed out)."""
+    first_terminal_performance: str | None = None
+    """The verdict the first terminal state alone would have earned."""
+    symmetry_evidence: int | None = None
+    detected_object: str | None = None
+    """Graph id the module recognised."""
+    detected_labels: tuple[str, ...] = ()
+    """Labels known for ``detected_object`` when the episode was scored."""
+    detected_location: Vector3 | None = None
+    detected_rotation: Quaternion | None = None
+    most_likely_object: str | None = None
+    """Graph id of the module's last most-likely hypothesis, if it emitted one."""
+    possible_matches: tuple[str, ...] = ()
+    """Graph ids still possible at the end."""
+
+
+@attrs.frozen(kw_only=True)
+class EpisodeStats(StatEvent):
+    """One episode: its verdict (the strongest module verdict) and its step counts."""
+
+    mode: str
+    epoch: int
+    episode: int
+    target: str
+    performance: str
+    num_learning_modules: int
+    num_steps: int
+    """The most matching steps any module took."""
+    terminal_step: int | None
+    """The earliest step at which a module reached a terminal state."""
+    run_time_s: float
+    """From the episode's start to its last runtime event, in seconds."""
+
+
+@attrs.frozen(kw_only=True)
+class OverallStats(StatEvent):
+    """Running totals of one mode, updated after every episode of that mode (percent 0..100)."""
+
+    mode: str
+    epoch: int
+    episode: int
+    """The episode after which these totals hold."""
+    num_episodes: int
+    percent_correct: float
+    percent_confused: float
+    percent_no_match: float
+    percent_time_out: float
+    percent_pose_time_out: float
+    percent_correct_mlh: float
+    percent_used_mlh_after_timeout: float
+    avg_rotation_error: float | None
+    avg_num_lm_steps: float
+    avg_episode_run_time: float
+
+
+@attrs.frozen(kw_only=True)
+class MetricWindowStats(StatEvent):
+    """Metric bundles of one source reduced over one window of one cadence."""
+
+    source: str
+    cadence: str
+    """``"progress"`` or ``"diagnostic"``."""
+    step: int
+    """The source's step that closed the window."""
+    count: int
+    """Bundles in the window."""
+    mean: dict[str, float] = attrs.field(hash=False)
+    last: dict[str, float] = attrs.field(hash=False)

@@ -1,0 +1,10 @@
+"""Transforms: stat events in, goggles_io calls (or files) out; they never aggregate."""
+
+from __future__ import annotations
+
+from experiment_telemetry.transforms.base import Transform
+from experiment_telemetry.transforms.console import ConsoleTransform, PlainTextHandler
+from experiment_telemetry.transforms.csv import CsvTransform
+from experiment_telemetry.transforms.wandb import WandbTransform
+
+__all__ = ["ConsoleTransform", "CsvTransform", "PlainTextHandler", "Transform", "WandbTransform"]

@@ -1,0 +1,59 @@
+"""EpisodeContext: validated on creation, serialisable like every schema."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from experiment_telemetry.context import EpisodeContext
+from experiment_telemetry.exceptions import ExperimentTypeError, ExperimentValueError
+from runtime_telemetry import from_dict, to_dict
+
+
+class TestEpisodeContext:
+    def test_rotation_is_normalised(self) -> None:
+        """A non-unit quaternion is stored as the unit quaternion of the same rotation."""
+        c = EpisodeContext(
+            mode="eval", epoch=0, episode=0, target="mug", target_rotation=(2, 0, 0, 0)
+        )
+
+        assert (1.0, 0.0, 0.0, 0.0) == c.target_rotation
+
+    def test_round_trips_through_the_codec(self) -> None:
+        """to_dict/from_dict give back an equal context."""
+        c = EpisodeContext(
+            mode="train",
+            epoch=2,
+            episode=9,
+            target="mug",
+            consistent_child_labels=["handle"],
+            seed=4,
+        )
+
+        assert c == from_dict(to_dict(c))
+
+    @pytest.mark.parametrize(
+        ("kwargs", "match"),
+        [
+            ({"mode": "test"}, "mode must be one of"),
+            ({"epoch": -1}, "epoch must be an int >= 0"),
+            ({"episode": True}, "episode must be an int >= 0"),
+            ({"target": ""}, "target must be a non-empty str"),
+            ({"target_rotation": (0, 0, 0, 0)}, "target_rotation must be 4 finite numbers"),
+            ({"target_rotation": (1, 0, 0)}, "target_rotation must be 4 finite numbers"),
+            ({"target_rotation": (math.nan, 0, 0, 0)}, "target_rotation must be 4 finite numbers"),
+        ],
+    )
+    def test_bad_values_raise_naming_the_field(self, kwargs: dict[str, object], match: str) -> None:
+        """Each bad value raises ExperimentValueError naming the field and the value."""
+        base: dict[str, object] = {"mode": "eval", "epoch": 0, "episode": 0, "target": "mug"}
+        with pytest.raises(ExperimentValueError, match=match):
+            EpisodeContext(**{**base, **kwargs})  # type: ignore[arg-type]
+
+    def test_children_as_bare_string_refused(self) -> None:
+        """A bare str for consistent_child_labels is refused (it would be read as letters)."""
+        with pytest.raises(ExperimentTypeError, match="consistent_child_labels"):
+            EpisodeContext(
+                mode="eval", epoch=0, episode=0, target="mug", consistent_child_labels="handle"
+            )

@@ -1,0 +1,48 @@
+"""ConsoleTransform: a line per episode and the summary table, as goggles_io text events."""
+
+from __future__ import annotations
+
+import goggles_io
+from experiment_telemetry.transforms import ConsoleTransform, PlainTextHandler
+from goggles_io.testing import MemoryHandler
+
+from .test_wandb import emit_episode
+
+
+class TestConsoleTransform:
+    def test_one_line_per_episode_with_module_verdicts(self) -> None:
+        """Each episode becomes one text line naming the verdict and each module's verdict."""
+        handler = MemoryHandler(name="mem")
+        goggles_io.attach(handler, scopes=["experiment"])
+        transform = ConsoleTransform().attach()
+        emit_episode(3)
+        goggles_io.flush()
+
+        (line,) = [e.payload for e in handler.of_kind("text")]
+
+        assert "episode   3" in line and "verdict=correct" in line and "lm_1=correct" in line
+        transform.close()
+
+    def test_summary_table_once_on_close(self) -> None:
+        """close() logs the latest totals per mode as a table, once."""
+        handler = MemoryHandler(name="mem")
+        goggles_io.attach(handler, scopes=["experiment"])
+        transform = ConsoleTransform().attach()
+        emit_episode(0)
+        transform.close()
+        transform.close()
+        goggles_io.flush()
+
+        summaries = [e.payload for e in handler.of_kind("text") if e.extra.get("name") == "summary"]
+
+        assert 1 == len(summaries)
+        assert "correct%" in summaries[0] and "100.0" in summaries[0]
+
+    def test_plain_text_handler_prints_payload_only(self, capsys) -> None:  # type: ignore[no-untyped-def]
+        """PlainTextHandler writes the text without time or level prefix."""
+        goggles_io.attach(PlainTextHandler(name="plain"), scopes=["experiment"])
+        logger = goggles_io.get_logger("t", scope="experiment", with_metrics=True)
+        logger.text("hello table", step=0)  # type: ignore[union-attr]
+        goggles_io.finish()
+
+        assert "hello table\n" == capsys.readouterr().out
