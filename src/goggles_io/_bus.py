@@ -251,6 +251,10 @@ class EventBus:
         with self._lock:
             return {n: (lane.handler, frozenset(lane.scopes)) for n, lane in self._lanes.items()}
 
+    def backlog(self) -> int:
+        """Return the longest handler queue now (the socket host stops reading when it nears full)."""
+        return max((lane._queue.qsize() for lane in list(self._lanes.values())), default=0)
+
     def stats(self) -> dict[str, HandlerStats]:
         """Return the delivery tally per handler name."""
         return {name: lane.stats() for name, lane in list(self._lanes.items())}

@@ -137,9 +137,21 @@ def set_transport_factory(factory: Callable[[Settings], Transport] | None) -> No
 
 
 def _default_factory(settings: Settings) -> Transport:
-    from goggles_io._bus import EventBus
+    """The socket transport (one host per ``GOGGLES_SOCKET``) unless ``GOGGLES_TRANSPORT=inprocess``.
 
-    return EventBus(async_mode=settings.async_mode, queue_size=settings.queue_size)
+    See ADR 0010: the dedicated host is the default, as in robo-goggles; the in-process bus stays
+    one env variable away for unit tests and single-process scripts.
+    """
+    from goggles_io._transport.settings import read_transport_settings
+
+    transport = read_transport_settings()
+    if transport.transport == "inprocess":
+        from goggles_io._bus import EventBus
+
+        return EventBus(async_mode=settings.async_mode, queue_size=settings.queue_size)
+    from goggles_io._transport.client import SocketClient
+
+    return SocketClient(settings, transport)
 
 
 def get_transport() -> Transport:

@@ -1,0 +1,511 @@
+"""The producer side of the socket transport: a bounded queue drained by one sender thread.
+
+``emit`` only appends to a deque (dropping and counting when it is full), so the application
+never waits on the host. The sender thread connects (electing or spawning a host when none
+answers), batches events into frames, puts big arrays into the shared-memory pool and replays
+the handler operations after a reconnect. A receiver thread reads acknowledgements, frees shm
+slots, and notices a dead host at once (EOF). After ``fork`` the child starts afresh with its
+own connection. See ``docs/transport.md`` for the knobs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import os
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from goggles_io._bus import EventBus, FinishReport
+from goggles_io._codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
+from goggles_io._config import Settings
+from goggles_io._delivery import HandlerStats
+from goggles_io._records import Event
+from goggles_io._transport.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, encode_frame
+from goggles_io._transport.host import Host, acquire_host_lock
+from goggles_io._transport.settings import (
+    TransportSettings,
+    default_socket_path,
+    prepare_socket_dir,
+)
+from goggles_io._transport.shm import ShmPool, sweep_dead_segments
+from goggles_io.handlers.base import Handler, get_handler_class
+
+__all__ = ["SocketClient"]
+
+_BATCH_EVENTS = 1024
+_MAX_QUEUE_BYTES = 256 * 1024 * 1024
+_IDLE_WAIT_S = 0.05
+_SPAWN_RETRY_S = 3.0
+
+
+class _Marker:
+    """A control operation travelling through the queue, in order with the events around it."""
+
+    __slots__ = ("call", "done", "result")
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.done = threading.Event()
+        self.result: Reply | None = None
+
+
+def _say(message: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"goggles_io: {message}\n")
+        sys.stderr.flush()
+
+
+class SocketClient:
+    """A :class:`~goggles_io._bus.Transport` that forwards to the one host on a socket path.
+
+    Env: ``GOGGLES_SOCKET``, ``GOGGLES_SHM_THRESHOLD``, ``GOGGLES_DEDICATED_HOST``,
+    ``GOGGLES_HOST_IDLE_TIMEOUT``, ``GOGGLES_HOST_LOG``, plus ``GOGGLES_QUEUE_SIZE``,
+    ``GOGGLES_ASYNC`` and ``GOGGLES_SHUTDOWN_TIMEOUT`` from the core settings.
+
+    Raises:
+        SocketOwnershipError: the socket path or its directory belongs to another user.
+    """
+
+    def __init__(self, settings: Settings, transport: TransportSettings) -> None:
+        self.socket_path = transport.socket_path or default_socket_path()
+        prepare_socket_dir(self.socket_path)
+        self.settings = settings
+        self.transport = transport
+        self.queue_size = settings.queue_size
+        self._tokens = itertools.count(1)
+        self._reset_state()
+
+    # -- state ------------------------------------------------------------------------------
+    def _reset_state(self) -> None:
+        self._queue: deque[Any] = deque()
+        self._wake = threading.Event()
+        self._sleeping = False
+        self._lock = threading.Lock()
+        self._inflight: deque[tuple[int, int, list[Any]]] = deque()
+        self._pending: dict[int, _Marker] = {}
+        self._ops: list[Call] = []  # attach/replace/detach already sent, replayed on reconnect
+        self._seq = 0
+        self.delivered = 0
+        self.dropped_full = 0
+        self.lost_in_flight = 0
+        self.unencodable = 0
+        self.undelivered_at_finish = 0
+        self.reconnects = 0
+        self._sock: socket.socket | None = None
+        self._conn_gen = 0
+        self._sender: threading.Thread | None = None
+        self._pool: ShmPool | None = None
+        self._host: Host | None = None
+        self._spawned: Any = None
+        self._spawned_at = -1e9
+        self._running = False
+        self._stop = False
+        self._warned: set[str] = set()
+        self._pid = os.getpid()
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            _say(message)
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._running:
+                return
+            self._stop = False
+            self._running = True
+            self._sender = threading.Thread(
+                target=self._send_loop, name="goggles_io:sender", daemon=True
+            )
+            self._sender.start()
+
+    # -- Transport API ----------------------------------------------------------------------
+    def emit(self, event: Event) -> None:
+        """Queue ``event`` for the host; drop and count when the queue is full. Never blocks."""
+        if not self._running:
+            self._start()
+        queue = self._queue
+        if len(queue) >= self.queue_size:
+            self._drop_full()
+            return
+        queue.append(event)
+        if self._sleeping:
+            self._wake.set()
+        if not self.settings.async_mode:
+            self.flush(self.settings.shutdown_timeout_s)
+
+    def _drop_full(self) -> None:
+        with self._lock:
+            self.dropped_full += 1
+        self._warn_once(
+            "full",
+            f"pid {os.getpid()}: transport queue full ({self.queue_size} events; "
+            "GOGGLES_QUEUE_SIZE); dropping events and counting them",
+        )
+
+    def _control(self, op: str, args: dict[str, Any]) -> _Marker:
+        if not self._running:
+            self._start()
+        marker = _Marker(Call(next(self._tokens), op, args))
+        self._queue.append(marker)  # control never counts against the bound
+        self._wake.set()
+        return marker
+
+    def _spec(self, handler: Handler) -> dict[str, Any]:
+        spec = handler.to_dict()
+        get_handler_class(str(spec.get("cls")))  # unregistered classes fail here, at the call
+        return spec
+
+    def attach(self, handler: Handler, scopes: Sequence[str]) -> None:
+        """Attach on the host; ordered before every event emitted after this returns."""
+        self._control("attach", {"spec": self._spec(handler), "scopes": list(scopes)})
+
+    def detach(self, name: str, scope: str) -> None:
+        """Detach on the host, in order with the events around it."""
+        self._control("detach", {"name": name, "scope": scope})
+
+    def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None:
+        """Last-wins replacement (``configure``) on the host."""
+        args = {"spec": self._spec(handler), "scopes": list(scopes), "enable": enable}
+        self._control("replace", args)
+
+    def flush(self, timeout_s: float | None = None) -> bool:
+        """Wait until the host's handlers have handled everything queued so far."""
+        if not self._running:
+            return True
+        marker = self._control("flush", {"timeout_s": timeout_s})
+        return marker.done.wait(timeout_s) and bool(marker.result and marker.result.result)
+
+    def finish(self, timeout_s: float | None = None) -> FinishReport:
+        """Deliver what is queued, let the host flush (and close when we are its last client).
+
+        Bounded by ``timeout_s``: what is still queued then is counted as not delivered. Prints
+        one line with this process's tally on stderr.
+        """
+        if not self._running:
+            return FinishReport()
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        marker = self._control("finish", {"timeout_s": timeout_s})
+        marker.done.wait(timeout_s)
+        handlers: dict[str, HandlerStats] = {}
+        timed_out = marker.result is None
+        if marker.result is not None and isinstance(marker.result.result, dict):
+            timed_out = bool(marker.result.result.get("timed_out"))
+            for name, stats in (marker.result.result.get("handlers") or {}).items():
+                with contextlib.suppress(TypeError, ValueError):
+                    handlers[str(name)] = HandlerStats(*[int(x) for x in stats])
+        self._close(deadline)
+        host_dropped = sum(s.dropped for s in handlers.values())
+        dropped = self.dropped_full + self.lost_in_flight + self.unencodable
+        dropped += self.undelivered_at_finish
+        if self.delivered or dropped:
+            _say(
+                f"pid {os.getpid()}: {self.delivered} delivered to the host, {dropped} dropped "
+                f"({self.dropped_full} queue full, {self.lost_in_flight} lost with a dead host, "
+                f"{self.unencodable} unencodable, {self.undelivered_at_finish} not sent in time)"
+                f"; {host_dropped} dropped by host handlers"
+            )
+        return FinishReport(handlers=handlers, timed_out=timed_out)
+
+    def _close(self, deadline: float | None) -> None:
+        with self._lock:
+            self._stop = True
+            self._running = False
+        self._wake.set()
+        sender = self._sender
+        if sender is not None and sender is not threading.current_thread():
+            left = 1.0 if deadline is None else max(0.05, deadline - time.monotonic())
+            sender.join(left)
+        leftover = sum(1 for item in self._queue if type(item) is not _Marker)
+        self._queue.clear()
+        self.undelivered_at_finish += leftover
+        self._disconnect(count_lost=True, warn=False)
+        for marker in list(self._pending.values()):
+            marker.done.set()
+        self._pending.clear()
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+        if self._host is not None:
+            self._host.close(1.0)
+            self._host = None
+
+    def after_fork_in_child(self) -> None:
+        """Start afresh in the child: own queue, connection, pool; the parent's stay untouched."""
+        sock = self._sock
+        # The child inherits every handler operation the parent issued, sent or still queued:
+        # its events come after them, so it replays them on its own first connection.
+        queued = [m.call for m in list(self._queue) if type(m) is _Marker]
+        ops = self._ops + [c for c in queued if c.op in ("attach", "replace", "detach")]
+        self._reset_state()
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.close()  # our copy of the fd only; the parent's connection is unaffected
+        self._ops = ops
+
+    # -- sender thread ----------------------------------------------------------------------
+    def _send_loop(self) -> None:
+        encoder: Encoder | None = None
+        gen = -1
+        while True:
+            if self._stop:
+                return
+            if self._sock is None:
+                if not self._connect():
+                    continue
+            if gen != self._conn_gen or encoder is None:
+                gen = self._conn_gen
+                encoder = Encoder(self.transport.shm_threshold, self._get_pool())
+            items = self._take()
+            if not items:
+                self._sleeping = True
+                if not self._queue:
+                    self._wake.wait(_IDLE_WAIT_S)
+                self._wake.clear()
+                self._sleeping = False
+                continue
+            try:
+                self._send_items(items, encoder)
+            except OSError:
+                self._disconnect(count_lost=True, warn=True)
+
+    def _take(self) -> list[Any]:
+        queue = self._queue
+        items: list[Any] = []
+        while queue and len(items) < _BATCH_EVENTS:
+            item = queue[0]
+            if type(item) is _Marker and items:
+                break
+            items.append(queue.popleft())
+            if type(item) is _Marker:
+                break
+        return items
+
+    def _send_items(self, items: list[Any], encoder: Encoder) -> None:
+        sock = self._sock
+        if sock is None:
+            raise OSError("not connected")
+        if type(items[0]) is _Marker:
+            marker = items[0]
+            self._pending[marker.call.token] = marker
+            if marker.call.op in ("attach", "replace", "detach"):
+                self._ops.append(marker.call)
+            sock.sendall(encode_frame(encoder.encode(marker.call)))
+            return
+        for payload, n, refs in self._encode_batches(items, encoder):
+            self._inflight.append((self._seq, n, refs))
+            sock.sendall(encode_frame(payload))
+
+    def _encode_batches(
+        self, events: list[Event], encoder: Encoder
+    ) -> list[tuple[bytes, int, list[Any]]]:
+        encoder.refs = []
+        self._seq += 1
+        try:
+            payload = encoder.encode(Batch(self._seq, events))
+        except (TypeError, ValueError, OverflowError):
+            self._release(encoder.refs)
+            return self._encode_one_by_one(events, encoder)
+        if len(payload) > DEFAULT_MAX_FRAME_BYTES and len(events) > 1:
+            self._release(encoder.refs)
+            self._seq -= 1
+            half = len(events) // 2
+            return self._encode_batches(events[:half], encoder) + self._encode_batches(
+                events[half:], encoder
+            )
+        return [(payload, len(events), encoder.refs)]
+
+    def _encode_one_by_one(
+        self, events: list[Event], encoder: Encoder
+    ) -> list[tuple[bytes, int, list[Any]]]:
+        good = []
+        for event in events:
+            encoder.refs = []
+            try:
+                encoder.encode(Batch(0, [event]))
+            except (TypeError, ValueError, OverflowError) as exc:
+                self.unencodable += 1
+                self._warn_once("enc", f"an event cannot be sent to the host and is dropped: {exc}")
+            else:
+                good.append(event)
+            self._release(encoder.refs)
+        if not good:
+            return []
+        self._seq -= 1
+        return self._encode_batches(good, encoder)
+
+    def _release(self, refs: list[Any]) -> None:
+        pool = self._pool
+        if pool is not None:
+            for ref in refs:
+                pool.release(ref.segment, ref.offset)
+
+    def _get_pool(self) -> ShmPool | None:
+        if self._pool is None:
+            try:
+                sweep_dead_segments()  # a crashed run's segments go on our next start
+                self._pool = ShmPool()
+            except OSError as exc:
+                self._warn_once("shm", f"shared memory unavailable ({exc}); arrays go inline")
+        return self._pool
+
+    # -- connection -------------------------------------------------------------------------
+    def _connect(self) -> bool:
+        backoff = 0.01
+        while not self._stop:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(self.socket_path)
+            except OSError:
+                sock.close()
+                try:
+                    self._elect()
+                except Exception as exc:
+                    self._warn_once("elect", f"cannot start a host on {self.socket_path!r}: {exc}")
+                self._wake.wait(backoff)
+                self._wake.clear()
+                backoff = min(backoff * 2, 0.25)
+                continue
+            self._on_connected(sock)
+            return True
+        return False
+
+    def _on_connected(self, sock: socket.socket) -> None:
+        encoder = Encoder()
+        frames = [encode_frame(encoder.encode(Hello(os.getpid())))]
+        frames += [encode_frame(encoder.encode(call)) for call in self._ops]
+        frames += [encode_frame(encoder.encode(m.call)) for m in self._pending.values()]
+        sock.sendall(b"".join(frames))
+        self._conn_gen += 1
+        self._sock = sock
+        threading.Thread(
+            target=self._recv_loop,
+            args=(sock, self._conn_gen),
+            name="goggles_io:receiver",
+            daemon=True,
+        ).start()
+
+    def _elect(self) -> None:
+        if not self.transport.dedicated_host:
+            lock_fd = acquire_host_lock(self.socket_path)
+            if lock_fd is None:
+                return
+            sweep_dead_segments()
+            bus = EventBus(async_mode=True, queue_size=self.settings.queue_size)
+            host = Host(self.socket_path, bus, idle_timeout_s=math.inf, lock_fd=lock_fd)
+            try:
+                host.bind()
+            except (OSError, FileExistsError):
+                os.close(lock_fd)
+                raise
+            host.start()
+            self._host = host
+            return
+        spawned = self._spawned
+        if spawned is not None and spawned.poll() is None:
+            if time.monotonic() - self._spawned_at < _SPAWN_RETRY_S:
+                return  # still starting up
+        lock_fd = acquire_host_lock(self.socket_path)
+        if lock_fd is None:
+            return  # a host holds the lock: it is starting, we will connect shortly
+        os.close(lock_fd)
+        self._spawn_host()
+
+    def _spawn_host(self) -> None:
+        import subprocess
+
+        env = dict(os.environ)
+        paths = [p for p in sys.path if isinstance(p, str) and p]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        log = self.transport.host_log
+        stderr: Any = None
+        if log:
+            stderr = open(log, "ab")
+        try:
+            self._spawned = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "goggles_io._transport.host",
+                    "--socket",
+                    self.socket_path,
+                    "--idle-timeout",
+                    repr(self.transport.host_idle_timeout_s),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        finally:
+            if stderr is not None:
+                stderr.close()
+        self._spawned_at = time.monotonic()
+
+    def _disconnect(self, *, count_lost: bool, warn: bool) -> None:
+        with self._lock:
+            sock, self._sock = self._sock, None
+            inflight = list(self._inflight)
+            self._inflight.clear()
+        if sock is None:
+            return
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            sock.close()
+        lost = sum(n for _, n, _ in inflight)
+        for _, _, refs in inflight:
+            self._release(refs)
+        if count_lost:
+            self.lost_in_flight += lost
+        if warn:
+            self.reconnects += 1
+            _say(
+                f"pid {os.getpid()}: lost the host on {self.socket_path!r}; {lost} events in "
+                f"flight lost (counted); re-electing a host and re-attaching handlers"
+            )
+
+    # -- receiver thread --------------------------------------------------------------------
+    def _recv_loop(self, sock: socket.socket, gen: int) -> None:
+        frames = FrameDecoder()
+        decoder = Decoder()
+        try:
+            while True:
+                data = sock.recv(1 << 16)
+                if not data:
+                    break
+                for payload in frames.feed(data):
+                    msg = decoder.decode(payload)
+                    if type(msg) is Ack:
+                        self._on_ack(msg)
+                    elif type(msg) is Reply:
+                        marker = self._pending.pop(msg.token, None)
+                        if not msg.ok:
+                            self._warn_once(f"call:{msg.result}", f"host refused: {msg.result}")
+                        if marker is not None:
+                            marker.result = msg
+                            marker.done.set()
+        except (OSError, ValueError):
+            pass
+        if gen == self._conn_gen and not self._stop:
+            self._disconnect(count_lost=True, warn=True)
+            self._wake.set()
+
+    def _on_ack(self, ack: Ack) -> None:
+        inflight = self._inflight
+        while inflight and inflight[0][0] <= ack.seq:
+            with self._lock:
+                if not inflight:
+                    break
+                _, n, refs = inflight.popleft()
+                self.delivered += n
+            self._release(refs)

@@ -1,0 +1,335 @@
+"""The host: one per socket path, it owns the handlers and feeds every client's events to its bus.
+
+Runs either as a dedicated process (``python -m goggles_io._transport.host --socket PATH``, in
+its own session so a terminal Ctrl-C reaches only the application) or as a thread inside the
+first process when ``GOGGLES_DEDICATED_HOST=0``. Election is an ``fcntl.flock`` on
+``<socket>.lock`` held for the host's whole life. Each client gets its own reader thread; a
+malformed, oversized or truncated frame closes that connection only. Peers of another uid are
+refused (``SO_PEERCRED``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import importlib
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+from typing import Any
+
+from goggles_io._codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
+from goggles_io._transport.framing import FrameDecoder, FrameError, encode_frame
+from goggles_io._transport.settings import prepare_socket_dir
+from goggles_io._transport.shm import ShmReader, sweep_dead_segments
+
+__all__ = ["Host", "acquire_host_lock", "main", "peer_credentials"]
+
+_STARTUP_GRACE_S = 10.0
+_RECV_BYTES = 1 << 20
+_BACKPRESSURE_MAX_S = 2.0
+
+
+def _say(message: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"goggles_io host[{os.getpid()}]: {message}\n")
+        sys.stderr.flush()
+
+
+def acquire_host_lock(socket_path: str) -> int | None:
+    """Take the election lock next to the socket without waiting; ``None`` if another host holds it."""
+    fd = os.open(socket_path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    # The holder's pid, for diagnostics ("which process hosts this socket?").
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def peer_credentials(conn: socket.socket) -> tuple[int, int, int] | None:
+    """Return ``(pid, uid, gid)`` of the peer (Linux ``SO_PEERCRED``), ``None`` where unsupported."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    raw = conn.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
+    pid, uid, gid = struct.unpack("3i", raw)
+    return pid, uid, gid
+
+
+def _build_handler(spec: Any) -> Any:
+    from goggles_io.exceptions import HandlerNotRegisteredError
+    from goggles_io.handlers.base import handler_from_dict
+
+    try:
+        return handler_from_dict(spec)
+    except HandlerNotRegisteredError:
+        # Same-uid peers only: importing the module that defines the class is no escalation.
+        module = str(spec.get("cls", "")).partition(":")[0]
+        if not module or module == "__main__":
+            raise
+        importlib.import_module(module)
+        return handler_from_dict(spec)
+
+
+class Host:
+    """Accept clients on ``socket_path`` and run their events through ``bus``."""
+
+    def __init__(
+        self, socket_path: str, bus: Any, *, idle_timeout_s: float, lock_fd: int | None = None
+    ) -> None:
+        self.socket_path = socket_path
+        self.bus = bus
+        self.idle_timeout_s = idle_timeout_s
+        self.lock_fd = lock_fd
+        self.refused = 0
+        self.bad_frames = 0
+        self._listener: socket.socket | None = None
+        self._conns: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._ever_connected = False
+        self._last_left = time.monotonic()
+        self._closing = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._inode = -1
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def bind(self) -> None:
+        """Create the listening socket 0600; replace a stale socket file nobody answers on."""
+        prepare_socket_dir(self.socket_path)
+        if os.path.exists(self.socket_path):
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(self.socket_path)
+            except OSError:
+                os.unlink(self.socket_path)
+            else:
+                probe.close()
+                msg = f"another host already serves {self.socket_path!r}"
+                raise FileExistsError(msg)
+            finally:
+                probe.close()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)  # the socket is born 0600: no window where others could connect
+        try:
+            listener.bind(self.socket_path)
+        finally:
+            os.umask(old)
+        os.chmod(self.socket_path, 0o600)
+        self._inode = os.stat(self.socket_path).st_ino
+        listener.listen(128)
+        listener.settimeout(0.1)
+        self._listener = listener
+        self._last_left = time.monotonic()
+
+    def start(self) -> None:
+        """Serve in a daemon thread (in-process hosting)."""
+        self._thread = threading.Thread(target=self.serve, name="goggles_io:host", daemon=True)
+        self._thread.start()
+
+    def serve(self) -> None:
+        """Accept until asked to close or idle for ``idle_timeout_s`` with no client left."""
+        assert self._listener is not None
+        while not self._closing.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                if self._idle_expired():
+                    break
+                continue
+            except OSError:
+                break
+            threading.Thread(
+                target=self._serve_conn, args=(conn,), name="goggles_io:host-conn", daemon=True
+            ).start()
+        self._shutdown()
+
+    def _idle_expired(self) -> bool:
+        with self._lock:
+            if self._conns:
+                return False
+            grace = self.idle_timeout_s if self._ever_connected else _STARTUP_GRACE_S
+            return time.monotonic() - self._last_left > grace
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Stop accepting, drop the connections, finish the bus; for in-process hosts."""
+        self._closing.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
+
+    def _shutdown(self) -> None:
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                # Only unlink the path if it is still ours (a newer host may have replaced it).
+                if os.stat(self.socket_path).st_ino == self._inode:
+                    os.unlink(self.socket_path)
+            self._listener.close()
+        with self._lock:
+            conns = list(self._conns)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        try:
+            self.bus.finish(5.0)
+        finally:
+            if self.lock_fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self.lock_fd)
+                self.lock_fd = None
+
+    # -- one client -------------------------------------------------------------------------
+    def _serve_conn(self, conn: socket.socket) -> None:
+        creds = peer_credentials(conn)
+        if creds is not None and creds[1] != os.getuid():
+            self.refused += 1
+            _say(f"refused peer pid {creds[0]} uid {creds[1]}: only uid {os.getuid()} may connect")
+            conn.close()
+            return
+        with self._lock:
+            self._conns.add(conn)
+            self._ever_connected = True
+        reader = ShmReader()
+        decoder = Decoder(reader)
+        encoder = Encoder()
+        frames = FrameDecoder()
+        peer = creds[0] if creds else "?"
+        try:
+            while True:
+                data = conn.recv(_RECV_BYTES)
+                if not data:
+                    frames.close()
+                    break
+                last_seq = -1
+                for payload in frames.feed(data):
+                    msg = decoder.decode(payload)
+                    if type(msg) is Batch:
+                        self._wait_for_room(len(msg.events))
+                        emit = self.bus.emit
+                        for event in msg.events:
+                            emit(event)
+                        last_seq = msg.seq
+                    elif type(msg) is Call:
+                        if last_seq >= 0:
+                            conn.sendall(encode_frame(encoder.encode(Ack(last_seq))))
+                            last_seq = -1
+                        reply = self._call(msg, conn)
+                        conn.sendall(encode_frame(encoder.encode(reply)))
+                    elif type(msg) is Hello:
+                        peer = msg.pid
+                    else:
+                        msg_ = f"unexpected message {type(msg).__name__} from a client"
+                        raise FrameError(msg_)
+                if last_seq >= 0:
+                    conn.sendall(encode_frame(encoder.encode(Ack(last_seq))))
+        except FrameError as exc:
+            self.bad_frames += 1
+            if self.bad_frames <= 3:
+                _say(f"closing connection of pid {peer}: {exc}")
+        except OSError:
+            pass
+        finally:
+            reader.close()
+            with contextlib.suppress(OSError):
+                conn.close()
+            with self._lock:
+                self._conns.discard(conn)
+                if not self._conns:
+                    self._last_left = time.monotonic()
+
+    def _wait_for_room(self, n: int) -> None:
+        """Backpressure: while a handler queue is nearly full, stop reading this socket.
+
+        The client's bounded queue then absorbs the surplus and counts its drops, instead of the
+        host dropping events it already acknowledged. Bounded, so a stuck handler only delays.
+        """
+        backlog = getattr(self.bus, "backlog", None)
+        limit = getattr(self.bus, "queue_size", 0) - n
+        if backlog is None or limit <= 0:
+            return
+        deadline = time.monotonic() + _BACKPRESSURE_MAX_S
+        delay = 0.0005
+        while backlog() > limit and time.monotonic() < deadline and not self._closing.is_set():
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)
+
+    def _call(self, call: Call, conn: socket.socket) -> Reply:
+        args = call.args if isinstance(call.args, dict) else {}
+        try:
+            result = self._dispatch(call.op, args, conn)
+        except Exception as exc:  # a bad spec must not take the host down
+            _say(f"{call.op} failed: {exc}")
+            return Reply(call.token, False, f"{type(exc).__name__}: {exc}")
+        return Reply(call.token, True, result)
+
+    def _dispatch(self, op: str, args: dict[str, Any], conn: socket.socket) -> Any:
+        bus = self.bus
+        if op == "attach":
+            bus.attach(_build_handler(args["spec"]), list(args["scopes"]))
+            return None
+        if op == "replace":
+            bus.replace(
+                _build_handler(args["spec"]), list(args["scopes"]), enable=bool(args["enable"])
+            )
+            return None
+        if op == "detach":
+            bus.detach(str(args["name"]), str(args["scope"]))
+            return None
+        timeout_s = args.get("timeout_s")
+        timeout_s = float(timeout_s) if isinstance(timeout_s, (int, float)) else None
+        if op == "flush":
+            return bool(bus.flush(timeout_s))
+        if op == "finish":
+            # Close the handlers only when this is the last client; others keep logging.
+            with self._lock:
+                last = self._conns == {conn}
+            if last:
+                report = bus.finish(timeout_s)
+                timed_out = bool(report.timed_out)
+            else:
+                timed_out = not bus.flush(timeout_s)
+            stats = {name: [s.delivered, s.dropped, s.errors] for name, s in bus.stats().items()}
+            return {"timed_out": timed_out, "handlers": stats}
+        msg = f"unknown host operation {op!r}"
+        raise ValueError(msg)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the dedicated host process."""
+    parser = argparse.ArgumentParser(prog="python -m goggles_io._transport.host")
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--idle-timeout", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    lock_fd = acquire_host_lock(args.socket)
+    if lock_fd is None:
+        return 0  # another host won the election; clients will find it
+    import goggles_io  # noqa: F401  (registers the built-in handlers)
+    from goggles_io._bus import EventBus
+    from goggles_io._config import get_settings
+    from goggles_io._transport.settings import read_transport_settings
+
+    for module in read_transport_settings().host_imports:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:
+            _say(f"GOGGLES_HOST_IMPORTS: cannot import {module!r}: {exc!r}")
+    sweep_dead_segments()
+    settings = get_settings()
+    bus = EventBus(async_mode=True, queue_size=settings.queue_size)
+    host = Host(args.socket, bus, idle_timeout_s=args.idle_timeout, lock_fd=lock_fd)
+    try:
+        host.bind()
+    except FileExistsError:
+        return 0
+    host.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,315 @@
+"""A reusable shared-memory pool for large arrays: few big segments, ring allocation, no leaks.
+
+Segments are plain files in ``/dev/shm`` (or a private per-user directory when there is none)
+mapped with :mod:`mmap`; see ADR 0011 for why not :mod:`multiprocessing.shared_memory`. A name
+is ``goggles_io-<uid>-<owner pid>-<n>``, so any later start can unlink the segments of an owner
+that is no longer alive. The producer copies an array into a slot exactly once; the host copies
+it out when it decodes the frame and acknowledges the batch, which frees the slot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import mmap
+import os
+import re
+import tempfile
+import threading
+from collections import deque
+from typing import Any
+
+import attrs
+import numpy as np
+
+from goggles_io._transport.framing import FrameError
+
+__all__ = [
+    "SEGMENT_PREFIX",
+    "ShmPool",
+    "ShmReader",
+    "ShmRef",
+    "get_shm_dir",
+    "list_segments",
+    "sweep_dead_segments",
+]
+
+SEGMENT_PREFIX = "goggles_io-"
+_DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
+_DEFAULT_MAX_SEGMENTS = 4
+_ALIGN = 64
+_NAME_RE = re.compile(r"goggles_io-(\d+)-(\d+)-(\d+)\Z")
+
+
+@attrs.frozen(slots=True)
+class ShmRef:
+    """Where an array lives in shared memory, as it travels on the wire."""
+
+    segment: str
+    offset: int
+    nbytes: int
+    dtype: str
+    shape: tuple[int, ...]
+
+
+def get_shm_dir() -> str:
+    """Return ``/dev/shm`` when usable, else a private per-user directory (0700) under the temp dir."""
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK):
+        return "/dev/shm"
+    path = os.path.join(tempfile.gettempdir(), f"goggles_io-shm-{os.getuid()}")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    st = os.lstat(path)
+    if st.st_uid != os.getuid() or not os.path.isdir(path) or os.path.islink(path):
+        msg = f"shared-memory directory {path!r} is not a directory owned by uid {os.getuid()}"
+        raise PermissionError(msg)
+    return path
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def list_segments(shm_dir: str | None = None) -> list[str]:
+    """Names of this user's goggles_io segments present now (any owner)."""
+    shm_dir = shm_dir or get_shm_dir()
+    uid = str(os.getuid())
+    out = []
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(shm_dir):
+            m = _NAME_RE.match(name)
+            if m and m.group(1) == uid:
+                out.append(name)
+    return sorted(out)
+
+
+def sweep_dead_segments(shm_dir: str | None = None) -> list[str]:
+    """Unlink this user's segments whose owner pid is dead (liveness, not age); return their names."""
+    shm_dir = shm_dir or get_shm_dir()
+    swept = []
+    for name in list_segments(shm_dir):
+        m = _NAME_RE.match(name)
+        if m and not _pid_alive(int(m.group(2))):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(shm_dir, name))
+                swept.append(name)
+    return swept
+
+
+class _Segment:
+    """One mapped file with a ring allocator; releases may arrive out of order."""
+
+    def __init__(self, path: str, size: int) -> None:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(fd, size)
+            self.map = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        self.path = path
+        self.name = os.path.basename(path)
+        self.size = size
+        self.head = 0
+        self.live: deque[list[Any]] = deque()  # [offset, released], oldest at the left
+        self.by_offset: dict[int, list[Any]] = {}
+
+    def allocate(self, n: int) -> int | None:
+        if not self.live:
+            self.head = 0
+            if n <= self.size:
+                return self._take(0, n)
+            return None
+        tail = self.live[0][0]
+        if self.head > tail:
+            if self.size - self.head >= n:
+                return self._take(self.head, n)
+            if tail >= n:
+                return self._take(0, n)
+            return None
+        if tail - self.head >= n:
+            return self._take(self.head, n)
+        return None
+
+    def _take(self, offset: int, n: int) -> int:
+        entry = [offset, False]
+        self.live.append(entry)
+        self.by_offset[offset] = entry
+        self.head = offset + n
+        return offset
+
+    def release(self, offset: int) -> bool:
+        entry = self.by_offset.pop(offset, None)
+        if entry is None:
+            return False
+        entry[1] = True
+        while self.live and self.live[0][1]:
+            self.live.popleft()
+        return True
+
+    def close(self, unlink: bool) -> None:
+        with contextlib.suppress(BufferError, ValueError):
+            self.map.close()
+        if unlink:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+
+
+class ShmPool:
+    """Producer-side pool: a few large segments created lazily, reused for every big array.
+
+    ``put`` copies the array into a free slot (the one producer-side copy) or returns ``None``
+    when every segment is full, so the caller drops and counts instead of blocking. An array
+    larger than a segment gets a one-off segment that is unlinked when it is released.
+    """
+
+    def __init__(
+        self,
+        segment_bytes: int = _DEFAULT_SEGMENT_BYTES,
+        max_segments: int = _DEFAULT_MAX_SEGMENTS,
+        shm_dir: str | None = None,
+    ) -> None:
+        self.dir = shm_dir or get_shm_dir()
+        self.segment_bytes = segment_bytes
+        self.max_segments = max_segments
+        self.owner_pid = os.getpid()
+        self._lock = threading.Lock()
+        self._segments: dict[str, _Segment] = {}
+        self._oneoff: set[str] = set()
+        self._counter = itertools.count()
+        self._closed = False
+
+    def _new_segment(self, size: int) -> _Segment:
+        name = f"{SEGMENT_PREFIX}{os.getuid()}-{self.owner_pid}-{next(self._counter)}"
+        seg = _Segment(os.path.join(self.dir, name), size)
+        self._segments[seg.name] = seg
+        return seg
+
+    def put(self, array: np.ndarray) -> ShmRef | None:
+        """Copy ``array`` into shared memory and return its reference, or ``None`` when full."""
+        nbytes = int(array.nbytes)
+        need = max(_ALIGN, (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN)
+        with self._lock:
+            if self._closed:
+                return None
+            seg = None
+            offset = None
+            if need > self.segment_bytes:
+                seg = self._new_segment(need)
+                self._oneoff.add(seg.name)
+                offset = seg.allocate(need)
+            else:
+                for cand in self._segments.values():
+                    if cand.name in self._oneoff:
+                        continue
+                    offset = cand.allocate(need)
+                    if offset is not None:
+                        seg = cand
+                        break
+                if seg is None:
+                    regular = len(self._segments) - len(self._oneoff)
+                    if regular >= self.max_segments:
+                        return None
+                    seg = self._new_segment(self.segment_bytes)
+                    offset = seg.allocate(need)
+            assert seg is not None and offset is not None
+            mm = seg.map
+        dest = np.ndarray(array.shape, dtype=array.dtype, buffer=mm, offset=offset)
+        np.copyto(dest, array, casting="no")
+        return ShmRef(seg.name, offset, nbytes, array.dtype.str, tuple(array.shape))
+
+    def release(self, segment: str, offset: int) -> None:
+        """Free the slot the host has copied out (or that was lost with a dead host)."""
+        with self._lock:
+            seg = self._segments.get(segment)
+            if seg is None:
+                return
+            seg.release(offset)
+            if segment in self._oneoff and not seg.live:
+                self._oneoff.discard(segment)
+                del self._segments[segment]
+                seg.close(unlink=True)
+
+    @property
+    def segment_names(self) -> list[str]:
+        """Names of the segments this pool holds now."""
+        with self._lock:
+            return sorted(self._segments)
+
+    def close(self) -> None:
+        """Unmap and unlink every segment; only the owner process unlinks (a forked child does not)."""
+        with self._lock:
+            self._closed = True
+            owner = os.getpid() == self.owner_pid
+            for seg in self._segments.values():
+                seg.close(unlink=owner)
+            self._segments.clear()
+            self._oneoff.clear()
+
+
+class ShmReader:
+    """Host-side view of the segments one client uses: validates references, copies arrays out."""
+
+    def __init__(self, shm_dir: str | None = None) -> None:
+        self.dir = shm_dir or get_shm_dir()
+        self._maps: dict[str, mmap.mmap] = {}
+        self._uid = str(os.getuid())
+
+    def _map(self, name: str) -> mmap.mmap:
+        mm = self._maps.get(name)
+        if mm is not None:
+            return mm
+        m = _NAME_RE.match(name) if isinstance(name, str) else None
+        if m is None or m.group(1) != self._uid:
+            msg = (
+                f"shared-memory segment name {name!r} is not one of this user's goggles_io segments"
+            )
+            raise FrameError(msg, value=name)
+        path = os.path.join(self.dir, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as exc:
+            msg = f"shared-memory segment {name!r} cannot be opened: {exc}"
+            raise FrameError(msg, value=name) from None
+        try:
+            st = os.fstat(fd)
+            if st.st_uid != os.getuid() or st.st_size == 0:
+                msg = f"shared-memory segment {name!r} is not owned by uid {self._uid} or is empty"
+                raise FrameError(msg, value=name)
+            mm = mmap.mmap(fd, st.st_size, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        self._maps[name] = mm
+        return mm
+
+    def read(self, ref: ShmRef) -> np.ndarray:
+        """Return an owned copy of the array ``ref`` points at; bad references raise FrameError."""
+        mm = self._map(ref.segment)
+        dtype = np.dtype(ref.dtype)
+        count = int(np.prod(ref.shape, dtype=np.int64)) if ref.shape else 1
+        if (
+            ref.offset < 0
+            or ref.nbytes != count * dtype.itemsize
+            or ref.offset + ref.nbytes > len(mm)
+        ):
+            msg = f"shared-memory reference {ref!r} is out of bounds for segment size {len(mm)!r}"
+            raise FrameError(msg, value=ref)
+        flat = np.frombuffer(mm, dtype=dtype, count=count, offset=ref.offset)
+        return flat.reshape(ref.shape).copy()
+
+    def forget(self, name: str) -> None:
+        """Unmap a segment whose one-off slot was released."""
+        mm = self._maps.pop(name, None)
+        if mm is not None:
+            with contextlib.suppress(BufferError):
+                mm.close()
+
+    def close(self) -> None:
+        """Unmap everything; the producer owns unlinking."""
+        for name in list(self._maps):
+            self.forget(name)

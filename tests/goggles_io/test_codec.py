@@ -1,0 +1,133 @@
+"""The wire codec: every message round-trips, hostile bytes only ever raise FrameError."""
+
+from __future__ import annotations
+
+import msgpack
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, arrays
+
+from goggles_io import Event, Kind
+from goggles_io._codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
+from goggles_io._transport.framing import FrameError
+from goggles_io._transport.shm import ShmPool, ShmReader
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
+)
+_json = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
+_arrays = arrays(
+    st.sampled_from([np.uint8, np.int32, np.float32, np.float64, np.bool_]),
+    array_shapes(min_dims=0, max_dims=3, max_side=5),
+)
+_events = st.builds(
+    Event,
+    kind=st.sampled_from(list(Kind)),
+    scope=st.text(min_size=1, max_size=10),
+    payload=st.one_of(_json, _arrays),
+    level=st.none() | st.integers(0, 50),
+    step=st.none() | st.integers(0, 2**40),
+    timestamp=st.floats(0, 2e9),
+    logger=st.text(max_size=10),
+    pid=st.integers(0, 2**22),
+    filepath=st.none() | st.text(max_size=20),
+    lineno=st.none() | st.integers(0, 10**6),
+    extra=st.dictionaries(st.text(max_size=8), _json, max_size=3),
+)
+_messages = st.one_of(
+    st.builds(Batch, seq=st.integers(0, 2**40), events=st.lists(_events, max_size=5)),
+    st.builds(Hello, pid=st.integers(0, 2**22)),
+    st.builds(Ack, seq=st.integers(0, 2**40), dropped=st.integers(0, 2**20)),
+    st.builds(
+        Call,
+        token=st.integers(0, 2**40),
+        op=st.text(max_size=8),
+        args=st.dictionaries(st.text(max_size=8), _json, max_size=3),
+    ),
+    st.builds(Reply, token=st.integers(0, 2**40), ok=st.booleans(), result=_json),
+)
+
+
+class TestRoundTrip:
+    @settings(max_examples=200)
+    @given(_messages)
+    def test_every_message_round_trips(self, message) -> None:
+        """decode(encode(m)) == m for every message, arrays included."""
+        assert message == Decoder().decode(Encoder().encode(message))
+
+    def test_numpy_scalar_keeps_its_dtype(self) -> None:
+        """A numpy scalar payload comes back with its dtype."""
+        event = Event(kind=Kind.METRIC, scope="global", payload={"x": np.float32(1.5)})
+        back = Decoder().decode(Encoder().encode(Batch(1, [event])))
+
+        assert type(back.events[0].payload["x"]) is np.float32
+
+    def test_big_array_travels_through_shared_memory(self) -> None:
+        """An array at or over the threshold is sent as a shm reference and read back equal."""
+        pool = ShmPool(segment_bytes=1 << 20)
+        image = np.arange(64 * 64 * 3, dtype=np.uint8).reshape(64, 64, 3)
+        encoder = Encoder(shm_threshold=1024, pool=pool)
+        blob = encoder.encode(Batch(1, [Event(kind=Kind.IMAGE, scope="global", payload=image)]))
+        back = Decoder(ShmReader()).decode(blob)
+        pool.close()
+
+        assert len(blob) < image.nbytes
+        assert 1 == len(encoder.refs)
+        assert np.array_equal(image, back.events[0].payload)
+
+
+class TestHostileInput:
+    @settings(max_examples=500)
+    @given(st.binary(max_size=500))
+    def test_any_bytes_decode_or_raise_frame_error(self, data: bytes) -> None:
+        """Arbitrary bytes give a message or FrameError; never another exception, never code."""
+        try:
+            Decoder().decode(data)
+        except FrameError:
+            pass
+
+    @given(_messages, st.data())
+    def test_corrupted_messages_decode_or_raise_frame_error(self, message, data) -> None:
+        """Flipping bytes of a valid message gives a message or FrameError."""
+        blob = bytearray(Encoder().encode(message))
+        for _ in range(data.draw(st.integers(1, 4))):
+            i = data.draw(st.integers(0, len(blob) - 1))
+            blob[i] = data.draw(st.integers(0, 255))
+        try:
+            Decoder().decode(bytes(blob))
+        except FrameError:
+            pass
+
+    def test_object_dtype_array_is_refused(self) -> None:
+        """An inline array claiming dtype 'O' is a FrameError, never unpickled."""
+        header = msgpack.packb(("|O", [1]))
+        ext = msgpack.ExtType(1, len(header).to_bytes(2, "big") + header + b"\0" * 8)
+        blob = msgpack.packb(
+            [1, [1, [["metric", "g", ext, None, None, 0.0, "", 0, None, None, {}]]]]
+        )
+        with pytest.raises(FrameError, match="not allowed"):
+            Decoder().decode(blob)
+
+    def test_shm_reference_without_reader_is_refused(self) -> None:
+        """A shm reference arriving where no reader is configured is a FrameError."""
+        ext = msgpack.ExtType(2, msgpack.packb(["goggles_io-0-1-0", 0, 8, "<f8", [1]]))
+        with pytest.raises(FrameError, match="shared-memory"):
+            Decoder().decode(msgpack.packb([4, [1, True, ext]]))
+
+    def test_unencodable_payload_raises_type_error_naming_the_type(self) -> None:
+        """An arbitrary object in a payload is refused on the producer side, naming its type."""
+        event = Event(kind=Kind.TEXT, scope="global", payload=object())
+        with pytest.raises(TypeError, match="'object'"):
+            Encoder().encode(Batch(1, [event]))

@@ -1,0 +1,97 @@
+"""The producer side against a real dedicated host: host death, fork, Ctrl-C, backpressure, shm."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import Counter
+
+from goggles_io._transport.shm import list_segments
+from support import wait_until
+
+
+def _ours(pids: set[int]) -> list[str]:
+    return [n for n in list_segments() if int(n.split("-")[2]) in pids]
+
+
+class TestHostDeath:
+    def test_sigkilled_host_is_replaced_and_later_events_delivered(self, bus, finished) -> None:
+        """After the host is SIGKILLed the producer keeps going, reports the loss, and a new host gets later events."""
+        stop = bus.root / "stop"
+        proc = bus.run("steady.py", bus.jsonl, stop)
+        wait_until(lambda: len(bus.lines()) >= 2000, what="first host wrote 2000 lines")
+        first = bus.host_pid()
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        wait_until(lambda: bus.host_pid() not in (None, first), what="a new host was elected")
+        count_at_respawn = len(bus.lines())
+        wait_until(lambda: len(bus.lines()) >= count_at_respawn + 2000, what="new host writes")
+        stop.touch()
+        out, err = finished(proc)
+        steps = [json.loads(line)["step"] for line in bus.lines()]
+
+        assert "lost the host" in err
+        assert int(out.split()[-1]) - 1 == max(steps)
+        assert len(steps) == len(set(steps))
+
+
+class TestFork:
+    def test_parent_and_child_events_are_all_delivered(self, bus, finished) -> None:
+        """Events logged before the fork, by the child and by the parent after the child finished all arrive."""
+        out, _ = finished(bus.run("forker.py", bus.jsonl, 1000))
+        wait_until(lambda: len(bus.lines()) >= 4000, what="4000 lines")
+        rows = [json.loads(line) for line in bus.lines()]
+        per_metric = Counter(next(iter(r["payload"])) for r in rows)
+
+        assert "child_status 0 timed_out False" == out.strip()
+        assert {"before": 1000, "child": 1000, "parent": 1000, "after_child": 1000} == per_metric
+
+
+class TestCtrlC:
+    def test_sigint_to_app_group_delivers_the_final_events(self, bus, finished) -> None:
+        """SIGINT to the app's process group during a graceful shutdown still delivers 200 final events."""
+        ready = bus.root / "ready"
+        proc = bus.run("graceful.py", bus.jsonl, ready, new_session=True)
+        wait_until(ready.exists, what="app is logging through the host")
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = finished(proc)
+        finals = [r for r in map(json.loads, bus.lines()) if r["scope"] == "global.final"]
+
+        assert "done" == out.strip()
+        assert 200 == len(finals)
+
+
+class TestBackpressure:
+    def test_slow_handler_bounds_memory_and_counts_drops(self, bus, finished) -> None:
+        """A slow host handler makes the producer drop and count instead of growing memory."""
+        proc = bus.run("slow.py", bus.jsonl, 200_000, GOGGLES_QUEUE_SIZE="1000")
+        out, err = finished(proc)
+        growth_kib = int(out.split()[-1])
+
+        assert "queue full" in err
+        assert growth_kib < 64 * 1024
+
+
+class TestSharedMemory:
+    def test_no_segment_left_after_finish(self, bus, finished) -> None:
+        """Big arrays go through the shm pool and no segment of ours is left after finish()."""
+        proc = bus.run("arrays.py", bus.jsonl, 40)
+        finished(proc)
+        wait_until(lambda: len(bus.lines()) >= 40, what="40 images")
+        sums = [json.loads(line)["payload"]["sum"] for line in bus.lines()]
+
+        assert [] == _ours({proc.pid})
+        assert [float(i % 256) for i in range(40)] == sums
+
+    def test_crashed_producer_segments_swept_on_restart(self, bus, finished) -> None:
+        """Segments of a SIGKILLed producer are swept by the next start (owner pid dead)."""
+        crashed = bus.run("arrays.py", bus.jsonl, 5, "crash")
+        crashed.communicate(timeout=60)
+        left_by_crash = _ours({crashed.pid})
+        again = bus.run("arrays.py", bus.jsonl, 5)
+        finished(again)
+
+        assert -signal.SIGKILL == crashed.returncode
+        assert left_by_crash
+        assert [] == _ours({crashed.pid, again.pid})

@@ -1,0 +1,148 @@
+"""The host serving real client processes over a real Unix socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import socket
+import stat
+import struct
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from goggles_io._bus import EventBus
+from goggles_io._transport.framing import HEADER_BYTES, MAGIC, VERSION, encode_frame
+from goggles_io._transport.host import Host
+from goggles_io._transport.settings import SocketOwnershipError, prepare_socket_dir
+from support import wait_until
+
+
+class TestDelivery:
+    def test_four_processes_deliver_every_event_exactly_once(self, bus, finished) -> None:
+        """4 producers x 20k scalars end up in the host's JSONL exactly once each."""
+        procs = [bus.run("producer.py", bus.jsonl, 20_000) for _ in range(4)]
+        for proc in procs:
+            finished(proc, timeout_s=120)
+        wait_until(lambda: len(bus.lines()) >= 80_000, timeout_s=30, what="80k lines")
+        rows = [json.loads(line) for line in bus.lines()]
+        seen = Counter((r["pid"], r["step"]) for r in rows)
+
+        assert {p.pid for p in procs} == {pid for pid, _ in seen}
+        assert 80_000 == len(rows)
+        assert {1} == set(seen.values())
+
+    def test_socket_is_created_owner_only(self, bus, finished) -> None:
+        """The host's socket has mode 0600."""
+        proc = bus.run("steady.py", bus.jsonl, str(bus.root / "stop"))
+        wait_until(lambda: len(bus.lines()) > 10, what="host is serving")
+        mode = stat.S_IMODE(os.stat(bus.socket).st_mode)
+        (bus.root / "stop").touch()
+        finished(proc)
+
+        assert 0o600 == mode
+
+
+def _in_process_host(path: str) -> Host:
+    host = Host(path, EventBus(), idle_timeout_s=float("inf"))
+    host.bind()
+    host.start()
+    return host
+
+
+def _garbage(rng: random.Random) -> bytes:
+    choice = rng.randrange(5)
+    if choice == 0:  # random bytes
+        return rng.randbytes(rng.randrange(1, 64))
+    if choice == 1:  # valid header, garbage payload
+        return encode_frame(rng.randbytes(rng.randrange(0, 64)))
+    if choice == 2:  # oversized length
+        return struct.pack(">BBI", MAGIC, VERSION, 0xFFFFFFFF)
+    if choice == 3:  # truncated frame, then EOF
+        return encode_frame(rng.randbytes(32))[: HEADER_BYTES + rng.randrange(0, 32)]
+    # a well-formed message with hostile content: an array of object dtype
+    return encode_frame(bytes([0x92, 0x01, 0x92, 0x01, 0x91]) + rng.randbytes(8))
+
+
+class TestHostileInput:
+    def test_ten_thousand_bad_frames_leave_the_host_serving(
+        self, bus, finished, monkeypatch
+    ) -> None:
+        """After 10k malformed, truncated and oversized frames a well-behaved client is still served."""
+        monkeypatch.syspath_prepend(str(Path(__file__).parent / "scripts"))
+        host = _in_process_host(bus.socket)
+        rng = random.Random(4)
+        try:
+            for _ in range(10_000):
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                    s.connect(bus.socket)
+                    s.sendall(_garbage(rng))
+            proc = bus.run("producer.py", bus.jsonl, 500)
+            finished(proc)
+            wait_until(lambda: len(bus.lines()) >= 500, what="500 lines from the good client")
+            lines = len(bus.lines())
+        finally:
+            host.close(5)
+
+        assert 500 == lines
+        assert host.bad_frames > 0
+
+
+def _other_user() -> tuple[int, int]:
+    name = "ggtransport"
+    if subprocess.run(["id", "-u", name], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/false", name], check=True)
+    uid = int(subprocess.run(["id", "-u", name], capture_output=True, text=True, check=True).stdout)
+    gid = int(subprocess.run(["id", "-g", name], capture_output=True, text=True, check=True).stdout)
+    return uid, gid
+
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="needs root to create a second user and run a peer as that uid"
+)
+
+
+@needs_root
+class TestPeerUid:
+    @pytest.mark.filterwarnings("ignore:os.fork")
+    def test_peer_of_another_uid_is_refused(self, bus, capfd) -> None:
+        """Even with the socket mode opened up, a peer of another uid is disconnected (SO_PEERCRED)."""
+        uid, gid = _other_user()
+        host = _in_process_host(bus.socket)
+        os.chmod(bus.root, 0o711)  # simulate a misconfigured mode: the uid check must still hold
+        os.chmod(bus.socket, 0o666)
+        pid = os.fork()
+        if pid == 0:  # child: become the other user, connect, expect EOF
+            code = 2
+            try:
+                os.setgid(gid)
+                os.setuid(uid)
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                    s.settimeout(30)
+                    s.connect(bus.socket)  # succeeds: the file mode lets us in
+                    code = 1
+                    try:
+                        s.sendall(encode_frame(b"\x92\x00\x92\x01\x01"))
+                        code = 0 if s.recv(100) == b"" else 1
+                    except (ConnectionResetError, BrokenPipeError):
+                        code = 0  # the host hung up on us
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        wait_until(lambda: host.refused == 1, what="host counted the refusal")
+        host.close(5)
+
+        assert 0 == os.waitstatus_to_exitcode(status)
+        assert "refused peer" in capfd.readouterr().err
+
+    def test_socket_path_of_another_user_is_refused_by_name(self, bus) -> None:
+        """A socket path owned by another uid raises SocketOwnershipError naming the path."""
+        uid, gid = _other_user()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.bind(bus.socket)
+            os.chown(bus.socket, uid, gid)
+            with pytest.raises(SocketOwnershipError, match=str(Path(bus.socket))):
+                prepare_socket_dir(bus.socket)
