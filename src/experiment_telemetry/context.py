@@ -24,6 +24,8 @@ NO_LABEL = "no_label"
 """Target label of an episode whose object the experiment cannot name."""
 
 Quaternion = tuple[float, float, float, float]
+_UNIT_TOLERANCE = 1e-12
+"""Dividing a unit quaternion by its norm can move the last bit, breaking round trips."""
 
 
 def _check_mode(_inst: Any, _attr: Any, value: str) -> None:
@@ -56,6 +58,8 @@ def _quaternion(value: Iterable[Any]) -> Quaternion:
             f"target_rotation must be 4 finite numbers (w, x, y, z), not all zero (got {value!r})."
         )
         raise ExperimentValueError(msg, value)
+    if abs(norm - 1.0) <= _UNIT_TOLERANCE:  # already unit: keep it, so decoding is exact
+        return (q[0], q[1], q[2], q[3])
     return (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
 
 

@@ -5,10 +5,17 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from experiment_telemetry.context import EpisodeContext
 from experiment_telemetry.exceptions import ExperimentTypeError, ExperimentValueError
-from runtime_telemetry import from_dict, to_dict
+from runtime_telemetry import from_dict, from_json, to_dict, to_json
+
+_component = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
+_rotations = st.tuples(_component, _component, _component, _component).filter(
+    lambda q: sum(v * v for v in q) > 1e-6
+)
 
 
 class TestEpisodeContext:
@@ -32,6 +39,13 @@ class TestEpisodeContext:
         )
 
         assert c == from_dict(to_dict(c))
+
+    @given(rotation=_rotations)
+    def test_any_rotation_round_trips_exactly(self, rotation: tuple[float, ...]) -> None:
+        """Normalising is idempotent, so a decoded context equals the one that was encoded."""
+        c = EpisodeContext(mode="eval", epoch=0, episode=0, target="mug", target_rotation=rotation)
+
+        assert c == from_json(to_json(c))
 
     @pytest.mark.parametrize(
         ("kwargs", "match"),

@@ -142,16 +142,14 @@ class TestClose:
     def test_close_stops_the_worker(self) -> None:
         """After close() the worker thread has ended."""
 
-        def workers() -> int:
-            return sum(t.name == "Collector-worker" for t in threading.enumerate())
-
-        before = workers()
+        # Compare thread sets, not counts: another test's worker may end meanwhile.
+        before = set(threading.enumerate())
         collector = Collector().subscribe()
-        started = workers()
+        (worker,) = set(threading.enumerate()) - before
 
         collector.close(timeout=30)
 
-        assert (before + 1, before) == (started, workers())
+        assert ("Collector-worker", False) == (worker.name, worker.is_alive())
 
     def test_close_reports_drops(self, caplog: pytest.LogCaptureFixture) -> None:
         """close() logs the drop count on the runtime_telemetry logger."""
@@ -177,6 +175,7 @@ class TestClose:
 
         drained = collector.close(timeout=0.01)
         collector.gate.set()
+        collector.close(timeout=30)  # join the worker so it cannot outlive this test
 
         assert (False, True) == (
             drained,

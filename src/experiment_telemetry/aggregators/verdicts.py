@@ -49,7 +49,8 @@ def rotation_error(target: Iterable[float], detected: Iterable[Iterable[float]])
     ``q`` and ``-q`` are the same rotation, hence the absolute dot product. Rounded to 4 places.
 
     Raises:
-        ExperimentValueError: ``detected`` is empty or a quaternion has zero length.
+        ExperimentValueError: ``detected`` is empty, or a quaternion has zero length or a
+            non-finite component.
     """
     t = _unit(tuple(target))
     best = math.inf
@@ -65,8 +66,8 @@ def rotation_error(target: Iterable[float], detected: Iterable[Iterable[float]])
 
 def _unit(q: tuple[float, ...]) -> tuple[float, ...]:
     norm = math.sqrt(sum(v * v for v in q))
-    if len(q) != 4 or not norm:
-        msg = f"a rotation must be a non-zero quaternion (w, x, y, z) (got {q!r})."
+    if len(q) != 4 or not norm or not math.isfinite(norm):  # NaN would score as 0 degrees
+        msg = f"a rotation must be a finite, non-zero quaternion (w, x, y, z) (got {q!r})."
         raise ExperimentValueError(msg, q)
     return tuple(v / norm for v in q)
 

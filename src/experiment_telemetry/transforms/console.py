@@ -67,8 +67,12 @@ class PlainTextHandler(BaseHandler):
         return {**super().config(), "stream": self.stream}
 
     def handle(self, event: goggles_io.Event) -> None:
+        from tqdm import tqdm  # a core dependency; imported on first use
+
+        # tqdm.write clears an active progress bar (the harness's) and redraws it after the
+        # line, so lines never land in the middle of the bar.
         out = sys.stdout if self.stream == "stdout" else sys.stderr
-        out.write(f"{event.payload}\n")
+        tqdm.write(str(event.payload), file=out)
 
     def flush(self) -> None:
         (sys.stdout if self.stream == "stdout" else sys.stderr).flush()

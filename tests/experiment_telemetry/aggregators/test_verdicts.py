@@ -131,6 +131,16 @@ class TestRules:
 
         assert "confused" == verdict(agg.post_episode(ctx("mug")))
 
+    def test_hypothesis_does_not_change_a_recognition(self, agg: RecognitionAggregator) -> None:
+        """The most-likely-hypothesis rule refines time-outs only: a recognition stays correct."""
+        teach(agg, "g0", "mug")
+        teach(agg, "g1", "bowl")
+        step()
+        mlh(graph="g1")
+        recognize(graph="g0")
+
+        assert "correct" == verdict(agg.post_episode(ctx("mug")))
+
     def test_time_out_with_one_match_is_pose_time_out(self, agg: RecognitionAggregator) -> None:
         """Timing out with exactly one possible match is pose_time_out."""
         step(matches=("g0",))
@@ -472,3 +482,8 @@ class TestRotationError:
         """No detected rotation is a caller error."""
         with pytest.raises(ExperimentValueError, match="at least one rotation"):
             rotation_error(IDENTITY, [])
+
+    def test_non_finite_rotation_raises(self) -> None:
+        """A NaN detected rotation is refused rather than scored as a perfect match."""
+        with pytest.raises(ExperimentValueError, match="finite, non-zero quaternion"):
+            rotation_error(IDENTITY, [(math.nan, 0.0, 0.0, 0.0)])

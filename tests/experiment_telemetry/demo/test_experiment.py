@@ -9,17 +9,18 @@ import pytest
 from experiment_telemetry.demo.experiment import run_demo
 from experiment_telemetry.harness import RunResult
 from experiment_telemetry.replay import read_stats, replay_run
-from experiment_telemetry.stats import VERDICTS, LearningModuleEpisodeStats
+from experiment_telemetry.stats import VERDICTS, LearningModuleEpisodeStats, OverallStats
+from wandb_reader import read_offline_runs
 
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
-    import os
-
-    os.environ.setdefault("GOGGLES_TRANSPORT", "inprocess")
-    return run_demo(
-        tmp_path_factory.mktemp("runs"), seed=0, wandb=False, console=False, progress=False
-    )
+    # monkeypatch is function-scoped; a context keeps the setting from leaking to later modules.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GOGGLES_TRANSPORT", "inprocess")
+        return run_demo(
+            tmp_path_factory.mktemp("runs"), seed=0, wandb=False, console=False, progress=False
+        )
 
 
 class TestDemo:
@@ -51,3 +52,20 @@ class TestDemo:
             "stats.jsonl",
             "config.yaml",
         } <= names
+
+
+class TestDemoWandb:
+    def test_offline_run_reads_back_config_and_summary(self, tmp_path: Path) -> None:
+        """The demo's offline W&B run holds the recorded config, the final overall stats and
+        the per-episode table."""
+        pytest.importorskip("wandb")
+        run = run_demo(tmp_path, num_epochs=1, wandb=True, console=False, progress=False)
+        last_eval = [s for s in run.stats if isinstance(s, OverallStats) and s.mode == "eval"][-1]
+
+        (wandb_run,) = read_offline_runs(run.run_dir).values()
+        summary = wandb_run["summary"]
+
+        assert (1, 12) == (wandb_run["config"]["num_epochs"], wandb_run["config"]["demo.max_steps"])
+        assert last_eval.percent_correct == pytest.approx(summary["overall/eval_percent_correct"])
+        assert last_eval.num_episodes == summary["overall/eval_num_episodes"]
+        assert 13 == summary["episode_stats/nrows"]

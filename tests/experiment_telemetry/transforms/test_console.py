@@ -46,3 +46,21 @@ class TestConsoleTransform:
         goggles_io.finish()
 
         assert "hello table\n" == capsys.readouterr().out
+
+    def test_plain_text_handler_clears_an_active_progress_bar(self, capsys) -> None:  # type: ignore[no-untyped-def]
+        """A line printed while a tqdm bar runs on stderr first clears the bar, then redraws it."""
+        import sys
+
+        from tqdm import tqdm
+
+        goggles_io.attach(PlainTextHandler(name="plain"), scopes=["experiment"])
+        logger = goggles_io.get_logger("t", scope="experiment", with_metrics=True)
+        with tqdm(total=3, file=sys.stderr, desc="bar", mininterval=0) as bar:
+            bar.update(1)
+            before = capsys.readouterr().err
+            logger.text("hello table", step=0)  # type: ignore[union-attr]
+            goggles_io.finish()
+            out, err = capsys.readouterr()
+
+        assert "hello table\n" == out
+        assert "bar" in before and err.startswith("\r") and "bar" in err

@@ -1,0 +1,85 @@
+"""Read offline W&B runs back from disk, so tests check what wandb really wrote."""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from support import wait_until
+
+__all__ = ["read_offline_runs"]
+
+_BLOCK = 32 * 1024
+_HEADER = 7  # ":W&B" + magic (2 bytes) + version (1 byte)
+
+
+def _records(path: Path) -> Iterator[Any]:
+    """Yield the protobuf records of an offline ``run-<id>.wandb`` file (leveldb-style log)."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B"
+    pos, chunks = _HEADER, b""
+    while pos + 7 <= len(data):
+        if _BLOCK - pos % _BLOCK < 7:  # block trailer padding
+            pos += _BLOCK - pos % _BLOCK
+            continue
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        chunks += data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # FULL or LAST
+            record = pb.Record()
+            record.ParseFromString(chunks)
+            chunks = b""
+            yield record
+
+
+def _complete(path: Path) -> bool:
+    try:
+        return any(r.WhichOneof("record_type") == "exit" for r in _records(path))
+    except Exception:  # a record still being written
+        return False
+
+
+def read_offline_runs(root: Path, expect: int = 1) -> dict[str, dict[str, Any]]:
+    """Read every offline run under ``root``: name -> group, tags, config, history, summary, axes.
+
+    wandb-core writes the run file asynchronously after ``finish()`` returns in-process, so wait
+    until ``expect`` run files each hold their final ``exit`` record.
+    """
+
+    def files() -> list[Path]:
+        found = sorted(root.glob("wandb/offline-run-*/run-*.wandb"))
+        return found if len(found) >= expect and all(_complete(p) for p in found) else []
+
+    runs: dict[str, dict[str, Any]] = {}
+    for path in wait_until(files, what="offline W&B runs complete on disk"):
+        run: dict[str, Any] = {"config": {}, "history": [], "summary": {}, "axes": {}}
+        for record in _records(path):
+            kind = record.WhichOneof("record_type")
+            if kind == "run":
+                run.update(name=record.run.display_name, group=record.run.run_group)
+                run["tags"] = list(record.run.tags)
+                for item in record.run.config.update:
+                    run["config"][item.key] = json.loads(item.value_json)
+            elif kind == "config":
+                for item in record.config.update:
+                    run["config"][item.key] = json.loads(item.value_json)
+            elif kind == "history":
+                row = {
+                    i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                    for i in record.history.item
+                }
+                run["history"].append({k: v for k, v in row.items() if not k.startswith("_")})
+            elif kind == "summary":
+                for item in record.summary.update:
+                    key = item.key or "/".join(item.nested_key)
+                    run["summary"][key] = json.loads(item.value_json)
+            elif kind == "metric" and record.metric.name:
+                run["axes"][record.metric.name] = record.metric.step_metric
+        run["config"].pop("_wandb", None)
+        runs[run["name"]] = run
+    return runs
