@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from experiment_telemetry.aggregators.base import STATS_STREAM, Aggregator
 from experiment_telemetry.context import MODES, NO_LABEL, EpisodeContext
@@ -111,6 +111,23 @@ class _Totals:
         self.lm_steps = 0
         self.lm_count = 0
         self.run_time = 0.0
+
+
+def _runtime_rotation_error(
+    lm_id: str, target: Iterable[float], detected: tuple[Sequence[float], ...]
+) -> float | None:
+    """``rotation_error`` for rotations the runtime detected; ``None`` when there are none.
+
+    A degenerate detected rotation (zero length, NaN) is the runtime's bad input, not the
+    experiment's: it must not fail the whole run, so it is reported and scored as ``None``.
+    """
+    if not detected:
+        return None
+    try:
+        return rotation_error(target, detected)
+    except ExperimentValueError as exc:
+        _logger.warning("%s: rotation_error recorded as None (%s)", lm_id, exc)
+        return None
 
 
 class RecognitionAggregator(Aggregator):
@@ -277,13 +294,12 @@ class RecognitionAggregator(Aggregator):
                 verdict = "consistent_child_obj"
         if not module.sensed:
             verdict = "patch_off_object"
-        error = None
+        detected: tuple[Sequence[float], ...] = ()
         if verdict == "correct" and recognized is not None:
-            error = rotation_error(
-                context.target_rotation, (recognized.rotation, *recognized.symmetric_rotations)
-            )
+            detected = (recognized.rotation, *recognized.symmetric_rotations)
         elif verdict == "correct_mlh" and mlh is not None:
-            error = rotation_error(context.target_rotation, (mlh.rotation,))
+            detected = (mlh.rotation,)
+        error = _runtime_rotation_error(lm_id, context.target_rotation, detected)
         first = module.first_terminal
         return LearningModuleEpisodeStats(
             timestamp=stamp,

@@ -487,3 +487,19 @@ class TestRotationError:
         """A NaN detected rotation is refused rather than scored as a perfect match."""
         with pytest.raises(ExperimentValueError, match="finite, non-zero quaternion"):
             rotation_error(IDENTITY, [(math.nan, 0.0, 0.0, 0.0)])
+
+
+class TestDegenerateRuntimeRotation:
+    def test_zero_detected_rotation_scores_none_and_warns(
+        self, agg: RecognitionAggregator, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A zero quaternion from the runtime keeps the verdict, records no error and warns."""
+        teach(agg, "g0", "mug")
+        step()
+        recognize(rotation=(0.0, 0.0, 0.0, 0.0))
+
+        with caplog.at_level("WARNING", logger="experiment_telemetry.aggregators.verdicts"):
+            stats = lm_stats(agg.post_episode(ctx()))
+
+        assert ("correct", None) == (stats.primary_performance, stats.rotation_error)
+        assert "rotation_error recorded as None" in caplog.text
