@@ -2,7 +2,8 @@
 
 Peers, each measured in its own fresh interpreter (same script, ``--peer``):
 
-* ``goggles_io``   -- this package, default async bus, caller info on.
+* ``goggles_io``   -- this package, in-process async bus (``GOGGLES_TRANSPORT=inprocess``),
+  caller info on.
 * ``robo-goggles`` -- ``import goggles``, in-process host (``GOGGLES_DEDICATED_HOST=0``, a private
   ``GOGGLES_SOCKET`` in a temp dir), async.
 * ``stdlib``       -- ``logging`` with a ``QueueHandler`` -> ``QueueListener`` (the async stdlib
@@ -51,6 +52,8 @@ def _producer(call: Callable[[int], None], calls: int) -> dict[str, float]:
 
 
 def _goggles_io(calls: int, events: int) -> dict[str, Any]:
+    # The in-process bus is what this table compares; the socket transport has benchmarks/bus.py.
+    os.environ["GOGGLES_TRANSPORT"] = "inprocess"
     import goggles_io as gg
     from goggles_io.handlers.base import BaseHandler
 

@@ -84,8 +84,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         collector.requests_received += 1
         try:
             body = self._read_body()
-            if collector.response_delay_s > 0:
-                time.sleep(collector.response_delay_s)
+            collector._wait_delay()
             collector._authorise(self.headers.get("Authorization", ""))
             url = urlsplit(self.path)
             parts = [unquote(p) for p in url.path.strip("/").split("/") if p]
@@ -122,7 +121,8 @@ class Collector:
         host: Interface to bind; keep ``127.0.0.1`` unless the API key is set.
         port: Port to bind; ``0`` picks a free one (see :attr:`port` after :meth:`start`).
         api_key: When set, every request needs ``Authorization: Bearer <api_key>``.
-        response_delay_s: Seconds to wait before answering each request (for tests).
+        response_delay_s: Seconds to wait before answering each request (for tests); lowering
+            it releases requests already waiting, so a test never sits out a long delay.
     """
 
     def __init__(
@@ -135,7 +135,8 @@ class Collector:
     ) -> None:
         self.host = host
         self.port = port
-        self.response_delay_s = response_delay_s
+        self._delay_s = response_delay_s
+        self._delay_cond = threading.Condition()
         self.requests_received = 0  # counted before any delay: lets tests see a request in flight
         self._api_key = api_key or None
         self._db = sqlite3.connect(db_path, check_same_thread=False)
@@ -149,6 +150,23 @@ class Collector:
     def __repr__(self) -> str:
         state = "serving" if self._server else "stopped"
         return f"Collector(url={self.url!r}, {state}, auth={'on' if self._api_key else 'off'})"
+
+    @property
+    def response_delay_s(self) -> float:
+        """Seconds each request waits before its answer."""
+        return self._delay_s
+
+    @response_delay_s.setter
+    def response_delay_s(self, value: float) -> None:
+        with self._delay_cond:
+            self._delay_s = value
+            self._delay_cond.notify_all()
+
+    def _wait_delay(self) -> None:
+        arrived = time.monotonic()
+        with self._delay_cond:
+            while (left := self._delay_s - (time.monotonic() - arrived)) > 0:
+                self._delay_cond.wait(left)
 
     @property
     def url(self) -> str:

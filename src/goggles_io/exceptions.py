@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ConfigConflictError",
     "ConfigurationError",
     "ConfigurationFileError",
     "ConfigurationNotFoundError",
@@ -34,6 +35,14 @@ class ConfigurationError(GogglesIOError, ValueError):
         super().__init__(msg)
         self.key = key
         self.value = value
+
+
+class ConfigConflictError(ConfigurationError):
+    """A run's config key is recorded a second time with a different value; ``previous`` holds the first."""
+
+    def __init__(self, msg: str, *, key: str, value: Any, previous: Any) -> None:
+        super().__init__(msg, key=key, value=value)
+        self.previous = previous
 
 
 class InvalidPayloadError(GogglesIOError, ValueError):

@@ -28,7 +28,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from goggles_io._runfiles import last_metrics, last_step, read_kv, write_kv
-from goggles_io.exceptions import ConfigurationError
+from goggles_io.exceptions import ConfigConflictError, ConfigurationError
 
 __all__ = [
     "RunContext",
@@ -205,9 +205,10 @@ class RunContext:
         the same value does nothing.
 
         Raises:
-            ConfigurationError: a key is malformed, a value is not a plain scalar (or list of
-                scalars), or a key was already recorded with a different value. Nothing of the
-                call is recorded then.
+            ConfigConflictError: a key was already recorded with a different value (a
+                :class:`ConfigurationError`). Nothing of the call is recorded then.
+            ConfigurationError: a key is malformed or a value is not a plain scalar (or list
+                of scalars). Nothing of the call is recorded then either.
         """
         items = dict(key) if isinstance(key, Mapping) else {key: value}
         fresh: dict[str, Any] = {}
@@ -224,7 +225,7 @@ class RunContext:
                             f"refusing to record {plain!r}. Config is recorded once per run: "
                             "use a new key, or start a new run."
                         )
-                        raise ConfigurationError(msg, key=k, value=v)
+                        raise ConfigConflictError(msg, key=k, value=v, previous=self.config[k])
                     continue
                 fresh[k] = plain
             if not fresh:

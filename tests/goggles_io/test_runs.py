@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from goggles_io.exceptions import ConfigurationError
+from goggles_io.exceptions import ConfigConflictError, ConfigurationError
 from goggles_io.runs import RunContext, list_runs, read_kv, read_run, register_run, write_kv
 from support import wait_until
 
@@ -170,10 +170,16 @@ class TestSetConfig:
         """Recording a key again with another value raises naming the key and keeps the first."""
         run = make_run(tmp_path)
         run.set_config("algo", "sac")
-        with pytest.raises(ConfigurationError, match="'algo'"):
+        with pytest.raises(ConfigConflictError, match="'algo'") as caught:
             run.set_config("algo", "ppo")
         run.close()
 
+        assert ("algo", "ppo", "sac") == (
+            caught.value.key,
+            caught.value.value,
+            caught.value.previous,
+        )
+        assert isinstance(caught.value, ConfigurationError)
         assert {"algo": "sac"} == read_kv(run.dir / "config.kv")
 
     def test_unsupported_value_rejected(self, tmp_path: Path) -> None:

@@ -115,6 +115,9 @@ class Sender:
             with self._cond:
                 message: Message | None = None
                 while not self._queue and not self._stopping:
+                    if self._auth_failed:  # nothing more is sent: park until put() or shutdown()
+                        self._cond.wait()
+                        continue
                     quiet = time.monotonic() - self._last_sent
                     if quiet >= self._heartbeat_s:
                         break

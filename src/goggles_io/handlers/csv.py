@@ -23,6 +23,7 @@ from typing import IO, Any, ClassVar
 from goggles_io._records import Event, Kind
 from goggles_io._runfiles import read_kv, write_kv
 from goggles_io.exceptions import ConfigurationError
+from goggles_io.handlers._files import ends_without_newline
 from goggles_io.handlers.base import BaseHandler, register_handler
 
 __all__ = ["CONFIG_FILE", "METRICS_FILE", "STEP_COLUMN", "CsvHandler"]
@@ -117,7 +118,7 @@ class CsvHandler(BaseHandler):
             )
             raise ConfigurationError(msg, key="path", value=str(self.path))
         self._columns = header[1:]
-        torn = _ends_without_newline(self.csv_path)
+        torn = ends_without_newline(self.csv_path)
         self._file = open(self.csv_path, "a", encoding="utf-8", newline="")
         if torn:
             self._file.write("\n")  # close a row torn by a crash; readers see a short row
@@ -253,15 +254,3 @@ def _read_header(path: Path) -> list[str]:
             return next(csv.reader(handle), [])
     except FileNotFoundError:
         return []
-
-
-def _ends_without_newline(path: Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            if handle.tell() == 0:
-                return False
-            handle.seek(-1, os.SEEK_END)
-            return handle.read(1) != b"\n"
-    except FileNotFoundError:
-        return False

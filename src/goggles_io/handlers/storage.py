@@ -33,6 +33,7 @@ import attrs
 from goggles_io._records import Event, Kind
 from goggles_io.exceptions import ConfigurationError, InvalidNameError
 from goggles_io.handlers import _media
+from goggles_io.handlers._files import ends_without_newline
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
 
 __all__ = ["EVENTS_FILE", "EventLog", "LocalStorageHandler", "read_events", "safe_filename"]
@@ -174,7 +175,7 @@ class LocalStorageHandler(BaseHandler):
             return
         self.path.mkdir(parents=True, exist_ok=True)
         events = self.path / EVENTS_FILE
-        torn = _ends_without_newline(events)
+        torn = ends_without_newline(events)
         self._file = open(events, "a", encoding="utf-8", newline="\n")
         if torn:
             self._file.write("\n")  # end a torn line from a crash so ours are not glued to it
@@ -330,18 +331,6 @@ def _restore_nonfinite(obj: Any, where: Any) -> None:
             parent[where[-1]] = _NONFINITE[parent[where[-1]]]
     except (KeyError, IndexError, TypeError):
         return  # a hand-edited line: leave it as it is
-
-
-def _ends_without_newline(file: Path) -> bool:
-    try:
-        with open(file, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            if handle.tell() == 0:
-                return False
-            handle.seek(-1, os.SEEK_END)
-            return handle.read(1) != b"\n"
-    except FileNotFoundError:
-        return False
 
 
 def _artifact_summary(payload: Any) -> dict[str, Any]:

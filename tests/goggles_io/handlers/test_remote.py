@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,7 +161,9 @@ class TestOutage:
     def test_collector_down_never_blocks_and_counts_refusals(self, collector: Collector) -> None:
         """With the collector down, log calls stay far below the HTTP timeout, refusals are counted,
         and points logged after it comes back arrive."""
-        timeout_s = 5.0
+        timeout_s = (
+            30.0  # the collector drops its connections on shutdown: no request waits this out
+        )
         handler = make(collector, buffer_size=5, queue_batches=3, timeout_s=timeout_s)
         for step in range(10):
             handler.log_scalar("loss", 1.0, step)
@@ -187,9 +191,10 @@ class TestOutage:
         assert sorted({p["seq"] for p in got}) == [p["seq"] for p in got]
 
     def test_slow_collector_does_not_stall_producer(self, collector: Collector) -> None:
-        """With a 2 s response delay, every log call returns long before one response would."""
-        collector.response_delay_s = 2.0
-        handler = make(collector, buffer_size=5, queue_batches=4, timeout_s=30.0)
+        """With responses held back 20 s, every log call returns long before one response would."""
+        delay_s = 20.0  # released early below: lowering the delay frees waiting requests
+        collector.response_delay_s = delay_s
+        handler = make(collector, buffer_size=5, queue_batches=4, timeout_s=3 * delay_s)
         handler.register()
         wait_until(lambda: collector.requests_received >= 1, what="registration in flight")
         longest = 0.0
@@ -200,7 +205,7 @@ class TestOutage:
         collector.response_delay_s = 0.0
         handler.close()
 
-        assert longest < 1.0  # half the delay: waiting on any response would exceed it
+        assert longest < delay_s / 4  # waiting on any response would take the whole delay
         assert handler.stats()["points_sent"] == len(collector.points(handler.run_id))
 
 
@@ -220,6 +225,22 @@ class TestAuth:
         assert "API key" in errors[0].getMessage()
         assert [] == collector.runs()
         assert 30 == handler.stats()["rejected_points"]
+
+    def test_sender_parks_after_auth_failure(self, collector: Collector) -> None:
+        """Once the key is rejected the sender thread waits idle instead of spinning on heartbeats."""
+        before = set(threading.enumerate())
+        handler = make(collector, api_key="wrong-key-123", buffer_size=5, heartbeat_s=1e-6)
+        for step in range(5):
+            handler.log_scalar("loss", 1.0, step)
+        wait_until(lambda: 5 == handler.stats()["rejected_points"], what="batch rejected")
+        (sender,) = [t for t in set(threading.enumerate()) - before if "remote" in t.name]
+
+        def parked() -> bool:
+            frame = sys._current_frames().get(sender.ident or -1)
+            return frame is not None and "wait" == frame.f_code.co_name
+
+        wait_until(parked, what="sender thread parked in Condition.wait")
+        handler.close()
 
     def test_key_never_in_repr_spec_logs_or_run_kv(
         self,
