@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
 
 from experiment_telemetry import __version__
@@ -31,4 +33,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 0
-    return int(handler(args) or 0)
+    try:
+        status = int(handler(args) or 0)
+        sys.stdout.flush()  # surface a closed pipe here, not in interpreter shutdown
+        return status
+    except BrokenPipeError:
+        # ``telemetry show RUN | head``: the reader left; exit quietly like other Unix tools.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
