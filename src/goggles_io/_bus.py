@@ -190,6 +190,34 @@ class EventBus:
             if kind in lane.kinds and (level is None or level >= lane.level):
                 lane.offer(event)
 
+    def emit_many(self, events: list[Event]) -> int:
+        """Route a whole batch (the socket host's path): each lane gets one list, not n puts.
+
+        Returns the number of (event, handler) deliveries dropped for want of queue room.
+        """
+        if self._finished:
+            self._reopen()
+        routes = self._routes
+        per_lane: dict[Lane, list[Event]] = {}
+        last_scope: str | None = None
+        lanes: tuple[Lane, ...] = ()
+        for event in events:
+            scope = event.scope
+            if scope != last_scope:
+                found = routes.get(scope)
+                lanes = self._resolve(scope) if found is None else found
+                last_scope = scope
+            level = event.level
+            kind = event.kind
+            for lane in lanes:
+                if kind in lane.kinds and (level is None or level >= lane.level):
+                    batch = per_lane.get(lane)
+                    if batch is None:
+                        per_lane[lane] = [event]
+                    else:
+                        batch.append(event)
+        return sum(lane.offer_many(batch) for lane, batch in per_lane.items())
+
     def _resolve(self, scope: str) -> tuple[Lane, ...]:
         with self._lock:
             lanes = tuple(
@@ -253,7 +281,7 @@ class EventBus:
 
     def backlog(self) -> int:
         """Return the longest handler queue now (the socket host stops reading when it nears full)."""
-        return max((lane._queue.qsize() for lane in list(self._lanes.values())), default=0)
+        return max((lane.backlog() for lane in list(self._lanes.values())), default=0)
 
     def stats(self) -> dict[str, HandlerStats]:
         """Return the delivery tally per handler name."""

@@ -1,9 +1,10 @@
 """One handler's delivery lane: a bounded queue drained by its own worker thread.
 
 One lane per handler means a slow handler only ever delays itself. The queue is a C
-``SimpleQueue`` (cheap ``put``, blocking ``get``) bounded by checking ``qsize()`` before the
-put: when full the event is dropped and counted, the producer never blocks and memory never
-grows past ``queue_size`` events (plus at most one per concurrent producer thread).
+``SimpleQueue`` (cheap ``put``, blocking ``get``) bounded by checking :meth:`Lane.backlog`
+before the put: when full the event is dropped and counted, the producer never blocks and memory
+never grows past ``queue_size`` events (plus at most one per concurrent producer thread). The
+socket host offers whole lists (:meth:`Lane.offer_many`): one put per batch, counted per event.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class Lane:
         self.errors = 0
         self.broken = False  # open() failed: every event is a counted drop
         self._queue: SimpleQueue[Any] = SimpleQueue()
+        self._batched = 0  # events queued inside lists, beyond the one item each list counts as
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._reported: set[str] = set()
@@ -85,6 +87,7 @@ class Lane:
         self.broken = False
         if self.async_mode:
             self._queue = SimpleQueue()
+            self._batched = 0
             self._thread = threading.Thread(
                 target=self._run, name=f"goggles_io:{self.name}", daemon=True
             )
@@ -97,6 +100,7 @@ class Lane:
         self._thread = None
         if self.async_mode and not self.broken:
             self._queue = SimpleQueue()
+            self._batched = 0
             self._thread = threading.Thread(
                 target=self._run, name=f"goggles_io:{self.name}", daemon=True
             )
@@ -112,7 +116,7 @@ class Lane:
         if done and self._thread is not None:
             self._thread.join(timeout_s)
         if not done:
-            pending = self._queue.qsize()
+            pending = self.backlog()
             with self._lock:
                 self.dropped += pending
             self._report_once(
@@ -150,9 +154,41 @@ class Lane:
             with self._lock:
                 self._deliver(event)
 
-    def _drop(self, why: str) -> None:
+    def backlog(self) -> int:
+        """Events queued and not yet taken by the worker (0 for a synchronous lane)."""
+        return self._queue.qsize() + self._batched
+
+    def offer_many(self, events: list[Event]) -> int:
+        """Queue a whole list as one item (async) or handle it now (sync); drop what has no room.
+
+        Returns how many of ``events`` were dropped (and counted). The lane owns ``events``
+        afterwards: the caller must not reuse the list.
+        """
+        if not events:
+            return 0
+        dropped = 0
+        if self._thread is not None:
+            room = self.queue_size - self.backlog()
+            if room < len(events):
+                dropped = len(events) - max(room, 0)
+                self._drop("queue full", dropped)
+                if room <= 0:
+                    return dropped
+                events = events[:room]
+            with self._lock:
+                self._batched += len(events) - 1
+            self._queue.put(events)
+        elif self.broken:
+            dropped = len(events)
+            self._drop("handler could not be opened", dropped)
+        else:
+            with self._lock:
+                self._deliver_many(events)
+        return dropped
+
+    def _drop(self, why: str, n: int = 1) -> None:
         with self._lock:
-            self.dropped += 1
+            self.dropped += n
         if why not in self._reported:
             self._report_once(why, f"handler {self.name!r}: {why}; dropping events and counting")
 
@@ -168,11 +204,31 @@ class Lane:
         else:
             self.delivered += 1
 
+    def _deliver_many(self, events: list[Event]) -> None:
+        handle = self.handler.handle
+        errors = 0
+        for event in events:
+            try:
+                handle(event)
+            except Exception as exc:
+                errors += 1
+                self._report_once(
+                    f"handle:{type(exc).__name__}",
+                    f"handler {self.name!r} raised {exc!r} (further errors counted, not shown)",
+                )
+        self.errors += errors
+        self.delivered += len(events) - errors
+
     def _run(self) -> None:
         queue = self._queue
         while True:
             item = queue.get()
-            if item.__class__ is _Control:
+            cls = item.__class__
+            if cls is list:
+                with self._lock:
+                    self._batched -= len(item) - 1
+                self._deliver_many(item)
+            elif cls is _Control:
                 self._safe(self.handler.flush)
                 if item.close:
                     self._safe(self.handler.close)

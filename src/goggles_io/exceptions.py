@@ -15,12 +15,14 @@ __all__ = [
     "ConfigurationError",
     "ConfigurationFileError",
     "ConfigurationNotFoundError",
+    "FrameError",
     "GogglesIOError",
     "HandlerNotRegisteredError",
     "InvalidLevelError",
     "InvalidNameError",
     "InvalidPayloadError",
     "ShutdownError",
+    "SocketOwnershipError",
 ]
 
 
@@ -99,3 +101,19 @@ class ConfigurationNotFoundError(GogglesIOError, FileNotFoundError):
 
 class ShutdownError(GogglesIOError, RuntimeError):
     """``GracefulShutdown`` was used where signal handlers cannot be installed."""
+
+
+class FrameError(GogglesIOError, ValueError):
+    """Bytes on the transport are not a well-formed frame or message; that connection is closed."""
+
+    def __init__(self, msg: str, *, value: Any = None) -> None:
+        super().__init__(msg)
+        self.value = value
+
+
+class SocketOwnershipError(GogglesIOError, PermissionError):
+    """The socket path (or its directory) belongs to another user; we never connect or chmod."""
+
+    def __init__(self, msg: str, *, path: str) -> None:
+        super().__init__(msg)
+        self.path = path

@@ -11,8 +11,8 @@ from hypothesis.extra.numpy import array_shapes, arrays
 
 from goggles_io import Event, Kind
 from goggles_io._codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
-from goggles_io._transport.framing import FrameError
 from goggles_io._transport.shm import ShmPool, ShmReader
+from goggles_io.exceptions import FrameError
 
 _scalars = st.one_of(
     st.none(),
@@ -86,6 +86,50 @@ class TestRoundTrip:
         assert len(blob) < image.nbytes
         assert 1 == len(encoder.refs)
         assert np.array_equal(image, back.events[0].payload)
+
+
+def _metric(step: int, **fields: object) -> Event:
+    return Event(kind=Kind.METRIC, scope="global", payload={"x": 1.0}, step=step, **fields)
+
+
+class TestBatchColumns:
+    def test_shared_fields_travel_once(self) -> None:
+        """A field every event of a batch shares is sent as one bare value, not a column."""
+        events = [_metric(i, logger="l", pid=7, filepath="f.py", lineno=3) for i in range(50)]
+        body = msgpack.unpackb(Encoder().encode(Batch(1, events)))[1]
+
+        assert [1, 50, "metric", "global"] == body[:4]
+        assert ["l", 7, "f.py", 3] == body[8:12]
+        assert list(range(50)) == body[6]
+
+    def test_equal_values_of_different_types_are_not_folded(self) -> None:
+        """1 and True compare equal but keep their own types across the wire."""
+        events = [_metric(0, lineno=1), _metric(1, lineno=True)]
+        back = Decoder().decode(Encoder().encode(Batch(1, events)))
+
+        assert [int, int] == [type(e.lineno) for e in back.events]
+        assert [1, 1] == [e.lineno for e in back.events]
+
+    def test_int_timestamp_is_converted_not_refused(self) -> None:
+        """A timestamp sent as an int arrives as a float instead of closing the connection."""
+        back = Decoder().decode(Encoder().encode(Batch(1, [_metric(0, timestamp=5)])))
+
+        assert 5.0 == back.events[0].timestamp
+        assert float is type(back.events[0].timestamp)
+
+    def test_column_of_the_wrong_length_is_a_frame_error(self) -> None:
+        """A column with fewer values than the batch count is refused with FrameError."""
+        body = msgpack.unpackb(Encoder().encode(Batch(1, [_metric(0), _metric(1)])))
+        body[1][6] = [0]
+        with pytest.raises(FrameError, match="'step' has 1 values for 2 events"):
+            Decoder().decode(msgpack.packb(body))
+
+    def test_extra_that_is_not_a_map_is_a_frame_error(self) -> None:
+        """An ``extra`` column holding a non-map is refused with FrameError."""
+        body = msgpack.unpackb(Encoder().encode(Batch(1, [_metric(0)])))
+        body[1][12] = ["not a map"]
+        with pytest.raises(FrameError, match="'extra'"):
+            Decoder().decode(msgpack.packb(body))
 
 
 class TestHostileInput:

@@ -93,6 +93,7 @@ class SocketClient:
         self._ops: list[Call] = []  # attach/replace/detach already sent, replayed on reconnect
         self._seq = 0
         self.delivered = 0
+        self.host_dropped = 0  # of ours, refused by a full handler queue in the host
         self.dropped_full = 0
         self.lost_in_flight = 0
         self.unencodable = 0
@@ -202,7 +203,6 @@ class SocketClient:
                 with contextlib.suppress(TypeError, ValueError):
                     handlers[str(name)] = HandlerStats(*[int(x) for x in stats])
         self._close(deadline)
-        host_dropped = sum(s.dropped for s in handlers.values())
         dropped = self.dropped_full + self.lost_in_flight + self.unencodable
         dropped += self.undelivered_at_finish
         if self.delivered or dropped:
@@ -210,7 +210,7 @@ class SocketClient:
                 f"pid {os.getpid()}: {self.delivered} delivered to the host, {dropped} dropped "
                 f"({self.dropped_full} queue full, {self.lost_in_flight} lost with a dead host, "
                 f"{self.unencodable} unencodable, {self.undelivered_at_finish} not sent in time)"
-                f"; {host_dropped} dropped by host handlers"
+                f"; the host's handler queues dropped {self.host_dropped} of ours"
             )
         return FinishReport(handlers=handlers, timed_out=timed_out)
 
@@ -501,6 +501,8 @@ class SocketClient:
             self._wake.set()
 
     def _on_ack(self, ack: Ack) -> None:
+        if type(ack.dropped) is int and ack.dropped > 0:
+            self.host_dropped += ack.dropped
         inflight = self._inflight
         while inflight and inflight[0][0] <= ack.seq:
             with self._lock:

@@ -9,9 +9,8 @@ connection and nothing else.
 from __future__ import annotations
 
 import struct
-from typing import Any
 
-from goggles_io.exceptions import GogglesIOError
+from goggles_io.exceptions import FrameError  # re-exported: its home before exceptions.py
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
@@ -24,18 +23,10 @@ __all__ = [
 ]
 
 MAGIC = 0xC7
-VERSION = 1
+VERSION = 2  # 2: batches as columns (ADR 0013)
 _HEADER = struct.Struct(">BBI")
 HEADER_BYTES = _HEADER.size
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
-
-
-class FrameError(GogglesIOError, ValueError):
-    """Bytes on the wire are not a well-formed frame (bad magic, version, size, truncation, codec)."""
-
-    def __init__(self, msg: str, *, value: Any = None) -> None:
-        super().__init__(msg)
-        self.value = value
 
 
 def encode_frame(payload: bytes, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> bytes:

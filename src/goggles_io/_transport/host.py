@@ -23,9 +23,10 @@ import time
 from typing import Any
 
 from goggles_io._codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
-from goggles_io._transport.framing import FrameDecoder, FrameError, encode_frame
+from goggles_io._transport.framing import FrameDecoder, encode_frame
 from goggles_io._transport.settings import prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
+from goggles_io.exceptions import FrameError
 
 __all__ = ["Host", "acquire_host_lock", "main", "peer_credentials"]
 
@@ -207,18 +208,18 @@ class Host:
                     frames.close()
                     break
                 last_seq = -1
+                dropped = 0  # this client's events the host's handler queues had no room for
                 for payload in frames.feed(data):
                     msg = decoder.decode(payload)
                     if type(msg) is Batch:
                         self._wait_for_room(len(msg.events))
-                        emit = self.bus.emit
-                        for event in msg.events:
-                            emit(event)
+                        dropped += self.bus.emit_many(msg.events)
                         last_seq = msg.seq
                     elif type(msg) is Call:
                         if last_seq >= 0:
-                            conn.sendall(encode_frame(encoder.encode(Ack(last_seq))))
+                            conn.sendall(encode_frame(encoder.encode(Ack(last_seq, dropped))))
                             last_seq = -1
+                            dropped = 0
                         reply = self._call(msg, conn)
                         conn.sendall(encode_frame(encoder.encode(reply)))
                     elif type(msg) is Hello:
@@ -227,7 +228,7 @@ class Host:
                         msg_ = f"unexpected message {type(msg).__name__} from a client"
                         raise FrameError(msg_)
                 if last_seq >= 0:
-                    conn.sendall(encode_frame(encoder.encode(Ack(last_seq))))
+                    conn.sendall(encode_frame(encoder.encode(Ack(last_seq, dropped))))
         except FrameError as exc:
             self.bad_frames += 1
             if self.bad_frames <= 3:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from goggles_io.exceptions import ConfigurationError, GogglesIOError
+from goggles_io.exceptions import ConfigurationError, SocketOwnershipError
 
 __all__ = [
     "ENV_DEDICATED_HOST",
@@ -43,14 +43,6 @@ ENV_TRANSPORT = "GOGGLES_TRANSPORT"
 _DEFAULT_SHM_THRESHOLD = 64 * 1024
 _DEFAULT_IDLE_TIMEOUT_S = 1.0
 _TRANSPORTS = ("socket", "inprocess")
-
-
-class SocketOwnershipError(GogglesIOError, PermissionError):
-    """The socket path (or its directory) belongs to another user; we never connect or chmod."""
-
-    def __init__(self, msg: str, *, path: str) -> None:
-        super().__init__(msg)
-        self.path = path
 
 
 @attrs.frozen(kw_only=True)

@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from goggles_io._transport.framing import FrameError
+from goggles_io.exceptions import FrameError
 
 __all__ = [
     "SEGMENT_PREFIX",

@@ -83,6 +83,15 @@ class Bus:
         return True
 
 
+@pytest.fixture(autouse=True)
+def _private_socket(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Never the default socket path: concurrent test runs must not share a host."""
+    root = tempfile.mkdtemp(prefix="ggd-")
+    monkeypatch.setenv("GOGGLES_SOCKET", os.path.join(root, "bus.sock"))
+    yield
+    shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture
 def bus() -> Iterator[Bus]:
     """A private (0700) directory with a short path (Unix socket paths are limited to ~100 bytes)."""

@@ -17,7 +17,8 @@ import pytest
 from goggles_io._bus import EventBus
 from goggles_io._transport.framing import HEADER_BYTES, MAGIC, VERSION, encode_frame
 from goggles_io._transport.host import Host
-from goggles_io._transport.settings import SocketOwnershipError, prepare_socket_dir
+from goggles_io._transport.settings import prepare_socket_dir
+from goggles_io.exceptions import SocketOwnershipError
 from support import wait_until
 
 
@@ -44,6 +45,20 @@ class TestDelivery:
         finished(proc)
 
         assert 0o600 == mode
+
+
+class TestIdleExit:
+    def test_host_exits_after_its_sigkilled_last_client(self, bus) -> None:
+        """A client SIGKILLed mid-stream (no goodbye) still lets the host exit after its idle grace."""
+        proc = bus.run("steady.py", bus.jsonl, str(bus.root / "never"))
+        wait_until(lambda: len(bus.lines()) > 100, what="host is serving")
+        host = bus.host_pid()
+        proc.kill()
+        proc.communicate(timeout=30)
+        wait_until(lambda: not bus.host_alive(), timeout_s=20, what="host exits after idle grace")
+
+        assert host is not None
+        assert not os.path.exists(bus.socket)
 
 
 def _in_process_host(path: str) -> Host:

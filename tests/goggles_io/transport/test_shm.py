@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from goggles_io._transport.framing import FrameError
 from goggles_io._transport.shm import ShmPool, ShmReader, ShmRef, list_segments, sweep_dead_segments
+from goggles_io.exceptions import FrameError
 
 
 @pytest.fixture
