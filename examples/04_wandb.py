@@ -27,9 +27,13 @@ gg.attach(
         run_name="run_1",
         group="experiment_v2",
         tags=["baseline", "smoke-test"],
+        config={"optimizer": "adam"},
         dir=out_dir,
     ),
 )
+# Settings recorded after attach go to the instance the bus runs (in the dedicated host by
+# default), in order with the events; RunContext.set_config does this for you.
+gg.call_handler(WANDB_HANDLER_NAME, "record_config", {"lr": 3e-4, "batch_size": 64})
 
 rng = np.random.default_rng(0)
 for step in range(100):

@@ -24,10 +24,13 @@ with Collector(api_key=API_KEY) as collector, tempfile.TemporaryDirectory() as r
             run_name=run.name(),
             buffer_size=16,
         )
+        # Attach first: register_run and set_config then reach the instance the bus runs
+        # (in the dedicated host process by default), not just this local object.
+        gg.attach(remote)
         run.set_config({"algorithm": "SAC", "env": "HalfCheetah"})
         register_run(run, remote)  # the run is visible on the dashboard before step 0
+        run.set_config("seed", 0)  # recorded after registration: the collector merges it
 
-        gg.attach(remote)
         logger = gg.get_logger("examples.remote", with_metrics=True)
         for step in range(100):
             logger.scalar("policy_loss", 1.0 / (step + 1), step=step)

@@ -11,7 +11,7 @@ import importlib
 from logging import CRITICAL, DEBUG, ERROR, INFO, NOTSET, WARNING
 from typing import Any
 
-from goggles_io._api import attach, configure, detach, finish, flush
+from goggles_io._api import attach, call_handler, configure, detach, finish, flush
 from goggles_io._bus import FinishReport
 from goggles_io._config import freeze
 from goggles_io._data import GogglesLogger
@@ -45,6 +45,7 @@ __all__ = [
     "TextLogger",
     "WandBHandler",
     "attach",
+    "call_handler",
     "configure",
     "detach",
     "finish",

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from goggles_io import _validate as v
 from goggles_io._bus import FinishReport
 from goggles_io._config import STATE, get_settings, get_transport
 from goggles_io.handlers.base import Handler
 
-__all__ = ["DEFAULT_CONSOLE_NAME", "attach", "configure", "detach", "finish", "flush"]
+__all__ = [
+    "DEFAULT_CONSOLE_NAME",
+    "attach",
+    "call_handler",
+    "configure",
+    "detach",
+    "finish",
+    "flush",
+    "is_attached",
+]
 
 DEFAULT_CONSOLE_NAME = "goggles_io.console"
 
@@ -41,6 +51,35 @@ def attach(handler: Handler, scopes: Sequence[str] | None = None) -> None:
 def detach(handler_name: str, scope: str = "global") -> None:
     """Stop routing ``scope`` to ``handler_name``; with no scope left it is flushed and closed."""
     get_transport().detach(handler_name, scope)
+
+
+def call_handler(name: str, method: str, payload: Any) -> None:
+    """Call ``method(payload)`` on the handler the bus runs under ``name``, wherever it runs.
+
+    Settings such as a run's config must reach the instance that handles the events: with the
+    socket transport that is a copy rebuilt in the host process, and with first-registration-wins
+    it may not be the object you hold. The call travels like an event (it runs on that
+    handler's worker, after every event logged before it) and does not wait for the result.
+    Only methods listed in the handler class's ``remote_methods`` may be called; ``payload``
+    must be msgpack-safe builtins (it is copied here).
+
+    Raises:
+        InvalidNameError: ``name`` is not a non-empty str.
+        InvalidPayloadError: ``payload`` holds something other than plain builtins.
+        UnknownHandlerError: in-process, no handler ``name`` is attached (with the socket
+            transport, a name or method the host does not know is counted and reported once).
+        MethodNotAllowedError: ``method`` is not in the class's ``remote_methods`` (checked
+            here whenever this process knows the class).
+    """
+    v.check_name(name, "name")
+    payload = v.check_message_payload(payload)
+    get_transport().call(name, method, payload)
+
+
+def is_attached(name: str) -> bool:
+    """Return whether this process attached a handler named ``name`` (never starts a transport)."""
+    transport = STATE.transport
+    return transport is not None and transport.has_handler(name)
 
 
 def configure(

@@ -20,8 +20,9 @@ import attrs
 
 from goggles_io._delivery import HandlerStats, Lane, _report
 from goggles_io._records import Event
-from goggles_io.exceptions import InvalidNameError
-from goggles_io.handlers.base import Handler
+from goggles_io._secret import REDACTED, fingerprint
+from goggles_io.exceptions import InvalidNameError, UnknownHandlerError
+from goggles_io.handlers.base import Handler, check_remote_method
 
 __all__ = ["EventBus", "FinishReport", "Transport", "check_scope", "scope_matches"]
 
@@ -62,6 +63,10 @@ class Transport(Protocol):
 
     def emit(self, event: Event) -> None: ...
 
+    def call(self, name: str, method: str, payload: Any) -> None: ...
+
+    def has_handler(self, name: str) -> bool: ...
+
     def flush(self, timeout_s: float | None = None) -> bool: ...
 
     def finish(self, timeout_s: float | None = None) -> FinishReport: ...
@@ -101,6 +106,9 @@ def _differences(kept: Mapping[str, Any], incoming: Mapping[str, Any]) -> list[s
     for key in sorted(set(a) | set(b)):
         if a.get(key) != b.get(key):
             diffs.append(f"{key}: kept {a.get(key)!r}, ignored {b.get(key)!r}")
+    # Secrets are opaque: compared by hash, never printed.
+    if fingerprint(kept.get("secrets")) != fingerprint(incoming.get("secrets")):
+        diffs.append(f"secrets: kept {REDACTED}, ignored {REDACTED} (they differ)")
     return diffs
 
 
@@ -217,6 +225,29 @@ class EventBus:
                     else:
                         batch.append(event)
         return sum(lane.offer_many(batch) for lane, batch in per_lane.items())
+
+    def call(self, name: str, method: str, payload: Any) -> None:
+        """Run ``method(payload)`` on the handler attached as ``name``, in its lane's order.
+
+        Raises:
+            UnknownHandlerError: no handler ``name`` is attached.
+            MethodNotAllowedError: ``method`` is not in that handler class's ``remote_methods``.
+        """
+        if self._finished:
+            self._reopen()
+        lane = self._lanes.get(name)
+        if lane is None:
+            msg = (
+                f"no handler named {name!r} is attached (attached: {sorted(self._lanes)!r}); "
+                "attach it first, or call the method on the handler object directly."
+            )
+            raise UnknownHandlerError(msg, name=name)
+        check_remote_method(type(lane.handler), method)
+        lane.offer_call(method, payload)
+
+    def has_handler(self, name: str) -> bool:
+        """Return whether a handler named ``name`` is attached."""
+        return name in self._lanes
 
     def _resolve(self, scope: str) -> tuple[Lane, ...]:
         with self._lock:

@@ -41,6 +41,16 @@ class _Control:
         self.done = threading.Event()
 
 
+class _Call:
+    """A ``call_handler`` request: run ``method(payload)`` on the worker, after the events before it."""
+
+    __slots__ = ("method", "payload")
+
+    def __init__(self, method: str, payload: Any) -> None:
+        self.method = method
+        self.payload = payload
+
+
 def _report(message: str) -> None:
     # Straight to stderr: a diagnostics logger nobody configured must not swallow it.
     try:
@@ -186,6 +196,31 @@ class Lane:
                 self._deliver_many(events)
         return dropped
 
+    def offer_call(self, method: str, payload: Any) -> None:
+        """Run ``handler.<method>(payload)`` after every event offered so far; never blocks.
+
+        Calls are control items: they never count against the queue bound, so a full queue
+        cannot lose a config recording. Failures are counted as errors and reported once.
+        """
+        call = _Call(method, payload)
+        if self._thread is not None:
+            self._queue.put(call)
+        elif self.broken:
+            self._drop("handler could not be opened")
+        else:
+            with self._lock:
+                self._invoke(call)
+
+    def _invoke(self, call: _Call) -> None:
+        try:
+            getattr(self.handler, call.method)(call.payload)
+        except Exception as exc:
+            self.errors += 1
+            self._report_once(
+                f"call:{call.method}:{type(exc).__name__}",
+                f"handler {self.name!r}.{call.method}() raised {exc!r} (further errors counted)",
+            )
+
     def _drop(self, why: str, n: int = 1) -> None:
         with self._lock:
             self.dropped += n
@@ -228,6 +263,8 @@ class Lane:
                 with self._lock:
                     self._batched -= len(item) - 1
                 self._deliver_many(item)
+            elif cls is _Call:
+                self._invoke(item)
             elif cls is _Control:
                 self._safe(self.handler.flush)
                 if item.close:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check_level",
+    "check_message_payload",
     "check_name",
     "check_step",
     "is_image_like",
@@ -46,6 +47,8 @@ _LEVELS = {
     "FATAL": logging.CRITICAL,
 }
 _CHANNELS = (1, 3, 4)
+_PLAIN = (str, int, float, bool, type(None))
+_MAX_DEPTH = 32
 
 
 def check_level(level: object, param: str = "level") -> int:
@@ -211,3 +214,35 @@ def to_table(columns: Sequence[str], data: Sequence[Sequence[Any]]) -> dict[str,
             msg = f"table row {i} has {len(row)} cells but there are {len(cols)} columns."
             raise InvalidPayloadError(msg, value=row)
     return {"columns": cols, "data": rows}
+
+
+def _plain_copy(value: object, depth: int) -> Any:
+    if type(value) in _PLAIN:
+        return value
+    if depth < _MAX_DEPTH and isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return [_plain_copy(v, depth + 1) for v in value]
+    if depth < _MAX_DEPTH and isinstance(value, dict) and type(value) is dict:
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise TypeError(k)
+            out[k] = _plain_copy(v, depth + 1)
+        return out
+    raise TypeError(value)
+
+
+def check_message_payload(payload: object, param: str = "payload") -> Any:
+    """Return a copy of ``payload`` made of msgpack-safe builtins, or raise naming ``param``.
+
+    Allowed: str, int, float, bool, None, lists/tuples of those and str-keyed dicts, nested at
+    most 32 deep. Copying means the caller may change its mapping afterwards.
+    """
+    try:
+        return _plain_copy(payload, 0)
+    except TypeError as exc:
+        bad = exc.args[0] if exc.args else payload
+        msg = (
+            f"{param} must hold only str, int, float, bool, None, lists and str-keyed dicts, "
+            f"nested at most {_MAX_DEPTH} deep (got {bad!r:.80} of type {type(bad).__name__} in {payload!r:.80})."
+        )
+        raise InvalidPayloadError(msg, value=payload) from None

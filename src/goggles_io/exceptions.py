@@ -21,8 +21,10 @@ __all__ = [
     "InvalidLevelError",
     "InvalidNameError",
     "InvalidPayloadError",
+    "MethodNotAllowedError",
     "ShutdownError",
     "SocketOwnershipError",
+    "UnknownHandlerError",
 ]
 
 
@@ -117,3 +119,22 @@ class SocketOwnershipError(GogglesIOError, PermissionError):
     def __init__(self, msg: str, *, path: str) -> None:
         super().__init__(msg)
         self.path = path
+
+
+class UnknownHandlerError(GogglesIOError, KeyError):
+    """``call_handler`` names a handler that is not attached to the bus."""
+
+    def __init__(self, msg: str, *, name: Any = None) -> None:
+        super().__init__(msg)
+        self.name = name
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class MethodNotAllowedError(GogglesIOError, AttributeError):
+    """``call_handler`` names a method outside the handler class's ``remote_methods``."""
+
+    def __init__(self, msg: str, *, method: Any = None) -> None:
+        super().__init__(msg)
+        self.method = method

@@ -5,7 +5,9 @@ A :class:`RunContext` creates ``<root>/<run id>/`` and writes ``run.kv`` (who, w
 daemon thread touches ``heartbeat`` every few seconds: a run whose process died keeps
 ``status=running`` with a stale heartbeat, and :func:`read_run` reports it as ``crashed``.
 Settings go through :meth:`RunContext.set_config`, recorded once in ``config.kv`` /
-``config.yaml`` and forwarded to every handler that has ``record_config(mapping)``.
+``config.yaml`` and forwarded to every handler that has ``record_config(mapping)``: through
+:func:`goggles_io.call_handler` when the handler is attached to the bus (so the instance that
+runs, possibly in the host process, gets it), by a direct call otherwise.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from goggles_io._api import call_handler, is_attached
 from goggles_io._runfiles import last_metrics, last_step, read_kv, write_kv
 from goggles_io.exceptions import ConfigConflictError, ConfigurationError
 
@@ -297,10 +300,25 @@ class _Terminated(SystemExit):
     """Raised in the main thread on SIGTERM so ``with RunContext`` can mark ``interrupted``."""
 
 
+def _forward(handler: Any, method: str, payload: dict[str, Any]) -> None:
+    """Give ``payload`` to the instance the bus runs when ``handler`` is attached, else to it.
+
+    Attached handlers are reached by name through :func:`goggles_io.call_handler`: with the
+    socket transport the instance that handles events lives in the host, and with
+    first-registration-wins it may not be ``handler`` itself.
+    """
+    name = getattr(handler, "name", None)
+    allowed = method in getattr(type(handler), "remote_methods", ())
+    if allowed and isinstance(name, str) and name and is_attached(name):
+        call_handler(name, method, payload)
+        return
+    target = getattr(handler, method, None)
+    if callable(target):
+        target(payload)
+
+
 def _record_config(handler: Any, mapping: Mapping[str, Any]) -> None:
-    record = getattr(handler, "record_config", None)
-    if callable(record):
-        record(dict(mapping))
+    _forward(handler, "record_config", dict(mapping))
 
 
 def register_run(run: RunContext, *handlers: Any) -> None:
@@ -308,15 +326,15 @@ def register_run(run: RunContext, *handlers: Any) -> None:
 
     Each handler gets the config recorded so far (``record_config(mapping)``, if it has it) and
     the run's identity (``register_run(info)``, if it has it); later :meth:`RunContext.set_config`
-    calls are forwarded to it too.
+    calls are forwarded to it too. Attach handlers first: an attached handler is reached through
+    :func:`goggles_io.call_handler` (the instance the bus runs, in the host with the socket
+    transport); one never attached is called directly (standalone use).
     """
     for handler in handlers:
         run._attach(handler)
         if run.config:
             _record_config(handler, run.config)
-        announce = getattr(handler, "register_run", None)
-        if callable(announce):
-            announce(run.info())
+        _forward(handler, "register_run", run.info())
 
 
 def _pid_alive(pid: int) -> bool:

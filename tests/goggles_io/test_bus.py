@@ -35,6 +35,21 @@ class GateHandler(BaseHandler):
 
 
 @register_handler
+class KeyedHandler(BaseHandler):
+    """Carries an API key in its spec's secrets."""
+
+    def __init__(self, name: str | None = None, level: int = 0, api_key: str = "") -> None:
+        super().__init__(name=name, level=level)
+        self.api_key = api_key
+
+    def handle(self, event: Event) -> None:
+        return None
+
+    def secrets(self) -> dict[str, str]:
+        return {"api_key": self.api_key}
+
+
+@register_handler
 class FailingHandler(BaseHandler):
     """Raises on every event."""
 
@@ -154,6 +169,22 @@ class TestHandlerNames:
 
         assert 1 == err.count("'x' is already attached")
         assert "level: kept 0, ignored 40" in err
+
+    def test_differing_secrets_warned_redacted(self, capfd: pytest.CaptureFixture[str]) -> None:
+        """Handlers differing only in a secret warn that secrets differ, never showing them."""
+        gg.attach(KeyedHandler(name="k", api_key="first-secret-1"))
+        gg.attach(KeyedHandler(name="k", api_key="second-secret-2"))
+        err = capfd.readouterr().err
+
+        assert "secrets: kept <redacted>, ignored <redacted>" in err
+        assert "secret-1" not in err and "secret-2" not in err
+
+    def test_identical_secrets_are_silent(self, capfd: pytest.CaptureFixture[str]) -> None:
+        """Equal secrets compare equal by hash: no warning."""
+        gg.attach(KeyedHandler(name="k", api_key="same"))
+        gg.attach(KeyedHandler(name="k", api_key="same"))
+
+        assert "" == capfd.readouterr().err
 
     def test_identical_config_is_silent(self, capfd: pytest.CaptureFixture[str]) -> None:
         """Re-attaching an identical configuration prints nothing."""

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+import goggles_io as gg
 from goggles_io.exceptions import ConfigConflictError, ConfigurationError
 from goggles_io.runs import RunContext, list_runs, read_kv, read_run, register_run, write_kv
 from support import wait_until
@@ -207,6 +208,35 @@ class TestSetConfig:
         run.close()
 
         assert [{"algo": "sac"}, {"lr": 0.1}] == handler.configs
+
+
+class TestForwardingToTheBus:
+    def test_attached_handler_reached_through_the_bus_instance(self, tmp_path: Path) -> None:
+        """For an attached name, set_config reaches the instance the bus kept, not a later one."""
+        kept, later = (
+            gg.CsvHandler(tmp_path / "kept", name="csv"),
+            gg.CsvHandler(tmp_path / "later", name="csv"),
+        )
+        gg.attach(kept)
+        gg.attach(later)
+        run = make_run(tmp_path / "runs")
+        register_run(run, later)
+        run.set_config("lr", 0.1)
+        gg.flush()
+        run.close()
+
+        assert {"lr": "0.1"} == dict(read_kv(tmp_path / "kept" / "metrics.config.kv"))
+        assert not (tmp_path / "later" / "metrics.config.kv").exists()
+
+    def test_unattached_handler_called_directly(self, tmp_path: Path) -> None:
+        """A handler never attached gets record_config as a direct call, at once."""
+        handler = gg.CsvHandler(tmp_path / "csv")
+        run = make_run(tmp_path / "runs")
+        register_run(run, handler)
+        run.set_config("lr", 0.1)
+        run.close()
+
+        assert {"lr": "0.1"} == dict(read_kv(tmp_path / "csv" / "metrics.config.kv"))
 
 
 class TestRegisterRun:

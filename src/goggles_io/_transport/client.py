@@ -35,7 +35,7 @@ from goggles_io._transport.settings import (
     prepare_socket_dir,
 )
 from goggles_io._transport.shm import ShmPool, sweep_dead_segments
-from goggles_io.handlers.base import Handler, get_handler_class
+from goggles_io.handlers.base import Handler, check_remote_method, get_handler_class
 
 __all__ = ["SocketClient"]
 
@@ -43,6 +43,8 @@ _BATCH_EVENTS = 1024
 _MAX_QUEUE_BYTES = 256 * 1024 * 1024
 _IDLE_WAIT_S = 0.05
 _SPAWN_RETRY_S = 3.0
+# Operations replayed, in order, on a new host (after a host death, or in a forked child).
+_REPLAYED = ("attach", "replace", "detach", "call")
 
 
 class _Marker:
@@ -90,7 +92,8 @@ class SocketClient:
         self._lock = threading.Lock()
         self._inflight: deque[tuple[int, int, list[Any]]] = deque()
         self._pending: dict[int, _Marker] = {}
-        self._ops: list[Call] = []  # attach/replace/detach already sent, replayed on reconnect
+        self._ops: list[Call] = []  # handler operations already sent, replayed on reconnect
+        self._attached: dict[str, tuple[type, set[str]]] = {}  # name -> (class, scopes), ours
         self._seq = 0
         self.delivered = 0
         self.host_dropped = 0  # of ours, refused by a full handler queue in the host
@@ -167,15 +170,41 @@ class SocketClient:
     def attach(self, handler: Handler, scopes: Sequence[str]) -> None:
         """Attach on the host; ordered before every event emitted after this returns."""
         self._control("attach", {"spec": self._spec(handler), "scopes": list(scopes)})
+        cls, known = self._attached.get(handler.name, (type(handler), set()))
+        self._attached[handler.name] = (cls, known | set(scopes))  # the first class wins
 
     def detach(self, name: str, scope: str) -> None:
         """Detach on the host, in order with the events around it."""
         self._control("detach", {"name": name, "scope": scope})
+        found = self._attached.get(name)
+        if found is not None:
+            found[1].discard(scope)
+            if not found[1]:
+                del self._attached[name]
 
     def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None:
         """Last-wins replacement (``configure``) on the host."""
         args = {"spec": self._spec(handler), "scopes": list(scopes), "enable": enable}
         self._control("replace", args)
+        _, known = self._attached.pop(handler.name, (None, set()))
+        kept = (known - set(scopes)) | (set(scopes) if enable else set())
+        if kept:
+            self._attached[handler.name] = (type(handler), kept)
+
+    def call(self, name: str, method: str, payload: Any) -> None:
+        """Run ``method(payload)`` on the host's handler ``name``, after the events queued before.
+
+        The method is checked here when this process attached ``name`` (it knows the class);
+        otherwise the host checks it and a refusal is counted and reported once on both sides.
+        """
+        found = self._attached.get(name)
+        if found is not None:
+            check_remote_method(found[0], method)
+        self._control("call", {"name": name, "method": method, "payload": payload})
+
+    def has_handler(self, name: str) -> bool:
+        """Return whether this process attached a handler named ``name``."""
+        return name in self._attached
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Wait until the host's handlers have handled everything queued so far."""
@@ -243,8 +272,10 @@ class SocketClient:
         # The child inherits every handler operation the parent issued, sent or still queued:
         # its events come after them, so it replays them on its own first connection.
         queued = [m.call for m in list(self._queue) if type(m) is _Marker]
-        ops = self._ops + [c for c in queued if c.op in ("attach", "replace", "detach")]
+        ops = self._ops + [c for c in queued if c.op in _REPLAYED]
+        attached = {name: (cls, set(scopes)) for name, (cls, scopes) in self._attached.items()}
         self._reset_state()
+        self._attached = attached
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.close()  # our copy of the fd only; the parent's connection is unaffected
@@ -295,7 +326,7 @@ class SocketClient:
         if type(items[0]) is _Marker:
             marker = items[0]
             self._pending[marker.call.token] = marker
-            if marker.call.op in ("attach", "replace", "detach"):
+            if marker.call.op in _REPLAYED:
                 self._ops.append(marker.call)
             sock.sendall(encode_frame(encoder.encode(marker.call)))
             return
@@ -422,6 +453,9 @@ class SocketClient:
         import subprocess
 
         env = dict(os.environ)
+        # Set by wandb in a process that started a run: it points at that process's own W&B
+        # service, which dies with it. The shared host must start its own.
+        env.pop("WANDB_SERVICE", None)
         paths = [p for p in sys.path if isinstance(p, str) and p]
         env["PYTHONPATH"] = os.pathsep.join(paths)
         log = self.transport.host_log

@@ -92,6 +92,8 @@ class Host:
         self.lock_fd = lock_fd
         self.refused = 0
         self.bad_frames = 0
+        self.failed_calls = 0  # handler operations (attach, call_handler, ...) that failed
+        self._reported: set[str] = set()
         self._listener: socket.socket | None = None
         self._conns: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -264,8 +266,12 @@ class Host:
         args = call.args if isinstance(call.args, dict) else {}
         try:
             result = self._dispatch(call.op, args, conn)
-        except Exception as exc:  # a bad spec must not take the host down
-            _say(f"{call.op} failed: {exc}")
+        except Exception as exc:  # a bad spec or call must not take the host down
+            self.failed_calls += 1
+            text = f"{call.op} failed: {type(exc).__name__}: {exc}"
+            if text not in self._reported:  # once per distinct failure; all are counted
+                self._reported.add(text)
+                _say(f"{text} (failed operations so far: {self.failed_calls})")
             return Reply(call.token, False, f"{type(exc).__name__}: {exc}")
         return Reply(call.token, True, result)
 
@@ -281,6 +287,9 @@ class Host:
             return None
         if op == "detach":
             bus.detach(str(args["name"]), str(args["scope"]))
+            return None
+        if op == "call":
+            bus.call(str(args["name"]), str(args["method"]), args.get("payload"))
             return None
         timeout_s = args.get("timeout_s")
         timeout_s = float(timeout_s) if isinstance(timeout_s, (int, float)) else None

@@ -17,6 +17,17 @@ Contract for handler authors:
   process is rebuilt in the host process (no pickle). Two handlers with equal ``to_dict()`` are
   the same configuration. :class:`BaseHandler` implements both from :meth:`BaseHandler.config`,
   which by default returns ``name`` and ``level``; a subclass adds its constructor arguments.
+  The spec is built in the attaching process and must capture its context: absolute paths, and
+  settings read from the environment or a ``.env`` file already resolved, because the host may
+  run in another directory with another environment.
+* Secrets (an API key) go under ``spec["secrets"]`` (from :meth:`BaseHandler.secrets`), never
+  under ``data``: each value is a :class:`~goggles_io._secret.Secret` that prints as
+  ``<redacted>``, and the bus compares secrets by hash only. ``from_dict`` passes them back as
+  keyword arguments.
+* ``remote_methods`` (a class attribute) is the allow-list of methods that
+  :func:`goggles_io.call_handler` may invoke by handler name, with one msgpack-safe payload
+  argument, on the instance the bus runs (possibly in the host process). They may be replayed
+  after a host restart, so they must be idempotent (``record_config``, ``register_run``).
 * Classes are found by :func:`register_handler` key ``"<module>:<qualname>"``; built-in handlers
   register themselves. A spec whose class is not registered raises
   :class:`~goggles_io.exceptions.HandlerNotRegisteredError`.
@@ -29,16 +40,19 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from goggles_io._records import Event, Kind
+from goggles_io._secret import wrap_secrets
 from goggles_io.exceptions import (
     HandlerNotRegisteredError,
     InvalidLevelError,
     InvalidNameError,
+    MethodNotAllowedError,
 )
 
 __all__ = [
     "ALL_KINDS",
     "BaseHandler",
     "Handler",
+    "check_remote_method",
     "get_handler_class",
     "handler_from_dict",
     "handler_key",
@@ -83,6 +97,7 @@ class BaseHandler:
 
     capabilities: ClassVar[frozenset[Kind]] = ALL_KINDS
     default_name: ClassVar[str] = "handler"
+    remote_methods: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, name: str | None = None, level: int = logging.NOTSET) -> None:
         name = self.default_name if name is None else name
@@ -116,17 +131,45 @@ class BaseHandler:
         """Constructor keyword arguments that rebuild this handler (msgpack-safe values)."""
         return {"name": self.name, "level": self.level}
 
+    def secrets(self) -> dict[str, str]:
+        """Constructor keyword arguments that are secrets; travel under ``spec["secrets"]``."""
+        return {}
+
     def to_dict(self) -> dict[str, Any]:
-        """Return the spec ``{"cls": key, "data": config}`` used to rebuild this handler."""
-        return {"cls": handler_key(type(self)), "data": self.config()}
+        """Return the spec ``{"cls": key, "data": config}`` (plus ``"secrets"`` when any)."""
+        spec: dict[str, Any] = {"cls": handler_key(type(self)), "data": self.config()}
+        secrets = {k: v for k, v in self.secrets().items() if v is not None}
+        if secrets:
+            spec["secrets"] = wrap_secrets(secrets)
+        return spec
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any]) -> BaseHandler:
-        """Rebuild a handler from :meth:`to_dict` output (``spec["data"]`` as kwargs)."""
-        return cls(**dict(spec.get("data") or {}))
+        """Rebuild a handler from :meth:`to_dict` output (``data`` and ``secrets`` as kwargs)."""
+        return cls(**dict(spec.get("data") or {}), **dict(spec.get("secrets") or {}))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, level={self.level!r})"
+
+
+def check_remote_method(cls: type, method: object) -> str:
+    """Return ``method`` if ``cls.remote_methods`` allows :func:`goggles_io.call_handler` to call it.
+
+    Raises:
+        MethodNotAllowedError: ``method`` is not in the class's ``remote_methods``.
+    """
+    allowed = frozenset(getattr(cls, "remote_methods", frozenset()))
+    if (
+        not isinstance(method, str)
+        or method not in allowed
+        or not callable(getattr(cls, method, None))
+    ):
+        msg = (
+            f"method {method!r} of {cls.__qualname__} may not be called through call_handler; "
+            f"allowed: {sorted(allowed)!r} (declare it in {cls.__qualname__}.remote_methods)."
+        )
+        raise MethodNotAllowedError(msg, method=method)
+    return method
 
 
 def handler_key(cls: type) -> str:

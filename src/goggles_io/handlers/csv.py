@@ -61,6 +61,7 @@ class CsvHandler(BaseHandler):
     """
 
     capabilities: ClassVar[frozenset[Kind]] = frozenset({Kind.METRIC})
+    remote_methods: ClassVar[frozenset[str]] = frozenset({"record_config"})
 
     def __init__(
         self,

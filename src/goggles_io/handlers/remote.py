@@ -12,6 +12,11 @@ directory upwards; ``os.environ`` is never modified):
 * ``TELEMETRY_REMOTE_URL``: collector base URL; none -> the handler is inert and says so once.
 * ``TELEMETRY_REMOTE_API_KEY``: sent as ``Authorization: Bearer``; never logged or repr'd.
 * ``TELEMETRY_NO_REMOTE=1``: silence this run without editing the shared ``.env``.
+
+All three are resolved when the handler is constructed, in the process that constructs it: the
+handler spec carries the resolved URL and switch (``read_env=False``) and the key under its
+``secrets`` part, so a copy rebuilt in the socket transport's host process (another directory,
+another environment) sends to the same place with the same key.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 from goggles_io._records import Event, Kind
+from goggles_io._secret import Secret
 from goggles_io.exceptions import ConfigurationError, InvalidNameError, InvalidPayloadError
 from goggles_io.handlers._sender import Message, Sender
 from goggles_io.handlers.base import BaseHandler, register_handler
@@ -69,8 +75,9 @@ class RemoteHandler(BaseHandler):
     Args:
         server_url: Collector base URL; default ``TELEMETRY_REMOTE_URL``.
         run_name: Display name of the run on the dashboard.
-        api_key: Bearer token; default ``TELEMETRY_REMOTE_API_KEY``. Never part of the repr,
-            the handler spec (``to_dict``) or any message.
+        api_key: Bearer token; default ``TELEMETRY_REMOTE_API_KEY``. Kept as a
+            :class:`~goggles_io._secret.Secret`: never in the repr, the spec's ``data`` or any
+            message; it travels to the host under the spec's ``secrets``.
         buffer_size: Points per batch (fresher charts vs fewer requests).
         heartbeat_s: Send a heartbeat after this many quiet seconds.
         queue_batches: Batches that may wait for the sender before new ones are refused.
@@ -78,6 +85,10 @@ class RemoteHandler(BaseHandler):
         run_id: Id to register; default a fresh one, or the one ``register_run`` brings.
         timeout_s: Socket timeout of one HTTP request (on the sender thread only).
         close_timeout_s: How long ``close()`` may wait for the queue to drain.
+        config: Run config to register with (merged with :meth:`record_config` calls).
+        run_info: Run identity from :meth:`register_run`; when given, :meth:`open` registers.
+        read_env: ``False`` uses the arguments only (no environment, no ``.env``): how the
+            spec rebuilds the handler elsewhere with the values resolved here.
 
     Raises:
         ConfigurationError: a malformed URL or a non-positive size or duration.
@@ -85,6 +96,7 @@ class RemoteHandler(BaseHandler):
 
     capabilities: ClassVar[frozenset[Kind]] = frozenset({Kind.METRIC})
     default_name = "remote"
+    remote_methods: ClassVar[frozenset[str]] = frozenset({"record_config", "register_run"})
 
     def __init__(
         self,
@@ -100,6 +112,9 @@ class RemoteHandler(BaseHandler):
         close_timeout_s: float = 10.0,
         name: str | None = None,
         level: int = logging.NOTSET,
+        config: Mapping[str, Any] | None = None,
+        run_info: Mapping[str, Any] | None = None,
+        read_env: bool = True,
     ) -> None:
         super().__init__(name=name, level=level)
         _positive("buffer_size", buffer_size)
@@ -107,7 +122,10 @@ class RemoteHandler(BaseHandler):
         for pname, pvalue in (("heartbeat_s", heartbeat_s), ("timeout_s", timeout_s)):
             _positive(pname, pvalue, float)
         _positive("close_timeout_s", close_timeout_s, float)
-        self._args = {"server_url": server_url, "enabled": enabled}
+        for pname, mapping in (("config", config), ("run_info", run_info)):
+            if mapping is not None and not isinstance(mapping, Mapping):
+                msg = f"{pname} must be a mapping (got {mapping!r})."
+                raise ConfigurationError(msg, key=pname, value=mapping)
         self.buffer_size, self.heartbeat_s, self.queue_batches = (
             buffer_size,
             heartbeat_s,
@@ -117,7 +135,7 @@ class RemoteHandler(BaseHandler):
         self.run_id = run_id or uuid.uuid4().hex
         self.run_name = run_name or self.run_id
         self._name_given = run_name is not None
-        self._config: dict[str, Any] = {}
+        self._config: dict[str, Any] = dict(config or {})
         self._info: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._pending: list[tuple[int, str, float | None, int | None, float]] = []
@@ -126,12 +144,19 @@ class RemoteHandler(BaseHandler):
         self._registered = False
         self._sender: Sender | None = None
         self._last_stats: dict[str, int] = {}
-        env = {} if enabled is False else _dotenv_values()
+        if run_info:
+            self._adopt_locked(run_info)
+        env = {} if enabled is False or not read_env else _dotenv_values()
         silenced = enabled is False or (
-            enabled is None and str(os.environ.get(ENV_NO_REMOTE, "")).lower() in _TRUE
+            enabled is None and read_env and str(os.environ.get(ENV_NO_REMOTE, "")).lower() in _TRUE
         )
-        self.server_url = None if silenced else _setting(server_url, ENV_URL, env)
-        self._api_key = _setting(api_key, ENV_API_KEY, env)
+        if read_env:
+            self.server_url = None if silenced else _setting(server_url, ENV_URL, env)
+            key = _setting(api_key, ENV_API_KEY, env)
+        else:
+            self.server_url = None if silenced else server_url or None
+            key = api_key or None
+        self._api_key = None if key is None else Secret(key)
         if silenced:
             _logger.info("remote handler %r silenced for this run; sending nothing", self.name)
         elif self.server_url is None:
@@ -160,11 +185,17 @@ class RemoteHandler(BaseHandler):
         return self.server_url is None
 
     def config(self) -> dict[str, Any]:
-        """Constructor arguments for the handler spec; the API key is deliberately left out."""
+        """Constructor arguments for the spec, resolved here; the API key is in :meth:`secrets`."""
+        with self._lock:
+            config, info = dict(self._config), dict(self._info)
         return {
             **super().config(),
-            **self._args,
-            "run_name": self.run_name,
+            "server_url": self.server_url,
+            "enabled": self.server_url is not None,
+            "read_env": False,
+            "config": config,
+            "run_info": info,
+            "run_name": self.run_name if self._name_given else None,
             "run_id": self.run_id,
             "buffer_size": self.buffer_size,
             "heartbeat_s": self.heartbeat_s,
@@ -172,6 +203,10 @@ class RemoteHandler(BaseHandler):
             "timeout_s": self.timeout_s,
             "close_timeout_s": self.close_timeout_s,
         }
+
+    def secrets(self) -> dict[str, str]:
+        """The API key, for the spec's ``secrets`` part (a :class:`Secret`, printed redacted)."""
+        return {} if self._api_key is None else {"api_key": self._api_key}
 
     # -- producer side ----------------------------------------------------------------------
 
@@ -225,12 +260,15 @@ class RemoteHandler(BaseHandler):
     def register_run(self, info: Mapping[str, Any]) -> None:
         """Adopt a run's identity (``run_id`` and fields of ``run.kv``) and register it now."""
         with self._lock:
-            if not self._registered and info.get("run_id"):
-                self.run_id = str(info["run_id"])
-                if not self._name_given:
-                    self.run_name = f"{info.get('project', '')}/{info.get('slug', self.run_id)}"
-            self._info.update({k: v for k, v in info.items() if "key" not in k.lower()})
+            self._adopt_locked(info)
         self.register()
+
+    def _adopt_locked(self, info: Mapping[str, Any]) -> None:
+        if not self._registered and info.get("run_id"):
+            self.run_id = str(info["run_id"])
+            if not self._name_given:
+                self.run_name = f"{info.get('project', '')}/{info.get('slug', self.run_id)}"
+        self._info.update({k: v for k, v in info.items() if "key" not in k.lower()})
 
     def register(self) -> None:
         """POST the run with its config now (before step 0), so a run dying early is visible."""
@@ -240,7 +278,16 @@ class RemoteHandler(BaseHandler):
             self._register_locked()
 
     def open(self) -> None:
-        """Nothing to do: the sender thread starts with the first batch or registration."""
+        """Register now if a run was announced (``run_info``) and not yet registered.
+
+        A handler rebuilt from its spec in the host learns of ``register_run`` this way; the
+        sender thread otherwise starts with the first batch.
+        """
+        if self.server_url is None or not self._info:
+            return
+        with self._lock:
+            if not self._registered:
+                self._register_locked()
 
     def flush(self) -> None:
         """Queue the current partial batch (never waits for the network)."""
@@ -306,7 +353,7 @@ class RemoteHandler(BaseHandler):
         if self._sender is None:
             headers = {"Content-Type": "application/json", "Connection": "keep-alive"}
             if self._api_key:
-                headers["Authorization"] = f"Bearer {self._api_key}"
+                headers["Authorization"] = f"Bearer {self._api_key.reveal()}"
             self._sender = Sender(
                 self._url,
                 headers,

@@ -9,12 +9,17 @@ and reported once. A metric declared with a custom x-axis (``logger.set_x_axis``
 plotted against that axis instead.
 
 ``WANDB_MODE=offline`` writes runs under ``<dir>/wandb/offline-run-*``; upload later with
-``wandb sync <dir>/wandb``.
+``wandb sync <dir>/wandb``. ``dir`` and ``mode`` are resolved when the handler is constructed
+(argument, then ``WANDB_DIR`` / ``WANDB_MODE``, then the current directory), and so are the
+other ``WANDB_*`` variables (applied to each run's ``wandb.Settings``; ``WANDB_API_KEY`` travels
+as a secret): a copy rebuilt from the spec in the socket transport's host, which may run in
+another directory with another environment, writes where the constructing process said.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from goggles_io._records import Event, Kind
+from goggles_io._secret import Secret
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers.base import BaseHandler, register_handler
 
@@ -30,6 +36,19 @@ __all__ = ["WandBHandler"]
 _logger = logging.getLogger(__name__)
 
 _INSTALL = "pip install 'split-telemetry[wandb]'"
+_API_KEY_VAR = "WANDB_API_KEY"
+# Set by wandb in a process that started a run (it points at that process's own service) or
+# private: never carried to another process.
+_NOT_CARRIED = frozenset({_API_KEY_VAR, "WANDB_SERVICE"})
+
+
+def _wandb_env() -> dict[str, str]:
+    """The ``WANDB_*`` settings of this process, minus secrets and process-private ones."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith("WANDB_") and not k.startswith("WANDB__") and k not in _NOT_CARRIED
+    }
 
 
 def _import_wandb() -> Any:
@@ -65,11 +84,17 @@ class WandBHandler(BaseHandler):
         group: Passed to ``wandb.init``; every run this handler creates shares it.
         tags: A list or tuple of str, passed to ``wandb.init``.
         config: Initial config of every run (merged with :meth:`record_config` calls).
-        mode: ``"online"``, ``"offline"`` or ``"disabled"``; default: ``WANDB_MODE``.
+        mode: ``"online"``, ``"offline"`` or ``"disabled"``; default: ``WANDB_MODE`` as set
+            here at construction (unset: W&B's own default).
         reinit: Passed to ``wandb.init``; default ``"create_new"``, which keeps one live run
             per scope in the same process.
-        dir: Where W&B writes (``<dir>/wandb/...``).
+        dir: Where W&B writes (``<dir>/wandb/...``); default ``WANDB_DIR``, else the current
+            directory, made absolute here at construction.
         step_key: History key holding the goggles step, the default x-axis.
+        env: ``WANDB_*`` variables applied to every run's settings; default: this process's
+            (read here at construction, so the host uses the attaching process's).
+        api_key: W&B API key; default ``WANDB_API_KEY``, else W&B's own login (``~/.netrc``).
+            Kept as a secret: never in the repr, the spec's ``data`` or a message.
 
     Raises:
         ConfigurationError: ``tags`` is a bare string or holds a non-string; ``config`` is not
@@ -81,6 +106,7 @@ class WandBHandler(BaseHandler):
         {Kind.METRIC, Kind.IMAGE, Kind.VIDEO, Kind.HISTOGRAM, Kind.TABLE, Kind.TEXT}
     )
     default_name = "wandb"
+    remote_methods: ClassVar[frozenset[str]] = frozenset({"record_config", "register_run"})
 
     def __init__(
         self,
@@ -91,10 +117,12 @@ class WandBHandler(BaseHandler):
         config: Mapping[str, Any] | None = None,
         mode: str | None = None,
         reinit: Any = "create_new",
-        dir: str | None = None,
+        dir: str | os.PathLike[str] | None = None,
         step_key: str = "step",
         name: str | None = None,
         level: int = logging.NOTSET,
+        env: Mapping[str, str] | None = None,
+        api_key: str | None = None,
     ) -> None:
         super().__init__(name=name, level=level)
         if isinstance(tags, (str, bytes)):
@@ -114,7 +142,16 @@ class WandBHandler(BaseHandler):
         self._wandb = _import_wandb()
         self.project, self.run_name, self.group = project, run_name, group
         self.tags = list(tags) if tags is not None else None
-        self.mode, self.reinit, self.dir, self.step_key = mode, reinit, dir, step_key
+        # Resolved here, in the attaching process: the host may run in another cwd/environment.
+        self.mode = mode if mode is not None else os.environ.get("WANDB_MODE") or None
+        self.dir = os.path.abspath(os.fspath(dir or os.environ.get("WANDB_DIR") or os.getcwd()))
+        self.reinit, self.step_key = reinit, step_key
+        if env is not None and not isinstance(env, Mapping):
+            msg = f"env must be a mapping of WANDB_* variable -> str (got {env!r})."
+            raise ConfigurationError(msg, key="env", value=env)
+        self.env = _wandb_env() if env is None else {str(k): str(v) for k, v in env.items()}
+        key = api_key or os.environ.get(_API_KEY_VAR) or None
+        self._api_key = None if key is None else Secret(key)
         self._config: dict[str, Any] = dict(config or {})
         self._config_updates: dict[str, Any] = {}
         self._config_lock = threading.Lock()
@@ -136,7 +173,12 @@ class WandBHandler(BaseHandler):
             "reinit": self.reinit,
             "dir": self.dir,
             "step_key": self.step_key,
+            "env": dict(self.env),
         }
+
+    def secrets(self) -> dict[str, str]:
+        """The W&B API key when one was given or found in ``WANDB_API_KEY``."""
+        return {} if self._api_key is None else {"api_key": self._api_key}
 
     def __repr__(self) -> str:
         return (
@@ -227,7 +269,13 @@ class WandBHandler(BaseHandler):
         with self._config_lock:
             config = dict(self._config)
             self._config_updates.clear()
+        settings = self._wandb.Settings()
+        if self.env:
+            settings.update_from_env_vars(dict(self.env))
+        if self._api_key is not None:
+            settings.api_key = self._api_key.reveal()
         run = self._wandb.init(
+            settings=settings,
             project=self.project,
             name=name,
             group=self.group,

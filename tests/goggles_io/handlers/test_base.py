@@ -5,10 +5,15 @@ from __future__ import annotations
 import pytest
 
 import goggles_io as gg
-from goggles_io.exceptions import HandlerNotRegisteredError, InvalidNameError
+from goggles_io.exceptions import (
+    HandlerNotRegisteredError,
+    InvalidNameError,
+    MethodNotAllowedError,
+)
 from goggles_io.handlers.base import (
     BaseHandler,
     Handler,
+    check_remote_method,
     get_handler_class,
     handler_from_dict,
     handler_key,
@@ -25,6 +30,24 @@ class Other:
     class MyHandler(BaseHandler):
         def handle(self, event: gg.Event) -> None:
             return None
+
+
+@gg.register_handler
+class WithKey(BaseHandler):
+    remote_methods = frozenset({"record_config"})
+
+    def __init__(self, name: str | None = None, level: int = 0, token: str | None = None) -> None:
+        super().__init__(name=name, level=level)
+        self.token = token
+
+    def handle(self, event: gg.Event) -> None:
+        return None
+
+    def record_config(self, mapping: dict[str, object]) -> None:
+        return None
+
+    def secrets(self) -> dict[str, str]:
+        return {} if self.token is None else {"token": self.token}
 
 
 class Unregistered(BaseHandler):
@@ -81,3 +104,40 @@ class TestBaseHandler:
             "cls": "goggles_io.handlers.noop:NoOpHandler",
             "data": {"name": "n", "level": 0},
         } == gg.NoOpHandler(name="n").to_dict()
+
+
+class TestSecretsInSpec:
+    def test_secret_travels_under_secrets_and_rebuilds(self) -> None:
+        """The secret is in spec['secrets'], not in data, and from_dict passes it back."""
+        spec = WithKey(name="w", token="s3cr3t-value").to_dict()
+        rebuilt = handler_from_dict(spec)
+
+        assert "token" not in spec["data"]
+        assert "s3cr3t-value" == rebuilt.token  # type: ignore[attr-defined]
+
+    def test_spec_prints_secret_redacted(self) -> None:
+        """str() and repr() of a spec show <redacted> in place of the secret."""
+        spec = WithKey(name="w", token="s3cr3t-value").to_dict()
+
+        assert "s3cr3t-value" not in str(spec) + repr(spec)
+        assert "<redacted>" in str(spec)
+
+    def test_no_secret_no_secrets_part(self) -> None:
+        """A handler without secrets has a spec without a secrets key."""
+        assert "secrets" not in WithKey(name="w").to_dict()
+
+
+class TestRemoteMethods:
+    def test_listed_method_allowed(self) -> None:
+        """A method in remote_methods passes the check."""
+        assert "record_config" == check_remote_method(WithKey, "record_config")
+
+    def test_unlisted_method_refused_naming_allowed(self) -> None:
+        """Any other method (even a public one) is refused, listing what is allowed."""
+        with pytest.raises(MethodNotAllowedError, match=r"'handle'.*\['record_config'\]"):
+            check_remote_method(WithKey, "handle")
+
+    def test_base_handler_allows_nothing(self) -> None:
+        """The default allow-list is empty."""
+        with pytest.raises(MethodNotAllowedError):
+            check_remote_method(MyHandler, "flush")

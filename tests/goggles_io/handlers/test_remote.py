@@ -106,13 +106,18 @@ class TestDelivery:
         assert list(range(10)) == [p["step"] for p in collector.points(handler.run_id)]
         assert "done" == collector.runs()[0]["status"]
 
-    def test_spec_rebuilds_without_key(self, collector: Collector) -> None:
-        """to_dict() leaves the API key out and from_dict() rebuilds the same run target."""
+    def test_spec_rebuilds_with_key_outside_data(self, collector: Collector) -> None:
+        """The key travels under spec['secrets'] (not data); from_dict rebuilds the same target."""
         handler = make(collector)
-        rebuilt = RemoteHandler.from_dict(handler.to_dict())
+        spec = handler.to_dict()
+        rebuilt = RemoteHandler.from_dict(spec)
+        handler.close()
+        rebuilt.log_scalar("loss", 1.0, 0)
+        rebuilt.close()
 
-        assert "api_key" not in handler.to_dict()["data"]
+        assert "api_key" not in spec["data"] and "api_key" in spec["secrets"]
         assert (handler.run_id, handler.server_url) == (rebuilt.run_id, rebuilt.server_url)
+        assert 1 == len(collector.points(handler.run_id))
 
 
 class TestRegistration:
@@ -262,6 +267,53 @@ class TestAuth:
 
         assert "wrong-key-123" not in text
         assert "api_key" not in read_kv(run.dir / "run.kv")
+
+
+class TestSpecContext:
+    def test_dotenv_values_resolved_into_the_spec(
+        self, collector: Collector, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """URL and key found in .env here are carried; a rebuild elsewhere reads no .env."""
+        (tmp_path / ".env").write_text(
+            f"TELEMETRY_REMOTE_URL={collector.url}\nTELEMETRY_REMOTE_API_KEY={KEY}\n"
+        )
+        spec = RemoteHandler(run_name="r").to_dict()
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / ".env").write_text("TELEMETRY_REMOTE_URL=http://127.0.0.1:9\n")
+        monkeypatch.chdir(elsewhere)
+        rebuilt = RemoteHandler.from_dict(spec)
+
+        assert (collector.url, False) == (spec["data"]["server_url"], spec["data"]["read_env"])
+        assert (collector.url, KEY) == (rebuilt.server_url, rebuilt.secrets()["api_key"].reveal())
+
+    def test_silenced_run_stays_silent_when_rebuilt(
+        self, collector: Collector, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """TELEMETRY_NO_REMOTE here silences the rebuilt copy even where the variable is unset."""
+        monkeypatch.setenv("TELEMETRY_NO_REMOTE", "1")
+        spec = make(collector).to_dict()
+        monkeypatch.delenv("TELEMETRY_NO_REMOTE")
+
+        assert RemoteHandler.from_dict(spec).inert
+
+    def test_registered_config_and_identity_carried(
+        self, collector: Collector, tmp_path: Path
+    ) -> None:
+        """A copy rebuilt after register_run/record_config registers at open() with both."""
+        run = RunContext(project="p", driver="d", slug="s", root=tmp_path / "runs")
+        handler = make(collector)
+        handler.record_config({"lr": 0.1})
+        handler.register_run(run.info())
+        handler.close()
+        rebuilt = RemoteHandler.from_dict(handler.to_dict())
+        rebuilt.open()
+        rebuilt.record_config({"batch": 8})
+        rebuilt.close()
+        run.close()
+
+        assert (run.id, "test run") == (rebuilt.run_id, rebuilt.run_name)
+        assert {"lr": 0.1, "batch": 8} == collector.runs()[0]["config"]
 
 
 class TestConfiguration:

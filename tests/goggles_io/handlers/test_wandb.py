@@ -46,6 +46,44 @@ class TestTags:
 
 
 @pytest.mark.slow
+class TestSpecContext:
+    def test_dir_made_absolute_at_construction(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A relative dir, WANDB_DIR, or the cwd becomes an absolute dir in the spec."""
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.delenv("WANDB_DIR", raising=False)
+        from_arg = WandBHandler(dir="rel").to_dict()["data"]["dir"]
+        from_cwd = WandBHandler().to_dict()["data"]["dir"]
+        monkeypatch.setenv("WANDB_DIR", "envdir")
+        from_env = WandBHandler().to_dict()["data"]["dir"]
+
+        assert [str(tmp_path / "rel"), str(tmp_path), str(tmp_path / "envdir")] == [
+            from_arg,
+            from_cwd,
+            from_env,
+        ]
+
+    def test_mode_from_environment_at_construction(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """WANDB_MODE is read at construction; an explicit mode wins."""
+        monkeypatch.setenv("WANDB_MODE", "offline")
+
+        assert "offline" == WandBHandler().to_dict()["data"]["mode"]
+        assert "disabled" == WandBHandler(mode="disabled").to_dict()["data"]["mode"]
+
+    def test_env_carried_without_key_or_service(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """WANDB_* settings are carried; WANDB_API_KEY only as a secret; WANDB_SERVICE never."""
+        monkeypatch.setenv("WANDB_SILENT", "true")
+        monkeypatch.setenv("WANDB_API_KEY", "wandb-secret-123")
+        monkeypatch.setenv("WANDB_SERVICE", "3-1-unix-/tmp/x")
+        spec = WandBHandler().to_dict()
+
+        assert "true" == spec["data"]["env"]["WANDB_SILENT"]
+        assert {"WANDB_API_KEY", "WANDB_SERVICE"}.isdisjoint(spec["data"]["env"])
+        assert "wandb-secret-123" == spec["secrets"]["api_key"].reveal()
+        assert "wandb-secret-123" not in str(spec)
+
+
 class TestOfflineRun:
     def test_history_config_tags_group_read_back(self, wandb_env: Path) -> None:
         """Scalars of one step land in one row; config, tags and group are written."""

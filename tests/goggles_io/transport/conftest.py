@@ -121,3 +121,80 @@ def finished() -> Callable[..., Any]:
         return out, err
 
     return wait
+
+
+class ForeignHost:
+    """A dedicated host started by "another process": other cwd, hostile environment."""
+
+    def __init__(self, root: Path, socket_path: str) -> None:
+        self.cwd = root / "elsewhere"
+        self.cwd.mkdir()
+        # What a host spawned elsewhere might have: none of it may leak into our handlers.
+        (self.cwd / ".env").write_text(
+            "TELEMETRY_REMOTE_URL=http://127.0.0.1:9\nTELEMETRY_REMOTE_API_KEY=host-side-wrong-key\n"
+        )
+        self.stderr_path = root / "foreign-host.err"
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("WANDB_", "TELEMETRY_", "GOGGLES_"))
+        }
+        env.update(
+            WANDB_MODE="disabled",
+            WANDB_DIR=str(self.cwd),
+            TELEMETRY_NO_REMOTE="1",
+            TELEMETRY_REMOTE_API_KEY="host-side-wrong-key",
+            PYTHONPATH=str(_SRC),
+        )
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "goggles_io._transport.host",
+                    "--socket",
+                    socket_path,
+                    "--idle-timeout",
+                    "0.5",
+                ],
+                cwd=self.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+            )
+        wait_until(lambda: os.path.exists(socket_path), what="foreign host listening")
+        lock = Path(socket_path + ".lock")
+        assert str(self.proc.pid) == lock.read_text().strip(), "another host holds the socket"
+
+    def stderr(self) -> str:
+        """What the host wrote on its stderr so far."""
+        return self.stderr_path.read_text(errors="replace")
+
+
+@pytest.fixture
+def foreign_host(monkeypatch: pytest.MonkeyPatch) -> Iterator[ForeignHost]:
+    """Run this test's goggles_io on the socket transport, served by a host started elsewhere.
+
+    The host runs in another directory, with ``WANDB_MODE=disabled``, ``TELEMETRY_NO_REMOTE=1``
+    and a wrong key in its environment and ``.env``: a handler works there only if its spec
+    carries the attaching process's context.
+    """
+    from goggles_io._config import reset_defaults
+
+    root = Path(tempfile.mkdtemp(prefix="ggf-"))
+    socket_path = str(root / "bus.sock")
+    monkeypatch.setenv("GOGGLES_TRANSPORT", "socket")
+    monkeypatch.setenv("GOGGLES_SOCKET", socket_path)
+    monkeypatch.setenv("GOGGLES_HOST_IDLE_TIMEOUT", "0.5")
+    reset_defaults()
+    host = ForeignHost(root, socket_path)
+    yield host
+    reset_defaults()
+    try:
+        host.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        host.proc.kill()
+        host.proc.wait(timeout=30)
+    shutil.rmtree(root, ignore_errors=True)
