@@ -190,6 +190,11 @@ def _worker(mode: str, n: int) -> dict[str, Any]:
         out = _percentiles(samples)
         finish()
         out["host_rss_mib"] = _host_rss_mib()  # idle host, after its handlers flushed
+        # finish() with nothing queued but a live link: a round trip to the host, whose
+        # handlers close. (A second finish() right after the first measures nothing.)
+        attach()
+        scalar(0)
+        time.sleep(1.0)  # the attach and the event reach the host; the queue is empty again
         start = time.perf_counter()
         finish()
         out["empty_finish_ms"] = (time.perf_counter() - start) * 1e3

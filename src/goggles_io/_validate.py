@@ -10,6 +10,7 @@ import logging
 import math
 import numbers
 import os
+import reprlib
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,15 @@ from goggles_io.exceptions import InvalidLevelError, InvalidNameError, InvalidPa
 
 if TYPE_CHECKING:
     import numpy as np
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = _SHORT.maxlong = 120
+
+
+def _short(value: object) -> str:
+    """``repr(value)`` cut to a readable length: an error about a 70 MB string stays small."""
+    return _SHORT.repr(value)
+
 
 # numpy is imported on first use: it costs more than the rest of ``import goggles_io``.
 
@@ -58,7 +68,7 @@ def check_level(level: object, param: str = "level") -> int:
     if isinstance(level, numbers.Integral) and not isinstance(level, bool) and int(level) >= 0:
         return int(level)
     msg = (
-        f"{param} must be an int >= 0 or one of {sorted(_LEVELS)!r} (got {level!r}); "
+        f"{param} must be an int >= 0 or one of {sorted(_LEVELS)!r} (got {_short(level)}); "
         "use goggles_io.INFO and friends."
     )
     raise InvalidLevelError(msg, level=level)
@@ -68,7 +78,7 @@ def check_name(name: object, param: str = "name") -> str:
     """Return ``name`` if it is a non-empty str."""
     if type(name) is str and name:
         return name
-    msg = f"{param} must be a non-empty str (got {name!r}); pass e.g. {param}='train/loss'."
+    msg = f"{param} must be a non-empty str (got {_short(name)}); pass e.g. {param}='train/loss'."
     raise InvalidNameError(msg, name=name)
 
 
@@ -76,7 +86,7 @@ def check_step(step: object) -> int:
     """Return ``step`` as an int >= 0."""
     if isinstance(step, numbers.Integral) and not isinstance(step, bool) and int(step) >= 0:
         return int(step)
-    msg = f"step must be an int >= 0 or None for the metric's next step (got {step!r})."
+    msg = f"step must be an int >= 0 or None for the metric's next step (got {_short(step)})."
     raise InvalidPayloadError(msg, value=step)
 
 
@@ -96,8 +106,8 @@ def to_scalar(name: str, value: object) -> int | float:
             item = arr.reshape(()).item()
             return int(item) if arr.dtype.kind in "biu" else float(item)
     msg = (
-        f"scalar {name!r} must be a real number (int, float, numpy scalar or 1-element array); "
-        f"got {value!r} of type {type(value).__name__}."
+        f"scalar {_short(name)} must be a real number (int, float, numpy scalar or 1-element array); "
+        f"got {_short(value)} of type {type(value).__name__}."
     )
     raise InvalidPayloadError(msg, value=value)
 
@@ -167,7 +177,7 @@ def check_fps(fps: object) -> float:
     """Return ``fps`` as a positive float."""
     if isinstance(fps, numbers.Real) and not isinstance(fps, bool) and 0 < float(fps) < math.inf:
         return float(fps)
-    msg = f"fps must be a positive number (got {fps!r})."
+    msg = f"fps must be a positive number (got {_short(fps)})."
     raise InvalidPayloadError(msg, value=fps)
 
 
@@ -175,7 +185,7 @@ def to_histogram(values: object) -> np.ndarray:
     """Return the raw values as a private flat numeric copy."""
     arr = _array(values, "histogram values")
     if arr.dtype.kind not in "biuf":
-        msg = f"histogram values must be numeric (got dtype {arr.dtype} from {values!r:.80})."
+        msg = f"histogram values must be numeric (got dtype {arr.dtype} from {_short(values)})."
         raise InvalidPayloadError(msg, value=values)
     return arr.reshape(-1)
 
@@ -205,7 +215,7 @@ def to_artifact(data: object) -> bytes | str:
 def to_table(columns: Sequence[str], data: Sequence[Sequence[Any]]) -> dict[str, Any]:
     """Return ``{"columns", "data"}`` as fresh lists, each row as long as ``columns``."""
     if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-        msg = f"columns must be a sequence of str (got {columns!r})."
+        msg = f"columns must be a sequence of str (got {_short(columns)})."
         raise InvalidPayloadError(msg, value=columns)
     cols = list(columns)
     rows = [list(row) for row in data]
@@ -243,6 +253,6 @@ def check_message_payload(payload: object, param: str = "payload") -> Any:
         bad = exc.args[0] if exc.args else payload
         msg = (
             f"{param} must hold only str, int, float, bool, None, lists and str-keyed dicts, "
-            f"nested at most {_MAX_DEPTH} deep (got {bad!r:.80} of type {type(bad).__name__} in {payload!r:.80})."
+            f"nested at most {_MAX_DEPTH} deep (got {_short(bad)} of type {type(bad).__name__} in {_short(payload)})."
         )
         raise InvalidPayloadError(msg, value=payload) from None

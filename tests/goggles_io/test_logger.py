@@ -210,6 +210,13 @@ class TestScalarInput:
         with pytest.raises(InvalidPayloadError, match=r"'a'.*'high'"):
             gg.get_logger("t", with_metrics=True).scalar("a", "high")
 
+    def test_huge_bad_value_gives_a_short_message(self) -> None:
+        """A 10 MB string passed as a scalar is refused with a message of readable length."""
+        with pytest.raises(InvalidPayloadError) as info:
+            gg.get_logger("t", with_metrics=True).scalar("a", "x" * 10_000_000)
+
+        assert len(str(info.value)) < 500
+
     def test_non_finite_is_kept_and_flagged(self, mem: MemoryHandler) -> None:
         """NaN and inf are delivered with their names in extra['nonfinite']."""
         log = gg.get_logger("t", with_metrics=True)

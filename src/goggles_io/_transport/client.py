@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import math
 import os
 import socket
 import sys
@@ -22,19 +21,21 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from goggles_io._bus import EventBus, FinishReport
-from goggles_io._codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
+from goggles_io._bus import FinishReport
+from goggles_io._codec import Ack, Call, Decoder, Encoder, Hello, Reply
 from goggles_io._config import Settings
 from goggles_io._delivery import HandlerStats
 from goggles_io._records import Event
-from goggles_io._transport.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, encode_frame
-from goggles_io._transport.host import Host, acquire_host_lock
+from goggles_io._transport.batching import Batcher
+from goggles_io._transport.election import HostElector
+from goggles_io._transport.framing import FrameDecoder, encode_frame
 from goggles_io._transport.settings import (
     TransportSettings,
     default_socket_path,
     prepare_socket_dir,
 )
 from goggles_io._transport.shm import ShmPool, sweep_dead_segments
+from goggles_io.exceptions import InvalidPayloadError
 from goggles_io.handlers.base import Handler, check_remote_method, get_handler_class
 
 __all__ = ["SocketClient"]
@@ -42,7 +43,6 @@ __all__ = ["SocketClient"]
 _BATCH_EVENTS = 1024
 _MAX_QUEUE_BYTES = 256 * 1024 * 1024
 _IDLE_WAIT_S = 0.05
-_SPAWN_RETRY_S = 3.0
 # Operations replayed, in order, on a new host (after a host death, or in a forked child).
 _REPLAYED = ("attach", "replace", "detach", "call")
 
@@ -94,7 +94,7 @@ class SocketClient:
         self._pending: dict[int, _Marker] = {}
         self._ops: list[Call] = []  # handler operations already sent, replayed on reconnect
         self._attached: dict[str, tuple[type, set[str]]] = {}  # name -> (class, scopes), ours
-        self._seq = 0
+        self._batcher = Batcher(self._release, self._on_unencodable)
         self.delivered = 0
         self.host_dropped = 0  # of ours, refused by a full handler queue in the host
         self.dropped_full = 0
@@ -106,9 +106,7 @@ class SocketClient:
         self._conn_gen = 0
         self._sender: threading.Thread | None = None
         self._pool: ShmPool | None = None
-        self._host: Host | None = None
-        self._spawned: Any = None
-        self._spawned_at = -1e9
+        self._elector = HostElector(self.socket_path, self.settings, self.transport)
         self._running = False
         self._stop = False
         self._warned: set[str] = set()
@@ -165,6 +163,14 @@ class SocketClient:
     def _spec(self, handler: Handler) -> dict[str, Any]:
         spec = handler.to_dict()
         get_handler_class(str(spec.get("cls")))  # unregistered classes fail here, at the call
+        try:  # so does a spec the wire cannot carry (it would be replayed on every reconnect)
+            Encoder().encode(Call(0, "attach", {"spec": spec}))
+        except (TypeError, ValueError, OverflowError) as exc:
+            msg = (
+                f"handler {handler.name!r} cannot be sent to the host: its config() must return "
+                f"msgpack-safe builtins (str, int, float, bool, None, lists, dicts) ({exc})"
+            )
+            raise InvalidPayloadError(msg, value=spec) from None
         return spec
 
     def attach(self, handler: Handler, scopes: Sequence[str]) -> None:
@@ -262,9 +268,7 @@ class SocketClient:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
-        if self._host is not None:
-            self._host.close(1.0)
-            self._host = None
+        self._elector.close(1.0)
 
     def after_fork_in_child(self) -> None:
         """Start afresh in the child: own queue, connection, pool; the parent's stay untouched."""
@@ -283,7 +287,7 @@ class SocketClient:
 
     # -- sender thread ----------------------------------------------------------------------
     def _send_loop(self) -> None:
-        encoder: Encoder | None = None
+        encoder = Encoder()
         gen = -1
         while True:
             if self._stop:
@@ -291,9 +295,10 @@ class SocketClient:
             if self._sock is None:
                 if not self._connect():
                     continue
-            if gen != self._conn_gen or encoder is None:
+            if gen != self._conn_gen:
                 gen = self._conn_gen
                 encoder = Encoder(self.transport.shm_threshold, self._get_pool())
+                self._batcher.encoder = encoder
             items = self._take()
             if not items:
                 self._sleeping = True
@@ -306,6 +311,10 @@ class SocketClient:
                 self._send_items(items, encoder)
             except OSError:
                 self._disconnect(count_lost=True, warn=True)
+            except Exception as exc:  # a bug here must not stop all logging silently
+                lost = sum(1 for item in items if type(item) is not _Marker)
+                self.unencodable += lost
+                self._warn_once("send", f"{lost} events could not be sent and are dropped: {exc!r}")
 
     def _take(self) -> list[Any]:
         queue = self._queue
@@ -330,47 +339,13 @@ class SocketClient:
                 self._ops.append(marker.call)
             sock.sendall(encode_frame(encoder.encode(marker.call)))
             return
-        for payload, n, refs in self._encode_batches(items, encoder):
-            self._inflight.append((self._seq, n, refs))
-            sock.sendall(encode_frame(payload))
+        for seq, frame, n, refs in self._batcher.frames(items):
+            self._inflight.append((seq, n, refs))
+            sock.sendall(frame)
 
-    def _encode_batches(
-        self, events: list[Event], encoder: Encoder
-    ) -> list[tuple[bytes, int, list[Any]]]:
-        encoder.refs = []
-        self._seq += 1
-        try:
-            payload = encoder.encode(Batch(self._seq, events))
-        except (TypeError, ValueError, OverflowError):
-            self._release(encoder.refs)
-            return self._encode_one_by_one(events, encoder)
-        if len(payload) > DEFAULT_MAX_FRAME_BYTES and len(events) > 1:
-            self._release(encoder.refs)
-            self._seq -= 1
-            half = len(events) // 2
-            return self._encode_batches(events[:half], encoder) + self._encode_batches(
-                events[half:], encoder
-            )
-        return [(payload, len(events), encoder.refs)]
-
-    def _encode_one_by_one(
-        self, events: list[Event], encoder: Encoder
-    ) -> list[tuple[bytes, int, list[Any]]]:
-        good = []
-        for event in events:
-            encoder.refs = []
-            try:
-                encoder.encode(Batch(0, [event]))
-            except (TypeError, ValueError, OverflowError) as exc:
-                self.unencodable += 1
-                self._warn_once("enc", f"an event cannot be sent to the host and is dropped: {exc}")
-            else:
-                good.append(event)
-            self._release(encoder.refs)
-        if not good:
-            return []
-        self._seq -= 1
-        return self._encode_batches(good, encoder)
+    def _on_unencodable(self, exc: Exception) -> None:
+        self.unencodable += 1
+        self._warn_once("enc", f"an event cannot be sent to the host and is dropped: {exc}")
 
     def _release(self, refs: list[Any]) -> None:
         pool = self._pool
@@ -397,7 +372,7 @@ class SocketClient:
             except OSError:
                 sock.close()
                 try:
-                    self._elect()
+                    self._elector.elect()
                 except Exception as exc:
                     self._warn_once("elect", f"cannot start a host on {self.socket_path!r}: {exc}")
                 self._wake.wait(backoff)
@@ -423,84 +398,24 @@ class SocketClient:
             daemon=True,
         ).start()
 
-    def _elect(self) -> None:
-        if not self.transport.dedicated_host:
-            lock_fd = acquire_host_lock(self.socket_path)
-            if lock_fd is None:
-                return
-            sweep_dead_segments()
-            bus = EventBus(async_mode=True, queue_size=self.settings.queue_size)
-            host = Host(self.socket_path, bus, idle_timeout_s=math.inf, lock_fd=lock_fd)
-            try:
-                host.bind()
-            except (OSError, FileExistsError):
-                os.close(lock_fd)
-                raise
-            host.start()
-            self._host = host
-            return
-        spawned = self._spawned
-        if spawned is not None and spawned.poll() is None:
-            if time.monotonic() - self._spawned_at < _SPAWN_RETRY_S:
-                return  # still starting up
-        lock_fd = acquire_host_lock(self.socket_path)
-        if lock_fd is None:
-            return  # a host holds the lock: it is starting, we will connect shortly
-        os.close(lock_fd)
-        self._spawn_host()
-
-    def _spawn_host(self) -> None:
-        import subprocess
-
-        env = dict(os.environ)
-        # Set by wandb in a process that started a run: it points at that process's own W&B
-        # service, which dies with it. The shared host must start its own.
-        env.pop("WANDB_SERVICE", None)
-        paths = [p for p in sys.path if isinstance(p, str) and p]
-        env["PYTHONPATH"] = os.pathsep.join(paths)
-        log = self.transport.host_log
-        stderr: Any = None
-        if log:
-            stderr = open(log, "ab")
-        try:
-            self._spawned = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "goggles_io._transport.host",
-                    "--socket",
-                    self.socket_path,
-                    "--idle-timeout",
-                    repr(self.transport.host_idle_timeout_s),
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-                env=env,
-                start_new_session=True,
-                close_fds=True,
-            )
-        finally:
-            if stderr is not None:
-                stderr.close()
-        self._spawned_at = time.monotonic()
-
     def _disconnect(self, *, count_lost: bool, warn: bool) -> None:
         with self._lock:
             sock, self._sock = self._sock, None
             inflight = list(self._inflight)
             self._inflight.clear()
+        # Counted even when the receiver already dropped the socket: the sender may have put a
+        # batch in flight on it since.
+        lost = sum(n for _, n, _ in inflight)
+        for _, _, refs in inflight:
+            self._release(refs)
+        if count_lost:
+            self.lost_in_flight += lost
         if sock is None:
             return
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             sock.close()
-        lost = sum(n for _, n, _ in inflight)
-        for _, _, refs in inflight:
-            self._release(refs)
-        if count_lost:
-            self.lost_in_flight += lost
         if warn:
             self.reconnects += 1
             _say(

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from goggles_io._config import _parse_bool
 from goggles_io.exceptions import ConfigurationError, SocketOwnershipError
 
 __all__ = [
@@ -58,18 +59,6 @@ class TransportSettings:
     host_log: str | None = None
 
 
-def _bool(env: Mapping[str, str], key: str, default: bool) -> bool:
-    raw = env.get(key, "").strip().lower()
-    if not raw:
-        return default
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    msg = f"{key} must be one of 1/0/true/false/yes/no/on/off (got {env[key]!r})."
-    raise ConfigurationError(msg, key=key, value=env[key])
-
-
 def _number(env: Mapping[str, str], key: str, default: float, kind: type, minimum: float) -> float:
     raw = env.get(key, "").strip()
     if not raw:
@@ -96,7 +85,7 @@ def read_transport_settings(env: Mapping[str, str] | None = None) -> TransportSe
         transport=transport,
         socket_path=env.get(ENV_SOCKET, "").strip() or None,
         shm_threshold=int(_number(env, ENV_SHM_THRESHOLD, _DEFAULT_SHM_THRESHOLD, int, 0)),
-        dedicated_host=_bool(env, ENV_DEDICATED_HOST, True),
+        dedicated_host=_parse_bool(env, ENV_DEDICATED_HOST, True),
         host_imports=imports,
         host_idle_timeout_s=_number(
             env, ENV_HOST_IDLE_TIMEOUT, _DEFAULT_IDLE_TIMEOUT_S, float, 0.0

@@ -6,8 +6,16 @@ import json
 import os
 import signal
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
+import pytest
+
+import goggles_io as gg
+from goggles_io._config import STATE
 from goggles_io._transport.shm import list_segments
+from goggles_io.exceptions import InvalidPayloadError
+from goggles_io.testing import MemoryHandler
 from support import wait_until
 
 
@@ -95,3 +103,36 @@ class TestSharedMemory:
         assert -signal.SIGKILL == crashed.returncode
         assert left_by_crash
         assert [] == _ours({crashed.pid, again.pid})
+
+
+@gg.register_handler
+class _OpaqueConfigHandler(gg.BaseHandler):
+    """Breaks the spec contract: config() returns an object msgpack cannot carry."""
+
+    def config(self) -> dict[str, Any]:
+        return {**super().config(), "where": object()}
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> _OpaqueConfigHandler:
+        data = dict(spec.get("data") or {})
+        data.pop("where", None)
+        return cls(**data)
+
+    def handle(self, event: gg.Event) -> None:
+        pass
+
+
+class TestAttach:
+    def test_spec_the_wire_cannot_carry_is_refused_at_attach(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A handler whose spec is not msgpack-safe raises InvalidPayloadError at attach; logging goes on."""
+        monkeypatch.setenv("GOGGLES_TRANSPORT", "socket")
+        monkeypatch.setenv("GOGGLES_DEDICATED_HOST", "0")
+        with pytest.raises(InvalidPayloadError, match=r"'pathy'.*config"):
+            gg.attach(_OpaqueConfigHandler(name="pathy"), scopes=["global"])
+        gg.attach(MemoryHandler(name="mem"), scopes=["global"])
+        gg.get_logger("after").info("still logging")
+
+        assert gg.flush(timeout_s=60)
+        assert not STATE.transport.has_handler("pathy")

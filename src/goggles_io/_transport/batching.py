@@ -1,0 +1,72 @@
+"""Queued events -> numbered batch frames under the frame size limit; what cannot go is counted.
+
+A batch that encodes too big is split in halves; a batch with an unencodable value is retried
+event by event, so one bad event costs only itself. A single event still over the frame limit
+(e.g. a 70 MB log message) is dropped and counted like an unencodable one: the sender thread
+must never die on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from goggles_io._codec import Batch, Encoder
+from goggles_io._records import Event
+from goggles_io._transport.framing import DEFAULT_MAX_FRAME_BYTES, encode_frame
+from goggles_io._transport.shm import ShmRef
+
+__all__ = ["Batcher", "Frame"]
+
+# (seq, frame bytes, number of events, shm slots the frame points at)
+Frame = tuple[int, bytes, int, list[ShmRef]]
+_ENCODE_ERRORS = (TypeError, ValueError, OverflowError)
+
+
+class Batcher:
+    """Encode event lists into frames with increasing sequence numbers (one per connection's life)."""
+
+    def __init__(
+        self,
+        release: Callable[[list[ShmRef]], None],
+        on_unencodable: Callable[[Exception], None],
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.seq = 0
+        self.encoder: Encoder | None = None  # replaced on every new connection
+        self._release = release
+        self._on_unencodable = on_unencodable
+        self._max = max_frame_bytes
+
+    def frames(self, events: list[Event]) -> list[Frame]:
+        """Return the frames carrying ``events``; unencodable events are reported and left out."""
+        encoder = self.encoder
+        assert encoder is not None, "set Batcher.encoder once connected"
+        encoder.refs = []
+        try:
+            payload = encoder.encode(Batch(self.seq + 1, events))
+        except _ENCODE_ERRORS:
+            self._release(encoder.refs)
+            return self._one_by_one(events, encoder)
+        if len(payload) > self._max:
+            self._release(encoder.refs)
+            if len(events) == 1:
+                size = f"{len(payload)!r} bytes"
+                self._on_unencodable(ValueError(f"event of {size} exceeds the frame limit"))
+                return []
+            half = len(events) // 2
+            return self.frames(events[:half]) + self.frames(events[half:])
+        self.seq += 1
+        return [(self.seq, encode_frame(payload, self._max), len(events), encoder.refs)]
+
+    def _one_by_one(self, events: list[Event], encoder: Encoder) -> list[Frame]:
+        good = []
+        for event in events:
+            encoder.refs = []
+            try:
+                encoder.encode(Batch(0, [event]))
+            except _ENCODE_ERRORS as exc:
+                self._on_unencodable(exc)
+            else:
+                good.append(event)
+            self._release(encoder.refs)
+        return self.frames(good) if good else []

@@ -1,0 +1,108 @@
+"""Finding a host when nobody answers on the socket: spawn a dedicated one, or host here.
+
+Election is the ``flock`` on ``<socket>.lock`` that a host holds for its whole life. A client
+that cannot connect either spawns ``python -m goggles_io._transport.host`` in its own session
+(the default; spawned hosts that lose the lock race exit at once) or, with
+``GOGGLES_DEDICATED_HOST=0``, takes the lock itself and serves in a thread.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from goggles_io._bus import EventBus
+from goggles_io._config import Settings
+from goggles_io._transport.host import Host, acquire_host_lock
+from goggles_io._transport.settings import TransportSettings
+from goggles_io._transport.shm import sweep_dead_segments
+
+__all__ = ["HostElector"]
+
+_SPAWN_RETRY_S = 3.0
+
+
+class HostElector:
+    """Start a host for ``socket_path``; one per client (a forked child builds its own)."""
+
+    def __init__(self, socket_path: str, settings: Settings, transport: TransportSettings) -> None:
+        self.socket_path = socket_path
+        self.settings = settings
+        self.transport = transport
+        self.host: Host | None = None  # the in-process host, when this process serves
+        self._spawned: subprocess.Popen[bytes] | None = None
+        self._spawned_at = -1e9
+
+    def elect(self) -> None:
+        """Make sure a host is starting; raises when one cannot be started here."""
+        if not self.transport.dedicated_host:
+            self._host_here()
+            return
+        spawned = self._spawned
+        if spawned is not None and spawned.poll() is None:
+            if time.monotonic() - self._spawned_at < _SPAWN_RETRY_S:
+                return  # still starting up
+        lock_fd = acquire_host_lock(self.socket_path)
+        if lock_fd is None:
+            return  # a host holds the lock: it is starting, we will connect shortly
+        os.close(lock_fd)
+        self._spawn()
+
+    def _host_here(self) -> None:
+        lock_fd = acquire_host_lock(self.socket_path)
+        if lock_fd is None:
+            return
+        sweep_dead_segments()
+        bus = EventBus(async_mode=True, queue_size=self.settings.queue_size)
+        host = Host(self.socket_path, bus, idle_timeout_s=math.inf, lock_fd=lock_fd)
+        try:
+            host.bind()
+        except (OSError, FileExistsError):
+            os.close(lock_fd)
+            raise
+        host.start()
+        self.host = host
+
+    def _spawn(self) -> None:
+        env = dict(os.environ)
+        # Set by wandb in a process that started a run: it points at that process's own W&B
+        # service, which dies with it. The shared host must start its own.
+        env.pop("WANDB_SERVICE", None)
+        paths = [p for p in sys.path if isinstance(p, str) and p]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        log = self.transport.host_log
+        stderr: Any = None
+        if log:
+            stderr = open(log, "ab")
+        try:
+            self._spawned = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "goggles_io._transport.host",
+                    "--socket",
+                    self.socket_path,
+                    "--idle-timeout",
+                    repr(self.transport.host_idle_timeout_s),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        finally:
+            if stderr is not None:
+                stderr.close()
+        self._spawned_at = time.monotonic()
+
+    def close(self, timeout_s: float) -> None:
+        """Stop the in-process host, if this process runs one."""
+        if self.host is not None:
+            self.host.close(timeout_s)
+            self.host = None
