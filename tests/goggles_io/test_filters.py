@@ -309,6 +309,11 @@ class TestMakeFilter:
 
         assert "windw" == info.value.key
 
+    def test_unknown_chain_parameter_is_named(self) -> None:
+        """A chain config with a key other than filters raises instead of ignoring it."""
+        with pytest.raises(ConfigurationError, match="'window' for filter type 'chain'"):
+            make_filter({"type": "chain", "filters": [{"type": "scale"}], "window": 3})
+
     @pytest.mark.parametrize("window", [0, -1, 2.5, "5", True])
     def test_bad_window_is_named(self, window: Any) -> None:
         """A window that is not an int >= 1 raises, naming window and showing the value."""

@@ -94,11 +94,11 @@ def make_filter(config: Mapping[str, Any] | Sequence[Any] | Filter) -> Filter:
     if cls is None:
         msg = f"unknown filter type {kind!r} in {dict(config)!r}; known: {sorted(FILTER_TYPES)}."
         raise ConfigurationError(msg, key="type", value=kind)
-    if cls is Chain:
-        return Chain([make_filter(item) for item in params.pop("filters", [])] or ())
     known = set(cls.__init__.__code__.co_varnames[1 : cls.__init__.__code__.co_argcount])
     for key in params:
         if key not in known:
             msg = f"unknown parameter {key!r} for filter type {kind!r}; known: {sorted(known)}."
             raise ConfigurationError(msg, key=key, value=params[key])
+    if cls is Chain:
+        return Chain([make_filter(item) for item in params.get("filters", ())])
     return cls(**params)

@@ -33,14 +33,8 @@ def _push(xp: ModuleType, state: State, x: Any, window: int) -> State:
     }
 
 
-class MovingAverage(Filter):
-    """Mean of the last ``window`` inputs (fewer until the window has filled).
-
-    Args:
-        window: Number of inputs averaged, >= 1.
-    """
-
-    type_name = "moving_average"
+class _Windowed(Filter):
+    """A filter over the last ``window`` inputs, kept in a ring window."""
 
     def __init__(self, window: int = 5) -> None:
         super().__init__()
@@ -51,6 +45,16 @@ class MovingAverage(Filter):
 
     def _init(self, xp: ModuleType, shape: tuple[int, ...], dtype: Any) -> State:
         return _window_state(xp, self.window, shape, dtype)
+
+
+class MovingAverage(_Windowed):
+    """Mean of the last ``window`` inputs (fewer until the window has filled).
+
+    Args:
+        window: Number of inputs averaged, >= 1.
+    """
+
+    type_name = "moving_average"
 
     def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[Any, State]:
         new = _push(xp, state, x, self.window)
@@ -88,7 +92,7 @@ class ExponentialMovingAverage(Filter):
         return y, {"value": y, "seen": xp.asarray(True)}
 
 
-class MedianFilter(Filter):
+class MedianFilter(_Windowed):
     """Median of the last ``window`` inputs (fewer until the window has filled), like ``np.median``.
 
     The window is sorted with empty slots pushed to the end, so the median index depends on the
@@ -99,16 +103,6 @@ class MedianFilter(Filter):
     """
 
     type_name = "median"
-
-    def __init__(self, window: int = 5) -> None:
-        super().__init__()
-        self.window = check_int("window", window, 1)
-
-    def _params(self) -> dict[str, Any]:
-        return {"window": self.window}
-
-    def _init(self, xp: ModuleType, shape: tuple[int, ...], dtype: Any) -> State:
-        return _window_state(xp, self.window, shape, dtype)
 
     def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[Any, State]:
         new = _push(xp, state, x, self.window)

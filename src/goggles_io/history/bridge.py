@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -54,21 +55,32 @@ def log_history(
     """
     name = field if name is None else name
     names = [summary] if isinstance(summary, str) else summary
+    if names is not None and not names:
+        msg = f"summary must be None, one of {sorted(SUMMARIES)} or a non-empty list of them (got {summary!r})."
+        raise ConfigurationError(msg, key="summary", value=summary)
     for s in names or ():
         if s not in SUMMARIES:
             msg = f"summary must be None, one of {sorted(SUMMARIES)} or a list of them (got {s!r})."
             raise ConfigurationError(msg, key="summary", value=s)
-    latest = peek_last(history, field, 1)[:, 0]
+    sent = jax.device_get(_gather(history, field, None if names is None else tuple(names)))
     if names is None:
-        values = np.asarray(jax.device_get(latest))
+        values = np.asarray(sent)
         if values.size == 1:
             logger.scalar(name, values.reshape(()).item(), step=step)
         else:
             logger.histogram(values, name=name, step=step)
         return
-    reduced = jax.device_get([SUMMARIES[s](latest) for s in names])
-    metrics = {f"{name}/{s}": np.asarray(v).item() for s, v in zip(names, reduced, strict=True)}
+    metrics = {f"{name}/{s}": np.asarray(v).item() for s, v in zip(names, sent, strict=True)}
     if isinstance(summary, str):
         logger.scalar(f"{name}/{summary}", metrics[f"{name}/{summary}"], step=step)
     else:
         logger.push(metrics, step=step)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _gather(history: History, field: str, names: tuple[str, ...] | None) -> Any:
+    """Newest entry of ``field`` (or its summaries) in one dispatch: no host transfer on the way."""
+    latest = peek_last(history, field, 1)[:, 0]
+    if names is None:
+        return latest
+    return [SUMMARIES[s](latest) for s in names]

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from goggles_io.exceptions import ConfigurationError, InvalidNameError, InvalidPayloadError
-from goggles_io.history.ring import RingHistory, ordered, ring_peek, ring_positions, ring_update
+from goggles_io.history.ring import RingHistory, ordered, ring_slice, ring_update
 from goggles_io.history.spec import HistorySpec
 
 __all__ = [
@@ -112,8 +112,10 @@ def update_history(
         if name not in fields:
             msg = f"new_data field {name!r} is not in the history; fields: {sorted(fields)}."
             raise InvalidNameError(msg, name=name)
-        entries[name] = _entry(name, fields[name], new)
+        entries[name] = _entry(name, fields[name], _as_array(new))
         batch = fields[name].shape[0]
+    if reset_mask is not None:
+        reset_mask = _as_array(reset_mask)
     if reset_mask is not None and batch is not None and tuple(np.shape(reset_mask)) != (batch,):
         msg = f"reset_mask must have shape ({batch},) (got shape {tuple(np.shape(reset_mask))!r})."
         raise InvalidPayloadError(msg, value=reset_mask)
@@ -145,8 +147,14 @@ def _apply_update(
     }
     if reset_mask is not None:
         reset_mask = reset_mask.astype(bool)
+    # One key per field (by its place in the sorted field names): fields never share draws.
+    keys = {
+        name: None if rng is None else jax.random.fold_in(rng, index)
+        for index, name in enumerate(sorted(fields))
+        if name in entries
+    }
     if isinstance(history, RingHistory):
-        return ring_update(history, entries, reset_mask, rng)
+        return ring_update(history, entries, reset_mask, keys)
     updated = dict(history)
     for name, mode in modes:
         hist, new = history[name], entries[name]
@@ -154,7 +162,7 @@ def _apply_update(
         if reset_mask is not None and mode != "none":
             rows = reset_mask.reshape((-1,) + (1,) * (hist.ndim - 1))
             if mode == "randn":
-                fill = jax.random.normal(rng, hist.shape, hist.dtype)
+                fill = jax.random.normal(keys[name], hist.shape, hist.dtype)
             else:
                 fill = jnp.asarray(1 if mode == "ones" else 0, hist.dtype)
             shifted = jnp.where(rows, fill, shifted)
@@ -168,6 +176,11 @@ def _inits(history: History, spec: HistorySpec | None) -> dict[str, str]:
     if spec is None:
         return {}
     return {name: f.init for name, f in spec.fields.items()}
+
+
+def _as_array(value: Any) -> Array:
+    """Lists and scalars become arrays; jax and numpy arrays (and tracers) pass through."""
+    return value if isinstance(value, (jax.Array, np.ndarray)) else jnp.asarray(value)
 
 
 def _entry(name: str, hist: Array, new: Array) -> Array:
@@ -203,8 +216,8 @@ def peek_last(history: History, field: str, n: int = 1) -> Array:
         msg = f"n must be an int in [1, {length}] for field {field!r} (got {n!r})."
         raise ConfigurationError(msg, key="n", value=n)
     if isinstance(history, RingHistory):
-        return ring_peek(history, field, int(n))
-    return history[field][:, length - n :]
+        return ring_slice(history, field, length - int(n), None)
+    return _shift_slice(history[field], length - int(n), None)
 
 
 def slice_history(history: History, field: str, start: int | None, stop: int | None) -> Array:
@@ -214,17 +227,24 @@ def slice_history(history: History, field: str, start: int | None, stop: int | N
         InvalidNameError: unknown ``field``.
         ConfigurationError: ``start`` or ``stop`` is not an int or None.
     """
-    length = _field(history, field).shape[1]
+    _field(history, field)  # raises InvalidNameError for an unknown field
     for key, value in (("start", start), ("stop", stop)):
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, (int, np.integer))
         ):
             msg = f"{key} must be an int or None (got {value!r})."
             raise ConfigurationError(msg, key=key, value=value)
+    start = None if start is None else int(start)
+    stop = None if stop is None else int(stop)
     if isinstance(history, RingHistory):
-        positions = np.arange(length)[start:stop]
-        return ring_positions(history, field, jnp.asarray(positions, jnp.int32))
-    return history[field][:, start:stop]
+        return ring_slice(history, field, start, stop)
+    return _shift_slice(history[field], start, stop)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _shift_slice(window: Array, start: int | None, stop: int | None) -> Array:
+    # Jitted so an eager read is one dispatch with no host-to-device transfer of the bounds.
+    return window[:, start:stop]
 
 
 def to_host(history: History) -> dict[str, np.ndarray]:

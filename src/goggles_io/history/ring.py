@@ -11,13 +11,14 @@ init value. ``randn`` fields are the exception: their reset redraws the row (O(T
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-__all__ = ["RingHistory", "ordered", "ring_peek", "ring_positions", "ring_update"]
+__all__ = ["RingHistory", "ordered", "ring_slice", "ring_update"]
 
 Array = Any
 
@@ -55,7 +56,7 @@ class RingHistory:
 
     def __getitem__(self, field: str) -> Array:
         """The field's window in time order (oldest first), like the shift layout's dict."""
-        return ordered(self)[field]
+        return ring_slice(self, field, None, None)
 
     def keys(self) -> Any:
         return self.data.keys()
@@ -68,25 +69,29 @@ class RingHistory:
         return f"RingHistory({shapes})"
 
 
-def _fill(hist: RingHistory, field: str, dtype: Any) -> Array:
-    return jnp.asarray(1 if hist.inits[field] == "ones" else 0, dtype=dtype)
+def ring_slice(hist: RingHistory, field: str, start: int | None, stop: int | None) -> Array:
+    """Entries ``start:stop`` of ``field`` in time order (0 = oldest), as ``(B, n, *shape)``."""
+    return _window(
+        hist.data[field],
+        hist.head[field],
+        hist.count[field],
+        init=hist.inits[field],
+        start=start,
+        stop=stop,
+    )
 
 
-def ring_positions(hist: RingHistory, field: str, positions: Array) -> Array:
-    """Entries at time ``positions`` (0 = oldest of T), as ``(B, len(positions), *shape)``."""
-    data = hist.data[field]
+@functools.partial(jax.jit, static_argnames=("init", "start", "stop"))
+def _window(
+    data: Array, head: Array, count: Array, *, init: str, start: int | None, stop: int | None
+) -> Array:
+    # One compiled gather per (field shape, slice): eager reads are a single dispatch.
     length = data.shape[1]
-    slots = (hist.head[field] + positions) % length
-    taken = jnp.take(data, slots, axis=1)
-    live = positions[None, :] >= length - hist.count[field][:, None]  # (B, n)
+    positions = jnp.arange(length)[start:stop]
+    taken = jnp.take(data, (head + positions) % length, axis=1)
+    live = positions[None, :] >= length - count[:, None]  # (B, n): written since the last reset
     live = live.reshape(live.shape + (1,) * (data.ndim - 2))
-    return jnp.where(live, taken, _fill(hist, field, data.dtype))
-
-
-def ring_peek(hist: RingHistory, field: str, n: int) -> Array:
-    """The newest ``n`` entries, newest last."""
-    length = hist.data[field].shape[1]
-    return ring_positions(hist, field, jnp.arange(length - n, length))
+    return jnp.where(live, taken, jnp.asarray(1 if init == "ones" else 0, data.dtype))
 
 
 def ordered(hist: RingHistory | Mapping[str, Array]) -> dict[str, Array]:
@@ -96,19 +101,19 @@ def ordered(hist: RingHistory | Mapping[str, Array]) -> dict[str, Array]:
     """
     if not isinstance(hist, RingHistory):
         return dict(hist)
-    return {
-        field: ring_positions(hist, field, jnp.arange(data.shape[1]))
-        for field, data in hist.data.items()
-    }
+    return {field: ring_slice(hist, field, None, None) for field in hist.data}
 
 
 def ring_update(
     hist: RingHistory,
     new_data: Mapping[str, Array],
     reset_mask: Array | None,
-    rng: Array | None,
+    keys: Mapping[str, Array | None],
 ) -> RingHistory:
-    """Write one slot per field in ``new_data`` (already shaped ``(B, *shape)``); O(1) in T."""
+    """Write one slot per field in ``new_data`` (already shaped ``(B, *shape)``); O(1) in T.
+
+    ``keys`` holds each field's PRNG key for ``randn`` resets (None where no rng was given).
+    """
     data, head, count = dict(hist.data), dict(hist.head), dict(hist.count)
     for field, new in new_data.items():
         buf = data[field]
@@ -121,7 +126,7 @@ def ring_update(
         if reset_mask is not None and mode in ("zeros", "ones"):
             grown = jnp.where(reset_mask, 0, grown)
         elif reset_mask is not None and mode == "randn":
-            buf = _redraw(buf, reset_mask, rng)
+            buf = _redraw(buf, reset_mask, keys[field])
         data[field], count[field] = buf, grown
     return RingHistory(data, head, count, hist.inits)
 

@@ -9,8 +9,11 @@ import sys
 import urllib.request
 from pathlib import Path
 
+# A shell without job control starts background jobs with SIGINT ignored, and children inherit
+# that (pytest run as `cmd &` from a script would then hang here): restore Ctrl-C first.
 SCRIPT = """
-import argparse, sys
+import argparse, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from experiment_telemetry.cli import collector
 parser = argparse.ArgumentParser()
 collector.add_parser(parser.add_subparsers())

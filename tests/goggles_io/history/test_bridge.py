@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
 import goggles_io as gg  # noqa: E402
@@ -74,6 +75,22 @@ class TestLogHistory:
         gg.flush()
 
         assert [("o/sum", 8.0, 4)] == mem.metrics()
+
+    @pytest.mark.parametrize("summary", [None, "mean", ["min", "max"]])
+    def test_no_implicit_transfer(self, mem: MemoryHandler, history: Any, summary: Any) -> None:
+        """Under transfer_guard('disallow') it still logs: its one explicit device_get is all."""
+        log_history(logger(), history, "reward", step=0, summary=summary)  # compile first
+
+        with jax.transfer_guard("disallow"):
+            log_history(logger(), history, "reward", step=1, summary=summary)
+        gg.flush()
+
+        assert 2 == len(mem.events)
+
+    def test_empty_summary_list_is_rejected(self, history: Any) -> None:
+        """An empty list of summaries raises instead of logging nothing."""
+        with pytest.raises(ConfigurationError, match="non-empty list"):
+            log_history(logger(), history, "reward", step=0, summary=[])
 
     def test_unknown_summary_is_named(self, history: Any) -> None:
         """An unknown summary raises a ConfigurationError naming it."""

@@ -184,6 +184,32 @@ class TestUpdateHistory:
             100.0 == to_host(history)["x"][1, -1]
         )
 
+    def test_randn_fields_reset_independently(self, layout: str) -> None:
+        """Two randn fields reset with one rng get different draws, not the same numbers."""
+        spec = HistorySpec.from_config(
+            {"x": {"length": 4, "init": "randn"}, "y": {"length": 4, "init": "randn"}}
+        )
+        history = create_history(spec, 1, rng=jax.random.key(0), layout=layout)
+        new = {"x": jnp.ones(1), "y": jnp.ones(1)}
+
+        host = to_host(
+            update_history(history, new, jnp.asarray([True]), spec=spec, rng=jax.random.key(1))
+        )
+
+        assert not np.array_equal(host["x"], host["y"])
+
+    def test_lists_are_accepted(self, layout: str) -> None:
+        """Entries and reset_mask given as Python lists work like arrays."""
+        history = create_history(SPEC, B, layout=layout)
+
+        history = update_history(
+            history, {"reward": [5.0, 6.0, 7.0]}, [False, False, True], spec=SPEC
+        )
+
+        np.testing.assert_array_equal(
+            [[1.0, 5.0], [1.0, 6.0], [1.0, 1.0]], to_host(history)["reward"]
+        )
+
     def test_dtype_is_cast_to_field(self, layout: str) -> None:
         """Entries of another dtype are cast to the field's dtype."""
         history = update_history(
