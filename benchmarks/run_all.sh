@@ -23,6 +23,7 @@ run() {  # run "title" command...: append the command and its output as one sect
 
 run "runtime_telemetry: emit vs stdlib logging (issue #2)" python3 benchmarks/emit.py
 run "goggles_io in-process logger vs robo-goggles and stdlib (issue #3)" python3 benchmarks/logger.py --calls 20000 --events 100000
+run "Import cost: goggles_io < 150 ms, no jax or matplotlib (issue #3)" python3 benchmarks/import_time.py
 run "goggles_io transport vs robo-goggles and stdlib QueueHandler (issue #4)" python3 benchmarks/bus.py
 run "W&B producer cost: our handler vs wandb.log in the loop (issue #5)" python3 benchmarks/sinks.py
 run "RecognitionAggregator cost per runtime event (issue #6)" python3 benchmarks/aggregator.py --episodes 200 --repeats 7

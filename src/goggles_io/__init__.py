@@ -7,14 +7,13 @@ are imported on first use.
 
 from __future__ import annotations
 
-import importlib
 from logging import CRITICAL, DEBUG, ERROR, INFO, NOTSET, WARNING
-from typing import Any
 
 from goggles_io._api import attach, call_handler, configure, detach, finish, flush
 from goggles_io._bus import FinishReport
 from goggles_io._config import freeze
 from goggles_io._data import GogglesLogger
+from goggles_io._lazy import lazy_exports as _lazy_exports
 from goggles_io._logger import TextLogger, get_logger
 from goggles_io._records import Event, Kind
 from goggles_io._timing import timeit, trace_on_error
@@ -72,15 +71,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module 'goggles_io' has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

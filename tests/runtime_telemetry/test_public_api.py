@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from pathlib import Path
 
 import pytest
 
+import runtime_telemetry
 import runtime_telemetry.exceptions as exceptions_module
+from public_surface import ruf022_key, undeclared_public_names
 from strategies import SHIPPED_MODULES
 
 PUBLIC_MODULES = (
@@ -27,11 +30,6 @@ EXCEPTIONS = [
 ]
 
 
-def _isort_key(name: str) -> tuple[int, str]:
-    group = 0 if name.isupper() else 1 if name[0].isupper() else 2
-    return group, name
-
-
 class TestAll:
     @pytest.mark.parametrize(("module", "name"), ALL_NAMES)
     def test_every_all_name_imports(self, module: str, name: str) -> None:
@@ -42,27 +40,20 @@ class TestAll:
     @pytest.mark.parametrize("module", PUBLIC_MODULES)
     def test_every_public_name_is_in_all(self, module: str) -> None:
         """Public names defined in a module, or re-exported by a package, are in __all__."""
-        mod = importlib.import_module(module)
-        is_package = hasattr(mod, "__path__")
-        public = {
-            name
-            for name, obj in vars(mod).items()
-            if not name.startswith("_")
-            and not inspect.ismodule(obj)
-            and (
-                getattr(obj, "__module__", None) == module
-                or (is_package and getattr(obj, "__module__", "").startswith(module + "."))
-            )
-        }
 
-        assert set() == public - set(mod.__all__)
+        assert set() == undeclared_public_names(module)
 
     @pytest.mark.parametrize("module", PUBLIC_MODULES)
     def test_all_is_sorted(self, module: str) -> None:
         """__all__ is kept sorted the way ruff's RUF022 sorts it: CONSTANTS, Classes, functions."""
         names = importlib.import_module(module).__all__
 
-        assert sorted(names, key=_isort_key) == list(names)
+        assert sorted(names, key=ruf022_key) == list(names)
+
+    def test_py_typed_ships(self) -> None:
+        """The package ships a py.typed marker."""
+
+        assert (Path(runtime_telemetry.__file__).parent / "py.typed").is_file()
 
 
 class TestExceptions:

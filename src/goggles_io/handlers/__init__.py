@@ -7,9 +7,7 @@ cheap and never pulls wandb in.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from goggles_io._lazy import lazy_exports as _lazy_exports
 from goggles_io.handlers.base import BaseHandler, Handler, register_handler
 from goggles_io.handlers.console import ConsoleHandler
 from goggles_io.handlers.noop import NoOpHandler
@@ -35,15 +33,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module 'goggles_io.handlers' has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

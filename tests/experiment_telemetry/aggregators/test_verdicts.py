@@ -456,6 +456,14 @@ class TestBadInput:
         with pytest.raises(ExperimentTypeError, match="context must be an EpisodeContext"):
             agg.post_episode("mug")  # type: ignore[arg-type]
 
+    def test_refused_post_episode_resets_nothing(self, agg: RecognitionAggregator) -> None:
+        """The episode's events survive a refused post_episode and score the next valid one."""
+        step(matches=())
+        with pytest.raises(ExperimentTypeError):
+            agg.post_episode(None)  # type: ignore[arg-type]
+
+        assert "no_match" == verdict(agg.post_episode(ctx()))
+
     def test_unknown_learning_mode_is_refused(self) -> None:
         """learn_labels_in must name modes."""
         with pytest.raises(ExperimentValueError, match="learn_labels_in"):

@@ -361,6 +361,8 @@ class TestConfiguration:
             ({"queue_batches": -1}, "queue_batches"),
             ({"heartbeat_s": 0}, "heartbeat_s"),
             ({"server_url": "ftp://host"}, "server_url"),
+            ({"config": [("lr", 1)]}, "config"),
+            ({"run_info": "run-1"}, "run_info"),
         ],
     )
     def test_bad_arguments_rejected(self, kwargs: dict[str, object], param: str) -> None:

@@ -44,6 +44,11 @@ class TestTags:
         with pytest.raises(ConfigurationError, match="config"):
             WandBHandler(project="p", config=[("lr", 1)])  # type: ignore[arg-type]
 
+    def test_env_must_be_mapping(self) -> None:
+        """An env that is not a mapping is rejected at construction, naming env."""
+        with pytest.raises(ConfigurationError, match="env must be a mapping"):
+            WandBHandler(project="p", env=["WANDB_MODE=offline"])  # type: ignore[arg-type]
+
 
 @pytest.mark.slow
 class TestSpecContext:
