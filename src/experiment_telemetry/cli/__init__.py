@@ -1,4 +1,4 @@
-"""The ``telemetry`` command line: each subcommand parses, calls the library, and prints."""
+"""The telemetry command line: each subcommand parses, calls the library, and prints."""
 
 from __future__ import annotations
 
