@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 
 import pytest
 
 from goggles_io._config import reset_defaults
-from runtime_telemetry import Subscriber, configure
-
-_ROOTS = ("telemetry", "snapshots")
-
-
-def _telemetry_loggers() -> dict[str, logging.Logger]:
-    names = [
-        name
-        for name in logging.root.manager.loggerDict
-        if name in _ROOTS or name.startswith(("telemetry.", "snapshots."))
-    ]
-    return {name: logging.getLogger(name) for name in names}
+from logging_isolation import restored_telemetry_loggers
+from runtime_telemetry import configure
 
 
 @pytest.fixture(autouse=True)
@@ -29,16 +18,7 @@ def _isolate(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     reset_defaults()
-    saved = {
-        name: (logger.level, list(logger.handlers)) for name, logger in _telemetry_loggers().items()
-    }
-    configure({"telemetry": "INFO"})
-    yield
-    reset_defaults()
-    for name, logger in _telemetry_loggers().items():
-        level, handlers = saved.get(name, (logging.NOTSET, []))
-        for handler in logger.handlers:
-            if handler not in handlers and isinstance(handler, Subscriber):
-                handler.close()
-        logger.handlers[:] = handlers
-        logger.setLevel(level)
+    with restored_telemetry_loggers():
+        configure({"telemetry": "INFO"})
+        yield
+        reset_defaults()
