@@ -10,6 +10,7 @@ import stat
 import struct
 import subprocess
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -106,13 +107,33 @@ class TestHostileInput:
         assert host.bad_frames > 0
 
 
-def _other_user() -> tuple[int, int]:
-    name = "ggtransport"
-    if subprocess.run(["id", "-u", name], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/false", name], check=True)
-    uid = int(subprocess.run(["id", "-u", name], capture_output=True, text=True, check=True).stdout)
-    gid = int(subprocess.run(["id", "-g", name], capture_output=True, text=True, check=True).stdout)
-    return uid, gid
+_OTHER_USER = "ggtransport"
+
+
+def _user_exists(name: str) -> bool:
+    return subprocess.run(["id", "-u", name], capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def other_user() -> Iterator[tuple[int, int]]:
+    """A second system user ``(uid, gid)``: reused if present, removed at teardown if we made it."""
+    created = False
+    if not _user_exists(_OTHER_USER):
+        made = subprocess.run(
+            ["useradd", "--no-create-home", "--shell", "/bin/false", _OTHER_USER],
+            capture_output=True,
+            text=True,
+        )
+        created = made.returncode == 0
+        if not created and not _user_exists(_OTHER_USER):  # lost no race: a real failure
+            pytest.fail(f"useradd {_OTHER_USER} failed: {made.stderr.strip()}")
+    ids = subprocess.run(["id", "-u", _OTHER_USER], capture_output=True, text=True, check=True)
+    gids = subprocess.run(["id", "-g", _OTHER_USER], capture_output=True, text=True, check=True)
+    try:
+        yield int(ids.stdout), int(gids.stdout)
+    finally:
+        if created:
+            subprocess.run(["userdel", _OTHER_USER], capture_output=True, check=False)
 
 
 needs_root = pytest.mark.skipif(
@@ -123,9 +144,9 @@ needs_root = pytest.mark.skipif(
 @needs_root
 class TestPeerUid:
     @pytest.mark.filterwarnings("ignore:os.fork")
-    def test_peer_of_another_uid_is_refused(self, bus, capfd) -> None:
+    def test_peer_of_another_uid_is_refused(self, bus, capfd, other_user) -> None:
         """Even with the socket mode opened up, a peer of another uid is disconnected (SO_PEERCRED)."""
-        uid, gid = _other_user()
+        uid, gid = other_user
         host = _in_process_host(bus.socket)
         os.chmod(bus.root, 0o711)  # simulate a misconfigured mode: the uid check must still hold
         os.chmod(bus.socket, 0o666)
@@ -153,9 +174,9 @@ class TestPeerUid:
         assert 0 == os.waitstatus_to_exitcode(status)
         assert "refused peer" in capfd.readouterr().err
 
-    def test_socket_path_of_another_user_is_refused_by_name(self, bus) -> None:
+    def test_socket_path_of_another_user_is_refused_by_name(self, bus, other_user) -> None:
         """A socket path owned by another uid raises SocketOwnershipError naming the path."""
-        uid, gid = _other_user()
+        uid, gid = other_user
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.bind(bus.socket)
             os.chown(bus.socket, uid, gid)
