@@ -303,12 +303,9 @@ def _array_from(data: bytes, scalar: bool) -> Any:
 class Encoder:
     """Encode messages for one connection; big arrays go to ``pool`` when one is given."""
 
-    def __init__(
-        self, shm_threshold: int = 1 << 62, pool: ShmPool | None = None, shm_wait_s: float = 0.0
-    ) -> None:
+    def __init__(self, shm_threshold: int = 1 << 62, pool: ShmPool | None = None) -> None:
         self.shm_threshold = shm_threshold
         self.pool = pool
-        self.shm_wait_s = shm_wait_s  # how long to wait for a free slot before going inline
         self.refs: list[ShmRef] = []  # slots used by the message being encoded
         self.shm_full = 0
         self._packer = msgpack.Packer(default=self._default, use_bin_type=True, autoreset=True)
@@ -319,7 +316,7 @@ class Encoder:
                 msg = f"numpy arrays of dtype {obj.dtype.str!r} cannot cross a process boundary"
                 raise TypeError(msg)
             if self.pool is not None and obj.nbytes >= self.shm_threshold:
-                ref = self.pool.put(obj, self.shm_wait_s)
+                ref = self.pool.put(obj)
                 if ref is not None:
                     self.refs.append(ref)
                     return self._ref(ref)

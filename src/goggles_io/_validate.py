@@ -15,7 +15,6 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._buffers import MIN_RECYCLED_BYTES, recycled_copy
 from goggles_io.exceptions import InvalidLevelError, InvalidNameError, InvalidPayloadError
 
 if TYPE_CHECKING:
@@ -121,12 +120,6 @@ def is_finite(value: int | float) -> bool:
 def _array(value: object, what: str) -> np.ndarray:
     import numpy as np
 
-    if (
-        isinstance(value, np.ndarray)
-        and value.nbytes >= MIN_RECYCLED_BYTES
-        and not value.dtype.hasobject
-    ):
-        return recycled_copy(value)  # warm pages: no page faults at the call
     try:
         arr = np.array(value, copy=True)
     except Exception as exc:

@@ -43,10 +43,6 @@ __all__ = ["SocketClient"]
 _BATCH_EVENTS = 1024
 _MAX_QUEUE_BYTES = 256 * 1024 * 1024
 _IDLE_WAIT_S = 0.05
-# Big arrays per batch: the frame goes (and its slots come back) while the next one encodes.
-_BATCH_ARRAY_BYTES = 8 * 1024 * 1024
-# The sender waits this long for a free shm slot before sending an array inline (far slower).
-_SHM_WAIT_S = 0.25
 # Operations replayed, in order, on a new host (after a host death, or in a forked child).
 _REPLAYED = ("attach", "replace", "detach", "call")
 
@@ -301,7 +297,7 @@ class SocketClient:
                     continue
             if gen != self._conn_gen:
                 gen = self._conn_gen
-                encoder = Encoder(self.transport.shm_threshold, self._get_pool(), _SHM_WAIT_S)
+                encoder = Encoder(self.transport.shm_threshold, self._get_pool())
                 self._batcher.encoder = encoder
             items = self._take()
             if not items:
@@ -323,15 +319,13 @@ class SocketClient:
     def _take(self) -> list[Any]:
         queue = self._queue
         items: list[Any] = []
-        array_bytes = 0
-        while queue and len(items) < _BATCH_EVENTS and array_bytes < _BATCH_ARRAY_BYTES:
+        while queue and len(items) < _BATCH_EVENTS:
             item = queue[0]
-            if type(item) is _Marker:
-                if not items:
-                    items.append(queue.popleft())
+            if type(item) is _Marker and items:
                 break
             items.append(queue.popleft())
-            array_bytes += getattr(item.payload, "nbytes", 0)
+            if type(item) is _Marker:
+                break
         return items
 
     def _send_items(self, items: list[Any], encoder: Encoder) -> None:

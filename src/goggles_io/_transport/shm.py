@@ -16,14 +16,12 @@ import os
 import re
 import tempfile
 import threading
-import time
 from collections import deque
 from typing import Any
 
 import attrs
 import numpy as np
 
-from goggles_io._buffers import MIN_RECYCLED_BYTES, recycled_copy
 from goggles_io.exceptions import FrameError
 
 __all__ = [
@@ -40,8 +38,6 @@ SEGMENT_PREFIX = "goggles_io-"
 _DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
 _DEFAULT_MAX_SEGMENTS = 4
 _ALIGN = 64
-_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux value; absent in 3.11
-_madvise: Any = None
 _NAME_RE = re.compile(r"goggles_io-(\d+)-(\d+)-(\d+)\Z")
 
 
@@ -106,29 +102,6 @@ def sweep_dead_segments(shm_dir: str | None = None) -> list[str]:
     return swept
 
 
-def _prefault(mm: mmap.mmap, size: int) -> None:
-    """Map every page now, in the sender thread, instead of one fault per page on the first lap.
-
-    ``madvise(MADV_POPULATE_WRITE)`` (Linux 5.14+) through ctypes, which releases the GIL while
-    the kernel works (``mmap.madvise`` would hold it for ~8 ms per 16 MiB and stall the
-    producer). Elsewhere it fails quietly and the pages fault in on first use, as before.
-    """
-    import ctypes  # already imported by numpy
-
-    global _madvise
-    try:
-        if _madvise is None:
-            fn = ctypes.CDLL(None, use_errno=True).madvise
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-            _madvise = fn
-        probe = ctypes.c_char.from_buffer(mm)
-        addr = ctypes.addressof(probe)
-        del probe  # drop the buffer export, or the map could never be closed
-        _madvise(addr, size, _MADV_POPULATE_WRITE)
-    except (AttributeError, OSError, TypeError, ValueError):
-        pass
-
-
 class _Segment:
     """One mapped file with a ring allocator; releases may arrive out of order."""
 
@@ -139,7 +112,6 @@ class _Segment:
             self.map = mmap.mmap(fd, size)
         finally:
             os.close(fd)
-        _prefault(self.map, size)
         self.path = path
         self.name = os.path.basename(path)
         self.size = size
@@ -207,7 +179,6 @@ class ShmPool:
         self.max_segments = max_segments
         self.owner_pid = os.getpid()
         self._lock = threading.Lock()
-        self._freed = threading.Condition(self._lock)
         self._segments: dict[str, _Segment] = {}
         self._oneoff: set[str] = set()
         self._counter = itertools.count()
@@ -219,55 +190,38 @@ class ShmPool:
         self._segments[seg.name] = seg
         return seg
 
-    def put(self, array: np.ndarray, wait_s: float = 0.0) -> ShmRef | None:
-        """Copy ``array`` into shared memory and return its reference, or ``None`` when full.
-
-        When full, waits up to ``wait_s`` for the host to free a slot (only the sender thread
-        calls this, never the producer): going inline instead costs several copies per array.
-        """
-        deadline = time.monotonic() + wait_s
-        with self._lock:
-            found = self._slot(array)
-            while found is None and not self._closed:
-                left = deadline - time.monotonic()
-                if left <= 0 or not self._freed.wait(left):
-                    break
-                found = self._slot(array)
-        if found is None:
-            return None
-        mm, offset, name = found
-        dest = np.ndarray(array.shape, dtype=array.dtype, buffer=mm, offset=offset)
-        np.copyto(dest, array, casting="no")
-        return ShmRef(name, offset, int(array.nbytes), array.dtype.str, tuple(array.shape))
-
-    def _slot(self, array: np.ndarray) -> tuple[mmap.mmap, int, str] | None:
-        """Allocate room for ``array`` (lock held); ``None`` when every segment is full."""
+    def put(self, array: np.ndarray) -> ShmRef | None:
+        """Copy ``array`` into shared memory and return its reference, or ``None`` when full."""
         nbytes = int(array.nbytes)
         need = max(_ALIGN, (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN)
-        if self._closed:
-            return None
-        seg = None
-        offset = None
-        if need > self.segment_bytes:
-            seg = self._new_segment(need)
-            self._oneoff.add(seg.name)
-            offset = seg.allocate(need)
-        else:
-            for cand in self._segments.values():
-                if cand.name in self._oneoff:
-                    continue
-                offset = cand.allocate(need)
-                if offset is not None:
-                    seg = cand
-                    break
-            if seg is None:
-                regular = len(self._segments) - len(self._oneoff)
-                if regular >= self.max_segments:
-                    return None
-                seg = self._new_segment(self.segment_bytes)
+        with self._lock:
+            if self._closed:
+                return None
+            seg = None
+            offset = None
+            if need > self.segment_bytes:
+                seg = self._new_segment(need)
+                self._oneoff.add(seg.name)
                 offset = seg.allocate(need)
-        assert seg is not None and offset is not None
-        return seg.map, offset, seg.name
+            else:
+                for cand in self._segments.values():
+                    if cand.name in self._oneoff:
+                        continue
+                    offset = cand.allocate(need)
+                    if offset is not None:
+                        seg = cand
+                        break
+                if seg is None:
+                    regular = len(self._segments) - len(self._oneoff)
+                    if regular >= self.max_segments:
+                        return None
+                    seg = self._new_segment(self.segment_bytes)
+                    offset = seg.allocate(need)
+            assert seg is not None and offset is not None
+            mm = seg.map
+        dest = np.ndarray(array.shape, dtype=array.dtype, buffer=mm, offset=offset)
+        np.copyto(dest, array, casting="no")
+        return ShmRef(seg.name, offset, nbytes, array.dtype.str, tuple(array.shape))
 
     def release(self, segment: str, offset: int) -> None:
         """Free the slot the host has copied out (or that was lost with a dead host)."""
@@ -276,7 +230,6 @@ class ShmPool:
             if seg is None:
                 return
             seg.release(offset)
-            self._freed.notify_all()
             if segment in self._oneoff and not seg.live:
                 self._oneoff.discard(segment)
                 del self._segments[segment]
@@ -292,7 +245,6 @@ class ShmPool:
         """Unmap and unlink every segment; only the owner process unlinks (a forked child does not)."""
         with self._lock:
             self._closed = True
-            self._freed.notify_all()
             owner = os.getpid() == self.owner_pid
             for seg in self._segments.values():
                 seg.close(unlink=owner)
@@ -348,8 +300,7 @@ class ShmReader:
             msg = f"shared-memory reference {ref!r} is out of bounds for segment size {len(mm)!r}"
             raise FrameError(msg, value=ref)
         flat = np.frombuffer(mm, dtype=dtype, count=count, offset=ref.offset)
-        arr = flat.reshape(ref.shape)
-        return recycled_copy(arr) if arr.nbytes >= MIN_RECYCLED_BYTES else arr.copy()
+        return flat.reshape(ref.shape).copy()
 
     def forget(self, name: str) -> None:
         """Unmap a segment whose one-off slot was released."""
