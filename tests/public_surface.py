@@ -5,8 +5,12 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from collections.abc import Sequence
+from pathlib import Path
 
-__all__ = ["public_modules", "ruf022_key", "undeclared_public_names"]
+import pytest
+
+__all__ = ["public_modules", "public_surface_tests", "ruf022_key", "undeclared_public_names"]
 
 
 def public_modules(package: str) -> list[str]:
@@ -37,3 +41,40 @@ def undeclared_public_names(module: str) -> set[str]:
 def ruf022_key(name: str) -> tuple[int, str]:
     """Sort key of ruff's RUF022: CONSTANTS, then Classes, then functions."""
     return (0 if name.isupper() else 1 if name[0].isupper() else 2), name
+
+
+def public_surface_tests(package: str, modules: Sequence[str] | None = None) -> type:
+    """A test class with the four checks every package shares, over ``modules`` of ``package``.
+
+    Assign it to a ``Test...`` name in a test module so pytest collects it.
+    """
+    module_list = list(modules) if modules is not None else public_modules(package)
+
+    class _PublicSurface:
+        @pytest.mark.parametrize("module", module_list)
+        def test_every_name_in_all_resolves(self, module: str) -> None:
+            """Every name in a public module's __all__ is an attribute of it, lazy ones included."""
+            mod = importlib.import_module(module)
+
+            assert [] == [name for name in mod.__all__ if not hasattr(mod, name)]
+
+        @pytest.mark.parametrize("module", module_list)
+        def test_every_public_name_is_in_all(self, module: str) -> None:
+            """Public names defined in a module, or re-exported by a package, are in __all__."""
+
+            assert set() == undeclared_public_names(module)
+
+        @pytest.mark.parametrize("module", module_list)
+        def test_all_is_sorted(self, module: str) -> None:
+            """__all__ is sorted the way ruff's RUF022 sorts it: CONSTANTS, Classes, functions."""
+            names = importlib.import_module(module).__all__
+
+            assert sorted(names, key=ruf022_key) == list(names)
+
+        def test_py_typed_ships(self) -> None:
+            """The package ships a py.typed marker."""
+            root = importlib.import_module(package)
+
+            assert (Path(str(root.__file__)).parent / "py.typed").is_file()
+
+    return _PublicSurface

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from pathlib import Path
 
 import pytest
 
-import runtime_telemetry
 import runtime_telemetry.exceptions as exceptions_module
-from public_surface import ruf022_key, undeclared_public_names
+from public_surface import public_surface_tests
 from strategies import SHIPPED_MODULES
 
 PUBLIC_MODULES = (
@@ -20,6 +18,7 @@ PUBLIC_MODULES = (
     "runtime_telemetry.exceptions",
     "runtime_telemetry.testing",
 )
+TestPublicSurface = public_surface_tests("runtime_telemetry", PUBLIC_MODULES)
 ALL_NAMES = [
     (module, name) for module in PUBLIC_MODULES for name in importlib.import_module(module).__all__
 ]
@@ -36,24 +35,6 @@ class TestAll:
         """Each name in __all__ resolves to an attribute of its module."""
 
         assert hasattr(importlib.import_module(module), name)
-
-    @pytest.mark.parametrize("module", PUBLIC_MODULES)
-    def test_every_public_name_is_in_all(self, module: str) -> None:
-        """Public names defined in a module, or re-exported by a package, are in __all__."""
-
-        assert set() == undeclared_public_names(module)
-
-    @pytest.mark.parametrize("module", PUBLIC_MODULES)
-    def test_all_is_sorted(self, module: str) -> None:
-        """__all__ is kept sorted the way ruff's RUF022 sorts it: CONSTANTS, Classes, functions."""
-        names = importlib.import_module(module).__all__
-
-        assert sorted(names, key=ruf022_key) == list(names)
-
-    def test_py_typed_ships(self) -> None:
-        """The package ships a py.typed marker."""
-
-        assert (Path(runtime_telemetry.__file__).parent / "py.typed").is_file()
 
 
 class TestExceptions:
