@@ -7,10 +7,12 @@ are imported on first use.
 
 from __future__ import annotations
 
+import logging as _logging
 from logging import CRITICAL, DEBUG, ERROR, INFO, NOTSET, WARNING
 
 from goggles_io._api import attach, call_handler, configure, detach, finish, flush
-from goggles_io._bus import FinishReport
+from goggles_io._bus import EventBus, FinishReport
+from goggles_io._config import async_from_env as _async_from_env
 from goggles_io._config import freeze
 from goggles_io._data import GogglesLogger
 from goggles_io._lazy import lazy_exports as _lazy_exports
@@ -25,6 +27,7 @@ __all__ = [
     "CRITICAL",
     "DEBUG",
     "ERROR",
+    "GOGGLES_ASYNC",
     "INFO",
     "NOTSET",
     "WARNING",
@@ -32,6 +35,7 @@ __all__ = [
     "ConsoleHandler",
     "CsvHandler",
     "Event",
+    "EventBus",
     "FinishReport",
     "GogglesLogger",
     "GracefulShutdown",
@@ -58,6 +62,12 @@ __all__ = [
     "trace_on_error",
 ]
 
+# A library attaches only a NullHandler to its stdlib logger: the application decides output.
+# "goggles" too: code moved from robo-goggles configures (and checks) that logger name.
+for _name in ("goggles_io", "goggles"):
+    if not any(isinstance(h, _logging.NullHandler) for h in _logging.getLogger(_name).handlers):
+        _logging.getLogger(_name).addHandler(_logging.NullHandler())
+
 # Public name -> module that defines it, imported on first access (keeps import cheap).
 _LAZY = {
     "CsvHandler": "goggles_io.handlers.csv",
@@ -71,4 +81,15 @@ _LAZY = {
 }
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())
+_lazy_getattr, __dir__ = _lazy_exports(__name__, _LAZY, globals())
+
+
+def __getattr__(name: str) -> object:
+    """``GOGGLES_ASYNC`` is read from the environment on each access; the rest load lazily.
+
+    robo-goggles exposes ``GOGGLES_ASYNC`` as a module constant: whether log calls return
+    before delivery. Reading it live keeps it true to the variable the bus will use.
+    """
+    if name == "GOGGLES_ASYNC":
+        return _async_from_env()
+    return _lazy_getattr(name)

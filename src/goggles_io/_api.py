@@ -41,7 +41,7 @@ def attach(handler: Handler, scopes: Sequence[str] | None = None) -> None:
     kept, this one is ignored (one warning on stderr when its options differ) and ``scopes``
     are merged onto the kept one. Takes effect before returning.
     """
-    for attr in ("name", "handle", "capabilities"):
+    for attr in ("name", "handle"):
         if not hasattr(handler, attr):
             msg = f"handler must implement the goggles_io Handler protocol; {handler!r} lacks {attr!r}."
             raise TypeError(msg)

@@ -21,8 +21,8 @@ import attrs
 from goggles_io._delivery import HandlerStats, Lane, _report
 from goggles_io._records import Event
 from goggles_io._secret import REDACTED, fingerprint
-from goggles_io.exceptions import InvalidNameError, UnknownHandlerError
-from goggles_io.handlers.base import Handler, check_remote_method
+from goggles_io.exceptions import InvalidNameError, UnknownHandlerError, UnknownScopeError
+from goggles_io.handlers.base import Handler, check_remote_method, handler_from_dict
 
 __all__ = ["EventBus", "FinishReport", "Transport", "check_scope", "scope_matches"]
 
@@ -125,8 +125,22 @@ class EventBus:
         self._warned: set[tuple[str, str]] = set()
 
     # -- configuration ----------------------------------------------------------------------
-    def attach(self, handler: Handler, scopes: Sequence[str]) -> None:
-        """Register ``handler`` on ``scopes``; first registration of a name wins."""
+    def attach(
+        self,
+        handler: Handler | Mapping[str, Any] | Sequence[Handler | Mapping[str, Any]],
+        scopes: Sequence[str] = ("global",),
+    ) -> None:
+        """Register ``handler`` on ``scopes``; first registration of a name wins.
+
+        Also takes robo-goggles' form: a list of handlers or of their ``to_dict()`` specs
+        (rebuilt through :func:`~goggles_io.register_handler`'s registry).
+        """
+        if isinstance(handler, Mapping):
+            handler = handler_from_dict(handler)
+        elif isinstance(handler, Sequence) and not isinstance(handler, str):
+            for each in handler:
+                self.attach(each, scopes)
+            return
         scopes = [check_scope(s) for s in scopes]
         with self._lock:
             self._reopen_locked()
@@ -155,11 +169,22 @@ class EventBus:
         )
 
     def detach(self, name: str, scope: str) -> None:
-        """Remove ``name`` from ``scope``; with no scope left it is flushed, closed, forgotten."""
+        """Remove ``name`` from ``scope``; with no scope left it is flushed, closed, forgotten.
+
+        Raises:
+            UnknownScopeError: ``name`` is attached but not on ``scope`` (a ``ValueError``).
+                Detaching a name that is not attached at all is a no-op.
+        """
         with self._lock:
             lane = self._lanes.get(name)
-            if lane is None or scope not in lane.scopes:
+            if lane is None:
                 return
+            if scope not in lane.scopes:
+                msg = (
+                    f"handler {name!r} is not attached on scope {scope!r} "
+                    f"(its scopes: {sorted(lane.scopes)!r})."
+                )
+                raise UnknownScopeError(msg, name=name, scope=scope)
             lane.scopes.discard(scope)
             self._routes = {}
             if not lane.scopes:
@@ -185,8 +210,13 @@ class EventBus:
                 self.attach(handler, sorted(new_scopes))
 
     # -- hot path ---------------------------------------------------------------------------
-    def emit(self, event: Event) -> None:
-        """Offer ``event`` to every lane whose scope, kind and level match."""
+    def emit(self, event: Event | Mapping[str, Any]) -> None:
+        """Offer ``event`` to every lane whose scope, kind and level match.
+
+        A mapping is read with :meth:`Event.from_dict` (robo-goggles' bus takes dicts).
+        """
+        if event.__class__ is not Event:
+            event = event if isinstance(event, Event) else Event.from_dict(event)
         if self._finished:
             self._reopen()
         lanes = self._routes.get(event.scope)
@@ -305,10 +335,21 @@ class EventBus:
                 lane.restart_after_fork()
 
     # -- introspection ----------------------------------------------------------------------
-    def handlers(self) -> dict[str, tuple[Handler, frozenset[str]]]:
-        """Return ``name -> (handler, scopes)`` for every attached handler."""
+    @property
+    def handlers(self) -> dict[str, Handler]:
+        """A snapshot of ``name -> handler`` for every attached handler."""
         with self._lock:
-            return {n: (lane.handler, frozenset(lane.scopes)) for n, lane in self._lanes.items()}
+            return {n: lane.handler for n, lane in self._lanes.items()}
+
+    @property
+    def scopes(self) -> dict[str, set[str]]:
+        """A snapshot of ``scope -> names of the handlers attached on it``."""
+        found: dict[str, set[str]] = {}
+        with self._lock:
+            for name, lane in self._lanes.items():
+                for scope in lane.scopes:
+                    found.setdefault(scope, set()).add(name)
+        return found
 
     def backlog(self) -> int:
         """Return the longest handler queue now (the socket host stops reading when it nears full)."""

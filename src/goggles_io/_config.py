@@ -27,6 +27,7 @@ __all__ = [
     "ENV_QUEUE_SIZE",
     "ENV_SHUTDOWN_TIMEOUT",
     "Settings",
+    "async_from_env",
     "freeze",
     "get_settings",
     "get_transport",
@@ -81,6 +82,18 @@ def _parse_number(env: Mapping[str, str], key: str, default: float, kind: type) 
         msg = f"{key} must be a positive {kind.__name__} (got {raw!r}); unset it for {default!r}."
         raise ConfigurationError(msg, key=key, value=raw)
     return value
+
+
+def async_from_env() -> bool:
+    """``GOGGLES_ASYNC`` as a bool for the module constant; a malformed value reads as the default.
+
+    Never raises, so a typo cannot break ``import goggles_io``; :func:`get_settings` still
+    reports it when the bus starts.
+    """
+    try:
+        return _parse_bool(os.environ, ENV_ASYNC, True)
+    except ConfigurationError:
+        return True
 
 
 def read_settings(env: Mapping[str, str] | None = None) -> Settings:

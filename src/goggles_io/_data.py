@@ -28,6 +28,11 @@ _METRIC = Kind.METRIC
 _INF = math.inf
 
 
+def _wait() -> None:
+    """Block until the handlers took everything logged so far (``async_mode=False``)."""
+    (STATE.transport or get_transport()).flush(None)
+
+
 class GogglesLogger(TextLogger):
     """A :class:`TextLogger` that also logs metrics and media."""
 
@@ -57,7 +62,9 @@ class GogglesLogger(TextLogger):
             ext.setdefault("x_axis", "time")
         return ext
 
-    def _send(self, kind: Kind, payload: Any, step: int, ext: dict[str, Any]) -> None:
+    def _send(
+        self, kind: Kind, payload: Any, step: int, ext: dict[str, Any], async_mode: Any = None
+    ) -> None:
         filepath, lineno = _caller(2)
         _emit(
             Event(
@@ -73,6 +80,8 @@ class GogglesLogger(TextLogger):
                 extra=ext,
             )
         )
+        if async_mode is False:
+            _wait()
 
     # -- declarations -----------------------------------------------------------------------
     def set_x_axis(self, metric: str, axis: str = "time") -> None:
@@ -92,6 +101,7 @@ class GogglesLogger(TextLogger):
         *,
         x: Any = None,
         time: Any = None,
+        async_mode: bool | None = None,
         **extra: Any,
     ) -> None:
         """Log one scalar; NaN and +-inf are kept and listed in ``extra["nonfinite"]``.
@@ -143,6 +153,8 @@ class GogglesLogger(TextLogger):
                 ext,
             )
         )
+        if async_mode is False:
+            _wait()
 
     def push(
         self,
@@ -151,12 +163,15 @@ class GogglesLogger(TextLogger):
         *,
         x: Any = None,
         time: Any = None,
+        async_mode: bool | None = None,
         **extra: Any,
     ) -> None:
-        """Log several values at once; image-shaped arrays become image events.
+        """Log several values at once, routing each array by its shape as robo-goggles does.
 
-        Without ``step`` each metric takes its own next step, so metrics sharing a step travel
-        in one event.
+        ``(H, W)`` and ``(H, W, C)`` arrays (C in 1/3/4) become image events named by their key;
+        a 1-D array ``v`` becomes the scalars ``key/0 .. key/n-1`` (every handler can chart
+        those); everything else must be a real number. Without ``step`` each metric takes its
+        own next step, so metrics sharing a step travel in one event.
         """
         if not isinstance(metrics, Mapping):
             msg = f"metrics must be a mapping of name -> value (got {type(metrics).__name__})."
@@ -168,6 +183,10 @@ class GogglesLogger(TextLogger):
             v.check_name(name)
             if v.is_image_like(value):
                 images.append((name, v.to_image(value)))
+            elif v.is_vector_like(value):
+                for i, item in enumerate(v.to_vector(name, value)):
+                    element = f"{name}/{i}"
+                    groups.setdefault(self._step(element, step), {})[element] = item
             else:
                 scalar = v.to_scalar(name, value)
                 groups.setdefault(self._step(name, step), {})[name] = scalar
@@ -184,6 +203,8 @@ class GogglesLogger(TextLogger):
             ext = self._extra(name, x, extra)
             ext.setdefault("format", "png")
             self._send(Kind.IMAGE, image, self._step(name, step), ext)
+        if async_mode is False:
+            _wait()
 
     # -- media ------------------------------------------------------------------------------
     def image(
@@ -194,13 +215,14 @@ class GogglesLogger(TextLogger):
         name: str = "image",
         format: str = "png",
         x: Any = None,
+        async_mode: bool | None = None,
         **extra: Any,
     ) -> None:
         """Log an ``(H, W)`` or ``(H, W, C)`` image (uint8, or float in [0, 1]); copied now."""
         arr = v.to_image(image)
         ext = self._extra(v.check_name(name), x, extra)
         ext["format"] = format
-        self._send(Kind.IMAGE, arr, self._step(name, step), ext)
+        self._send(Kind.IMAGE, arr, self._step(name, step), ext, async_mode)
 
     def video(
         self,
@@ -211,6 +233,7 @@ class GogglesLogger(TextLogger):
         fps: float = 20,
         format: str | None = None,
         x: Any = None,
+        async_mode: bool | None = None,
         **extra: Any,
     ) -> None:
         """Log a video; stored as ``(T, C, H, W)``; copied now."""
@@ -219,7 +242,7 @@ class GogglesLogger(TextLogger):
         ext["fps"] = v.check_fps(fps)
         if format is not None:  # otherwise each handler picks its own container
             ext["format"] = format
-        self._send(Kind.VIDEO, arr, self._step(name, step), ext)
+        self._send(Kind.VIDEO, arr, self._step(name, step), ext, async_mode)
 
     def histogram(
         self,
@@ -229,6 +252,7 @@ class GogglesLogger(TextLogger):
         name: str = "histogram",
         bins: int | None = None,
         x: Any = None,
+        async_mode: bool | None = None,
         **extra: Any,
     ) -> None:
         """Log the raw values of a histogram (binned by the handler); copied now."""
@@ -236,7 +260,7 @@ class GogglesLogger(TextLogger):
         ext = self._extra(v.check_name(name), x, extra)
         if bins is not None:
             ext["bins"] = int(bins)
-        self._send(Kind.HISTOGRAM, arr, self._step(name, step), ext)
+        self._send(Kind.HISTOGRAM, arr, self._step(name, step), ext, async_mode)
 
     def vector_field(
         self,
@@ -245,12 +269,13 @@ class GogglesLogger(TextLogger):
         *,
         name: str = "vector_field",
         x: Any = None,
+        async_mode: bool | None = None,
         **extra: Any,
     ) -> None:
         """Log a ``(..., 2)`` or ``(..., 3)`` vector field; copied now."""
         arr = v.to_vector_field(vector_field)
         ext = self._extra(v.check_name(name), x, extra)
-        self._send(Kind.VECTOR_FIELD, arr, self._step(name, step), ext)
+        self._send(Kind.VECTOR_FIELD, arr, self._step(name, step), ext, async_mode)
 
     def artifact(
         self,
@@ -259,15 +284,17 @@ class GogglesLogger(TextLogger):
         *,
         name: str | None = None,
         format: str = "bin",
+        async_mode: bool | None = None,
         **extra: Any,
     ) -> None:
-        """Log bytes, or the path of a file, as an artifact."""
-        payload = v.to_artifact(data)
+        """Log an artifact: str content, bytes, a dict/list (JSON, or YAML by ``format``),
+        a numpy array (``.npy``), or a :class:`pathlib.Path` of a file to copy."""
+        payload = v.to_artifact(data, format)
         if name is None:
             name = payload.rsplit("/", 1)[-1] if isinstance(payload, str) else "artifact"
         ext = self._extra(v.check_name(name), None, extra)
         ext["format"] = format
-        self._send(Kind.ARTIFACT, payload, self._step(name, step), ext)
+        self._send(Kind.ARTIFACT, payload, self._step(name, step), ext, async_mode)
 
     def table(
         self,
@@ -276,14 +303,23 @@ class GogglesLogger(TextLogger):
         step: int | None = None,
         *,
         name: str = "table",
+        async_mode: bool | None = None,
         **extra: Any,
     ) -> None:
         """Log a table of rows (W&B shows it as a ``wandb.Table``)."""
         payload = v.to_table(columns, data)
         ext = self._extra(v.check_name(name), None, extra)
-        self._send(Kind.TABLE, payload, self._step(name, step), ext)
+        self._send(Kind.TABLE, payload, self._step(name, step), ext, async_mode)
 
-    def text(self, text: str, step: int | None = None, *, name: str = "text", **extra: Any) -> None:
+    def text(
+        self,
+        text: str,
+        step: int | None = None,
+        *,
+        name: str = "text",
+        async_mode: bool | None = None,
+        **extra: Any,
+    ) -> None:
         """Log a named block of text at a step (not a log message)."""
         ext = self._extra(v.check_name(name), None, extra)
-        self._send(Kind.TEXT, str(text), self._step(name, step), ext)
+        self._send(Kind.TEXT, str(text), self._step(name, step), ext, async_mode)

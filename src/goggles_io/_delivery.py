@@ -16,10 +16,12 @@ from typing import Any
 
 import attrs
 
-from goggles_io._records import Event
+from goggles_io._records import Event, Kind
 from goggles_io.handlers.base import Handler
 
-__all__ = ["HandlerStats", "Lane"]
+__all__ = ["HandlerStats", "Lane", "handler_kinds"]
+
+_KIND_VALUES = frozenset(k.value for k in Kind)
 
 
 @attrs.frozen
@@ -51,6 +53,38 @@ class _Call:
         self.payload = payload
 
 
+def _noop() -> None:
+    """Stand-in for a lifecycle method the handler does not define."""
+
+
+def _method(handler: object, name: str) -> Any:
+    """Return ``handler.<name>`` or a no-op: robo-goggles' protocol makes ``flush`` optional."""
+    found = getattr(handler, name, None)
+    return found if callable(found) else _noop
+
+
+def handler_kinds(handler: object) -> frozenset[Kind]:
+    """The kinds routed to ``handler``: its ``capabilities``, else what ``can_handle`` accepts.
+
+    Capabilities may be given as strings (``{"log", "metric"}``), as robo-goggles handlers do;
+    a handler with neither attribute receives every kind.
+    """
+    declared = getattr(handler, "capabilities", None)
+    if declared is not None:
+        return frozenset(Kind(k) for k in declared if k in _KIND_VALUES)
+    can_handle = getattr(handler, "can_handle", None)
+    if callable(can_handle):
+        accepted = set()
+        for kind in Kind:
+            try:
+                if can_handle(kind):
+                    accepted.add(kind)
+            except Exception:
+                continue
+        return frozenset(accepted)
+    return frozenset(Kind)
+
+
 def _report(message: str) -> None:
     # Straight to stderr: a diagnostics logger nobody configured must not swallow it.
     try:
@@ -66,7 +100,11 @@ class Lane:
     def __init__(self, handler: Handler, *, async_mode: bool, queue_size: int) -> None:
         self.handler = handler
         self.name: str = handler.name
-        self.kinds = frozenset(getattr(handler, "capabilities", ()))
+        self.kinds = handler_kinds(handler)
+        # Only ``name`` and ``handle`` are required; the rest of the lifecycle is optional.
+        self._open_handler = _method(handler, "open")
+        self._flush_handler = _method(handler, "flush")
+        self._close_handler = _method(handler, "close")
         self.level: int = int(getattr(handler, "level", 0) or 0)
         self.scopes: set[str] = set()
         self.async_mode = async_mode
@@ -85,7 +123,7 @@ class Lane:
     def start(self) -> bool:
         """Open the handler and start the worker; ``False`` (reported once) if open() fails."""
         try:
-            self.handler.open()
+            self._open_handler()
         except Exception as exc:
             self.broken = True
             self._report_once(
@@ -142,9 +180,9 @@ class Lane:
             return True
         if self._thread is None or not self.async_mode:
             with self._lock:
-                self._safe(self.handler.flush)
+                self._safe(self._flush_handler)
                 if close:
-                    self._safe(self.handler.close)
+                    self._safe(self._close_handler)
             return True
         request = _Control(close)
         self._queue.put(request)
@@ -266,9 +304,9 @@ class Lane:
             elif cls is _Call:
                 self._invoke(item)
             elif cls is _Control:
-                self._safe(self.handler.flush)
+                self._safe(self._flush_handler)
                 if item.close:
-                    self._safe(self.handler.close)
+                    self._safe(self._close_handler)
                     item.done.set()
                     return
                 item.done.set()
@@ -282,8 +320,8 @@ class Lane:
         except Exception as exc:
             self.errors += 1
             self._report_once(
-                f"{fn.__name__}:{type(exc).__name__}",
-                f"handler {self.name!r}.{fn.__name__}() raised {exc!r}",
+                f"{getattr(fn, '__name__', 'call')}:{type(exc).__name__}",
+                f"handler {self.name!r}.{getattr(fn, '__name__', 'call')}() raised {exc!r}",
             )
 
     def _report_once(self, key: str, message: str) -> None:

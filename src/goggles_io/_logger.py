@@ -82,6 +82,10 @@ class TextLogger:
         args: tuple[Any, ...],
         exc_info: Any,
         extra: Mapping[str, Any] | None,
+        step: int | None = None,
+        time: float | None = None,
+        async_mode: bool | None = None,
+        fields: Mapping[str, Any] | None = None,
         caller: tuple[str | None, int | None] | None = None,
     ) -> None:
         if args:
@@ -97,8 +101,12 @@ class TextLogger:
         ext: dict[str, Any] = {"bound": self._bound} if self._bound else {}
         if extra:
             ext.update(extra)
+        if fields:
+            ext.update(fields)
         if exc_info:
             ext["exc_text"] = _format_exc(exc_info)
+        if step is not None and (type(step) is not int or step < 0):
+            step = v.check_step(step)
         if caller is not None:
             filepath, lineno = caller
         elif (STATE.settings or get_settings()).caller_info:
@@ -106,14 +114,15 @@ class TextLogger:
             filepath, lineno = frame.f_code.co_filename, frame.f_lineno
         else:
             filepath = lineno = None
-        (STATE.transport or get_transport()).emit(
+        transport = STATE.transport or get_transport()
+        transport.emit(
             Event(
                 _LOG,
                 self.scope,
                 text,
                 level,
-                None,
-                _now(),
+                step,
+                _now() if time is None else v.check_time(time),
                 self.name,
                 STATE.pid,
                 filepath,
@@ -121,6 +130,8 @@ class TextLogger:
                 ext,
             )
         )
+        if async_mode is False:
+            transport.flush(None)
 
     def log(
         self,
@@ -129,53 +140,109 @@ class TextLogger:
         *args: Any,
         exc_info: Any = None,
         extra: Mapping[str, Any] | None = None,
+        step: int | None = None,
+        time: float | None = None,
+        async_mode: bool | None = None,
+        **fields: Any,
     ) -> None:
-        """Log ``msg % args`` at ``level`` (an int or a level name)."""
+        """Log ``msg % args`` at ``level`` (an int or a level name).
+
+        ``step``/``time`` tag the message; ``async_mode=False`` waits until the handlers took it
+        (robo-goggles' per-call switch); further keyword fields are merged into ``extra``.
+        """
         level = v.check_level(level)
         if level >= self.level:
-            self._log(level, msg, args, exc_info, extra)
+            self._log(level, msg, args, exc_info, extra, step, time, async_mode, fields)
 
     def debug(
-        self, msg: object, *args: Any, exc_info: Any = None, extra: Mapping[str, Any] | None = None
+        self,
+        msg: object,
+        *args: Any,
+        exc_info: Any = None,
+        extra: Mapping[str, Any] | None = None,
+        step: int | None = None,
+        time: float | None = None,
+        async_mode: bool | None = None,
+        **fields: Any,
     ) -> None:
-        """Log at DEBUG."""
+        """Log at DEBUG (keywords as in :meth:`log`)."""
         if DEBUG >= self.level:
-            self._log(DEBUG, msg, args, exc_info, extra)
+            self._log(DEBUG, msg, args, exc_info, extra, step, time, async_mode, fields)
 
     def info(
-        self, msg: object, *args: Any, exc_info: Any = None, extra: Mapping[str, Any] | None = None
+        self,
+        msg: object,
+        *args: Any,
+        exc_info: Any = None,
+        extra: Mapping[str, Any] | None = None,
+        step: int | None = None,
+        time: float | None = None,
+        async_mode: bool | None = None,
+        **fields: Any,
     ) -> None:
-        """Log at INFO."""
+        """Log at INFO (keywords as in :meth:`log`)."""
         if INFO >= self.level:
-            self._log(INFO, msg, args, exc_info, extra)
+            self._log(INFO, msg, args, exc_info, extra, step, time, async_mode, fields)
 
     def warning(
-        self, msg: object, *args: Any, exc_info: Any = None, extra: Mapping[str, Any] | None = None
+        self,
+        msg: object,
+        *args: Any,
+        exc_info: Any = None,
+        extra: Mapping[str, Any] | None = None,
+        step: int | None = None,
+        time: float | None = None,
+        async_mode: bool | None = None,
+        **fields: Any,
     ) -> None:
-        """Log at WARNING."""
+        """Log at WARNING (keywords as in :meth:`log`)."""
         if WARNING >= self.level:
-            self._log(WARNING, msg, args, exc_info, extra)
+            self._log(WARNING, msg, args, exc_info, extra, step, time, async_mode, fields)
 
     def error(
-        self, msg: object, *args: Any, exc_info: Any = None, extra: Mapping[str, Any] | None = None
+        self,
+        msg: object,
+        *args: Any,
+        exc_info: Any = None,
+        extra: Mapping[str, Any] | None = None,
+        step: int | None = None,
+        time: float | None = None,
+        async_mode: bool | None = None,
+        **fields: Any,
     ) -> None:
-        """Log at ERROR."""
+        """Log at ERROR (keywords as in :meth:`log`)."""
         if ERROR >= self.level:
-            self._log(ERROR, msg, args, exc_info, extra)
+            self._log(ERROR, msg, args, exc_info, extra, step, time, async_mode, fields)
 
     def critical(
-        self, msg: object, *args: Any, exc_info: Any = None, extra: Mapping[str, Any] | None = None
+        self,
+        msg: object,
+        *args: Any,
+        exc_info: Any = None,
+        extra: Mapping[str, Any] | None = None,
+        step: int | None = None,
+        time: float | None = None,
+        async_mode: bool | None = None,
+        **fields: Any,
     ) -> None:
-        """Log at CRITICAL."""
+        """Log at CRITICAL (keywords as in :meth:`log`)."""
         if CRITICAL >= self.level:
-            self._log(CRITICAL, msg, args, exc_info, extra)
+            self._log(CRITICAL, msg, args, exc_info, extra, step, time, async_mode, fields)
 
     def exception(
-        self, msg: object, *args: Any, exc_info: Any = True, extra: Mapping[str, Any] | None = None
+        self,
+        msg: object,
+        *args: Any,
+        exc_info: Any = True,
+        extra: Mapping[str, Any] | None = None,
+        step: int | None = None,
+        time: float | None = None,
+        async_mode: bool | None = None,
+        **fields: Any,
     ) -> None:
         """Log at ERROR with the current exception's traceback (call from ``except``)."""
         if ERROR >= self.level:
-            self._log(ERROR, msg, args, exc_info, extra)
+            self._log(ERROR, msg, args, exc_info, extra, step, time, async_mode, fields)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, scope={self.scope!r})"

@@ -66,7 +66,7 @@ def timeit(
                     (label, elapsed * 1e3),
                     None,
                     {"duration_s": elapsed, "function": label},
-                    where,
+                    caller=where,
                 )
 
         return wrapper  # type: ignore[return-value]
@@ -99,7 +99,7 @@ def trace_on_error(
                         "args": [_short(a) for a in args],
                         "kwargs": {k: _short(x) for k, x in kwargs.items()},
                     },
-                    where,
+                    caller=where,
                 )
                 raise
 

@@ -12,7 +12,7 @@ import numbers
 import os
 import reprlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from goggles_io.exceptions import InvalidLevelError, InvalidNameError, InvalidPayloadError
@@ -90,6 +90,14 @@ def check_step(step: object) -> int:
     raise InvalidPayloadError(msg, value=step)
 
 
+def check_time(value: object) -> float:
+    """Return a caller-given event time (seconds since the epoch) as a finite float."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    msg = f"time must be a finite number of seconds since the epoch (got {_short(value)})."
+    raise InvalidPayloadError(msg, value=value)
+
+
 def to_scalar(name: str, value: object) -> int | float:
     """Return ``value`` as a Python int/float; NaN and +-inf pass (the caller flags them)."""
     if isinstance(value, bool):
@@ -140,6 +148,17 @@ def is_image_like(value: object) -> bool:
     if np is None or not isinstance(value, np.ndarray):
         return False
     return value.ndim == 2 or (value.ndim == 3 and value.shape[-1] in _CHANNELS)
+
+
+def is_vector_like(value: object) -> bool:
+    """Return whether ``push`` should spread ``value`` (a 1-D numeric array) into scalars."""
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, np.ndarray) and value.ndim == 1
+
+
+def to_vector(name: str, value: np.ndarray) -> list[int | float]:
+    """Return a 1-D array's elements as Python numbers (each checked like a scalar)."""
+    return [to_scalar(f"{name}/{i}", item) for i, item in enumerate(value.tolist())]
 
 
 def to_image(image: object) -> np.ndarray:
@@ -202,14 +221,59 @@ def to_vector_field(field: object) -> np.ndarray:
     return arr
 
 
-def to_artifact(data: object) -> bytes | str:
-    """Return bytes contents, or a path as str."""
+def to_artifact(data: object, fmt: object = "bin") -> bytes | str:
+    """Return an artifact's bytes, or the path of a file to copy (as str), robo-goggles style.
+
+    A ``str`` is the artifact's *content* (UTF-8), a mapping or list is serialised by ``fmt``
+    (``yaml``/``yml`` as YAML, anything else as JSON), a numpy array is stored as ``.npy`` bytes,
+    bytes are kept, and a :class:`pathlib.Path` (any ``os.PathLike``) names a file to copy.
+    """
     if isinstance(data, bytes | bytearray | memoryview):
         return bytes(data)
-    if isinstance(data, str | os.PathLike):
+    if isinstance(data, str):
+        return data.encode("utf-8", "surrogatepass")
+    if isinstance(data, os.PathLike):
         return os.fspath(data)  # type: ignore[return-value]
-    msg = f"artifact must be bytes or a path (str / os.PathLike) (got {type(data).__name__})."
+    if isinstance(data, Mapping | list | tuple):
+        return _serialise(data, fmt)
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(data, np.ndarray):
+        import io
+
+        buffer = io.BytesIO()
+        np.save(buffer, data, allow_pickle=False)
+        return buffer.getvalue()
+    msg = (
+        "artifact must be str content, bytes, a mapping/list (serialised by format), a numpy "
+        f"array, or a pathlib.Path of a file to copy (got {type(data).__name__})."
+    )
     raise InvalidPayloadError(msg, value=data)
+
+
+def _serialise(data: object, fmt: object) -> bytes:
+    """Serialise a mapping or list for :func:`to_artifact`; refuse what JSON/YAML cannot hold."""
+    import json
+
+    import yaml
+
+    try:
+        if isinstance(fmt, str) and fmt.lower() in {"yaml", "yml"}:
+            return yaml.safe_dump(_plain_copy(data, 0), sort_keys=False).encode("utf-8")
+        return json.dumps(data, indent=2, allow_nan=True, default=_json_default).encode("utf-8")
+    except (TypeError, ValueError, yaml.YAMLError) as exc:
+        msg = f"artifact data cannot be serialised as {fmt!r}: {exc}"
+        raise InvalidPayloadError(msg, value=data) from exc
+
+
+def _json_default(value: object) -> Any:
+    np = sys.modules.get("numpy")
+    if np is not None:
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        if isinstance(value, np.generic):
+            return value.item()
+    msg = f"{type(value).__name__} is not JSON serialisable"
+    raise TypeError(msg)
 
 
 def to_table(columns: Sequence[str], data: Sequence[Sequence[Any]]) -> dict[str, Any]:

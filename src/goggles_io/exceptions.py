@@ -25,6 +25,7 @@ __all__ = [
     "ShutdownError",
     "SocketOwnershipError",
     "UnknownHandlerError",
+    "UnknownScopeError",
 ]
 
 
@@ -130,6 +131,15 @@ class UnknownHandlerError(GogglesIOError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class UnknownScopeError(GogglesIOError, ValueError):
+    """``detach`` names a scope the handler is not attached on."""
+
+    def __init__(self, msg: str, *, name: Any = None, scope: Any = None) -> None:
+        super().__init__(msg)
+        self.name = name
+        self.scope = scope
 
 
 class MethodNotAllowedError(GogglesIOError, AttributeError):

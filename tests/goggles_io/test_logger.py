@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -287,10 +288,10 @@ class TestMedia:
             gg.get_logger("t", with_metrics=True).vector_field(np.zeros((4, 4, 4)))
 
     def test_artifact_accepts_bytes_and_paths(self, mem: MemoryHandler) -> None:
-        """bytes are stored as bytes, a path as its str; the name defaults to the basename."""
+        """bytes are kept, a pathlib.Path travels as its str; the name defaults to the basename."""
         log = gg.get_logger("t", with_metrics=True)
         log.artifact(b"abc", name="blob")
-        log.artifact("/tmp/model.ckpt")
+        log.artifact(Path("/tmp/model.ckpt"))
 
         events = _events(mem)
         assert [b"abc", "/tmp/model.ckpt"] == [e.payload for e in events]

@@ -35,7 +35,7 @@ from goggles_io._transport.settings import (
     prepare_socket_dir,
 )
 from goggles_io._transport.shm import ShmPool, sweep_dead_segments
-from goggles_io.exceptions import InvalidPayloadError
+from goggles_io.exceptions import InvalidPayloadError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, get_handler_class
 
 __all__ = ["SocketClient"]
@@ -180,9 +180,16 @@ class SocketClient:
         self._attached[handler.name] = (cls, known | set(scopes))  # the first class wins
 
     def detach(self, name: str, scope: str) -> None:
-        """Detach on the host, in order with the events around it."""
-        self._control("detach", {"name": name, "scope": scope})
+        """Detach on the host, in order with the events around it.
+
+        Raises:
+            UnknownScopeError: this process attached ``name`` but not on ``scope``.
+        """
         found = self._attached.get(name)
+        if found is not None and scope not in found[1]:
+            msg = f"handler {name!r} is not attached on scope {scope!r} (its scopes: {sorted(found[1])!r})."
+            raise UnknownScopeError(msg, name=name, scope=scope)
+        self._control("detach", {"name": name, "scope": scope})
         if found is not None:
             found[1].discard(scope)
             if not found[1]:
