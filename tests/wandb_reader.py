@@ -62,6 +62,7 @@ def read_offline_runs(root: Path, expect: int = 1) -> dict[str, dict[str, Any]]:
             kind = record.WhichOneof("record_type")
             if kind == "run":
                 run.update(name=record.run.display_name, group=record.run.run_group)
+                run.update(job_type=record.run.job_type, notes=record.run.notes)
                 run["tags"] = list(record.run.tags)
                 for item in record.run.config.update:
                     run["config"][item.key] = json.loads(item.value_json)

@@ -26,17 +26,28 @@ class GracefulShutdown:
     exit, also when the block raises. Signal handlers can only be installed from the main
     thread, so entering elsewhere raises ``ShutdownError``.
 
+    robo-goggles' form works unchanged: ``with GracefulShutdown(exit_message="...") as gs:
+    while not gs.stop: ...``. The message is logged (INFO, logger ``goggles_io.shutdown``) when
+    the loop first sees the request, or on leaving the block, never from the signal handler.
+
     Args:
+        exit_message: logged once after a shutdown signal arrived; ``None`` logs nothing.
         signals: the signals to catch; SIGINT and SIGTERM by default.
         raise_on_second: raise ``KeyboardInterrupt`` on the second caught signal.
     """
 
     def __init__(
         self,
-        signals: Iterable[int] = (signal.SIGINT, signal.SIGTERM),
+        exit_message: str | None = None,
         *,
+        signals: Iterable[int] = (signal.SIGINT, signal.SIGTERM),
         raise_on_second: bool = True,
     ) -> None:
+        if exit_message is not None and not isinstance(exit_message, str):
+            msg = f"exit_message must be a str or None (got {exit_message!r})."
+            raise TypeError(msg)
+        self.exit_message = exit_message
+        self._announced = False
         chosen = tuple(signals)
         if not chosen:
             msg = f"signals must name at least one signal (got {signals!r})."
@@ -56,10 +67,27 @@ class GracefulShutdown:
     @property
     def requested(self) -> bool:
         """Whether a shutdown signal arrived since the block was entered."""
-        return self.count > 0
+        if self.count > 0:
+            self._announce()
+            return True
+        return False
+
+    @property
+    def stop(self) -> bool:
+        """robo-goggles' name for :attr:`requested`: ``while not gs.stop: ...``."""
+        return self.requested
 
     def __bool__(self) -> bool:
-        return self.count > 0
+        return self.requested
+
+    def _announce(self) -> None:
+        """Log ``exit_message`` once, in the loop's thread (signal handlers must not do I/O)."""
+        if self._announced or self.exit_message is None:
+            return
+        self._announced = True
+        from goggles_io._logger import get_logger
+
+        get_logger("goggles_io.shutdown").info(self.exit_message)
 
     def __repr__(self) -> str:
         names = ", ".join(s.name for s in self._signals)
@@ -77,6 +105,7 @@ class GracefulShutdown:
             raise ShutdownError(msg)
         self.count = 0
         self.signal = None
+        self._announced = False
         installed: dict[signal.Signals, _Handler] = {}
         try:
             for signum in self._signals:
@@ -97,6 +126,8 @@ class GracefulShutdown:
         _restore(self._previous)
         self._previous = {}
         self._active = False
+        if self.count > 0:
+            self._announce()
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         # Runs between bytecodes of the main thread: integer updates only.

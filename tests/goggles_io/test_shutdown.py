@@ -47,6 +47,30 @@ class TestGracefulShutdownInProcess:
 
         assert (True, signal.SIGINT, 1) == (shutdown.requested, shutdown.signal, shutdown.count)
 
+    def test_robo_goggles_stop_loop_logs_exit_message_once(self) -> None:
+        """`while not gs.stop` ends on a signal; exit_message is logged once, at INFO."""
+        import goggles_io as gg
+        from goggles_io.testing import MemoryHandler
+
+        mem = MemoryHandler(name="shutdown_mem")
+        gg.attach(mem, scopes=["global"])
+        with GracefulShutdown(exit_message="saving and leaving") as gs:
+            turns = 0
+            while not gs.stop:
+                turns += 1
+                if turns == 3:
+                    signal.raise_signal(signal.SIGTERM)
+            assert gs.stop and gs.requested
+        gg.flush()
+
+        assert 3 == turns
+        assert [("saving and leaving", gg.INFO)] == [(e.payload, e.level) for e in mem.events]
+
+    def test_exit_message_must_be_text(self) -> None:
+        """A non-str exit_message is refused at construction."""
+        with pytest.raises(TypeError, match="exit_message"):
+            GracefulShutdown(42)  # type: ignore[arg-type]
+
     def test_second_signal_is_counted_when_raise_on_second_is_off(self) -> None:
         """With raise_on_second=False every signal is only counted."""
         with GracefulShutdown(raise_on_second=False) as shutdown:
@@ -101,7 +125,7 @@ class TestGracefulShutdownInProcess:
     def test_uncatchable_or_empty_signals_are_rejected(self, signals: tuple[int, ...]) -> None:
         """SIGKILL, an unknown number or an empty list raise ValueError naming ``signals``."""
         with pytest.raises(ValueError, match="signals"):
-            GracefulShutdown(signals)
+            GracefulShutdown(signals=signals)
 
 
 class TestGracefulShutdownSubprocess:

@@ -95,10 +95,13 @@ class WandBHandler(BaseHandler):
             (read here at construction, so the host uses the attaching process's).
         api_key: W&B API key; default ``WANDB_API_KEY``, else W&B's own login (``~/.netrc``).
             Kept as a secret: never in the repr, the spec's ``data`` or a message.
+        wandb_init_kwargs: Further keyword arguments for every ``wandb.init`` call (robo-goggles'
+            name), e.g. ``{"entity": "lab", "notes": "..."}``; plain builtins only, since the spec
+            travels to the host. They override the arguments above of the same name.
 
     Raises:
-        ConfigurationError: ``tags`` is a bare string or holds a non-string; ``config`` is not
-            a mapping.
+        ConfigurationError: ``tags`` is a bare string or holds a non-string; ``config`` or
+            ``wandb_init_kwargs`` is not a mapping.
         ImportError: wandb is not installed.
     """
 
@@ -123,6 +126,7 @@ class WandBHandler(BaseHandler):
         level: int = logging.NOTSET,
         env: Mapping[str, str] | None = None,
         api_key: str | None = None,
+        wandb_init_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(name=name, level=level)
         if isinstance(tags, (str, bytes)):
@@ -139,6 +143,10 @@ class WandBHandler(BaseHandler):
         if config is not None and not isinstance(config, Mapping):
             msg = f"config must be a mapping of setting -> value (got {config!r})."
             raise ConfigurationError(msg, key="config", value=config)
+        if wandb_init_kwargs is not None and not isinstance(wandb_init_kwargs, Mapping):
+            msg = f"wandb_init_kwargs must be a mapping of wandb.init argument -> value (got {wandb_init_kwargs!r})."
+            raise ConfigurationError(msg, key="wandb_init_kwargs", value=wandb_init_kwargs)
+        self.wandb_init_kwargs = {str(k): v for k, v in (wandb_init_kwargs or {}).items()}
         self._wandb = _import_wandb()
         self.project, self.run_name, self.group = project, run_name, group
         self.tags = list(tags) if tags is not None else None
@@ -174,6 +182,7 @@ class WandBHandler(BaseHandler):
             "dir": self.dir,
             "step_key": self.step_key,
             "env": dict(self.env),
+            "wandb_init_kwargs": dict(self.wandb_init_kwargs),
         }
 
     def secrets(self) -> dict[str, str]:
@@ -274,17 +283,18 @@ class WandBHandler(BaseHandler):
             settings.update_from_env_vars(dict(self.env))
         if self._api_key is not None:
             settings.api_key = self._api_key.reveal()
-        run = self._wandb.init(
-            settings=settings,
-            project=self.project,
-            name=name,
-            group=self.group,
-            tags=self.tags,
-            config=config,
-            mode=self.mode,
-            reinit=self.reinit,
-            dir=self.dir,
-        )
+        arguments: dict[str, Any] = {
+            "settings": settings,
+            "project": self.project,
+            "name": name,
+            "group": self.group,
+            "tags": self.tags,
+            "config": config,
+            "mode": self.mode,
+            "reinit": self.reinit,
+            "dir": self.dir,
+        }
+        run = self._wandb.init(**{**arguments, **self.wandb_init_kwargs})
         run.define_metric(self.step_key)
         run.define_metric("*", step_metric=self.step_key)
         state = _Run(run)

@@ -134,6 +134,27 @@ class TestOfflineRun:
             media["note"],
         )
 
+    def test_wandb_init_kwargs_reach_the_run(self, wandb_env: Path) -> None:
+        """wandb_init_kwargs (robo-goggles' name) are passed to wandb.init: notes and job_type."""
+        handler = WandBHandler(
+            project="p",
+            run_name="kw",
+            dir=str(wandb_env),
+            reinit="create_new",
+            wandb_init_kwargs={"job_type": "eval", "notes": "from kwargs"},
+        )
+        gg.attach(handler, scopes=["global"])
+        gg.get_logger("k", with_metrics=True).scalar("x", 1.0, step=0)
+        gg.finish()
+        got = read_offline_runs(wandb_env)["kw"]
+
+        assert ("eval", "from kwargs") == (got["job_type"], got["notes"])
+
+    def test_wandb_init_kwargs_must_be_a_mapping(self) -> None:
+        """A list for wandb_init_kwargs is refused at construction, naming the argument."""
+        with pytest.raises(ConfigurationError, match="wandb_init_kwargs"):
+            WandBHandler(project="p", wandb_init_kwargs=[("notes", "x")])  # type: ignore[arg-type]
+
     def test_one_run_per_scope_in_one_group(self, wandb_env: Path) -> None:
         """Each attached scope gets its own run, all in the handler's group, all finished."""
         handler = WandBHandler(project="p", group="multi", dir=str(wandb_env))
