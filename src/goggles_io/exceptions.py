@@ -15,6 +15,7 @@ __all__ = [
     "ConfigurationError",
     "ConfigurationFileError",
     "ConfigurationNotFoundError",
+    "ConfigurationTypeError",
     "FrameError",
     "GogglesIOError",
     "HandlerNotRegisteredError",
@@ -48,6 +49,10 @@ class ConfigConflictError(ConfigurationError):
     def __init__(self, msg: str, *, key: str, value: Any, previous: Any) -> None:
         super().__init__(msg, key=key, value=value)
         self.previous = previous
+
+
+class ConfigurationTypeError(ConfigurationError, TypeError):
+    """A configuration value has the wrong type (a string where a number belongs, say)."""
 
 
 class InvalidPayloadError(GogglesIOError, ValueError):

@@ -17,29 +17,34 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
 from goggles_io.filters import (  # noqa: E402
-    ExponentialMovingAverage,
+    AverageFilter,
+    ExpAverageFilter,
     Filter,
     MedianFilter,
-    MovingAverage,
-    Quantize,
-    RangeFilter,
-    Scale,
-    ZScoreFilter,
-    make_filter,
+    MinMaxFilter,
+    QuantizationFilter,
+    RangeRejectFilter,
+    ScaleFilter,
+    StdRejectFilter,
+    create_concat_filter,
 )
 
 STEPS, WIDTH = 24, 3
 FILTERS = {
-    "moving_average": MovingAverage(4),
-    "exponential": ExponentialMovingAverage(0.25),
+    "average": AverageFilter(4),
+    "exp_average": ExpAverageFilter(0.25),
     "median": MedianFilter(4),
-    "range": RangeFilter(-10, 10),
-    "zscore": ZScoreFilter(6, 2.5, min_count=3),
-    "zscore_nan": ZScoreFilter(6, 2.5, min_count=3, replace_with="nan"),
-    "scale": Scale(0.5, -1.0),
-    "quantize": Quantize(3.0),
-    "chain": make_filter(
-        [{"type": "range", "low": -15, "high": 15}, {"type": "median", "window": 3}]
+    "minmax": MinMaxFilter(-10.0, 10.0),
+    "scale": ScaleFilter(0.5, -1.0),
+    "quantization": QuantizationFilter(-12.0, 12.0, 3.0),
+    "range_reject": RangeRejectFilter(-10, 10, fallback_filter=[AverageFilter(3)]),
+    "std_reject": StdRejectFilter(2.7, 6),
+    "std_reject_ema": StdRejectFilter(2.1, 4, fallback_filter=[ExpAverageFilter(0.5)]),
+    "concat": create_concat_filter(
+        [
+            {"type": "RangeRejectFilter", "parameters": {"min_value": -15, "max_value": 15}},
+            {"type": "MedianFilter", "parameters": {"window_size": 3}},
+        ]
     ),
 }
 # Integer-valued float32 series keep sums exact, so numpy and XLA agree up to rounding of the
@@ -55,7 +60,7 @@ def numpy_run(f: Filter, xs: np.ndarray) -> np.ndarray:
     state = f.init_state(np.zeros(xs.shape[1:], np.float32))
     out = []
     for x in xs:
-        y, state = f.apply(state, x)
+        state, y = f.apply(state, x)
         out.append(y)
     return np.stack(out)
 
@@ -66,11 +71,8 @@ def scan_fn(name: str) -> Callable[[Any], Any]:
 
     @jax.jit
     def go(xs: Any) -> Any:
-        def step(state: Any, x: Any) -> tuple[Any, Any]:
-            y, state = f.apply(state, x)
-            return state, y
-
-        return jax.lax.scan(step, f.init_state(xs[0]), xs)[1]
+        # apply returns (new_state, output), the (carry, y) pair a scan body returns.
+        return jax.lax.scan(f.apply, f.init_state(xs[0]), xs)[1]
 
     return go
 
@@ -100,23 +102,23 @@ class TestFiltersUnderJit:
         f, step = FILTERS[name], step_fn(name)
         state, out = f.init_state(jnp.zeros(WIDTH)), []
         for x in xs:
-            y, state = step(state, jnp.asarray(x))
+            state, y = step(state, jnp.asarray(x))
             out.append(np.asarray(y))
 
         np.testing.assert_allclose(numpy_run(f, xs), np.stack(out), rtol=1e-5, equal_nan=True)
 
     def test_state_from_jax_example_is_jax(self) -> None:
         """init_state on a jax example gives jax arrays, usable as a scan carry."""
-        state = MovingAverage(3).init_state(jnp.zeros(2))
+        state = StdRejectFilter(2.0, 3, fallback_filter=[AverageFilter(2)]).init_state(jnp.zeros(2))
 
-        assert all(isinstance(v, jax.Array) for v in state.values())
+        assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(state))
 
     def test_stateful_front_accepts_jax_arrays(self) -> None:
         """The stateful front works on jax arrays and returns jax arrays."""
-        f = MovingAverage(2)
-        f(jnp.asarray([1.0, 2.0]))
+        f = AverageFilter(window_size=2)
+        f.step(jnp.asarray([1.0, 2.0]))
 
-        y = f(jnp.asarray([3.0, 4.0]))
+        y = f.step(jnp.asarray([3.0, 4.0]))
 
         assert isinstance(y, jax.Array)
         np.testing.assert_allclose([2.0, 3.0], np.asarray(y))

@@ -8,14 +8,15 @@ branches on values, and no data-dependent shapes.
 
 from __future__ import annotations
 
+import numbers
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from goggles_io.exceptions import ConfigurationError
+from goggles_io.exceptions import ConfigurationError, ConfigurationTypeError
 
 __all__ = ["Filter", "State", "get_namespace"]
 
@@ -58,116 +59,139 @@ def ring_valid(xp: ModuleType, window: int, head: Any, count: Any, ndim: int) ->
     return (age < count).reshape((-1,) + (1,) * ndim)
 
 
+def ring_state(
+    xp: ModuleType, window: int, shape: tuple[int, ...], dtype: Any, fill: float
+) -> State:
+    """An empty ring window of ``window`` slots shaped like the input, plus its head and count."""
+    return {
+        "buf": xp.full((window, *shape), fill, dtype=dtype),
+        "head": xp.asarray(0, dtype=xp.int32),
+        "count": xp.asarray(0, dtype=xp.int32),
+    }
+
+
+def ring_push(xp: ModuleType, state: State, x: Any, window: int) -> State:
+    """Write ``x`` into the ring window; the head wraps, the count saturates at ``window``."""
+    return {
+        "buf": ring_write(xp, state["buf"], state["head"], x),
+        "head": (state["head"] + 1) % window,
+        "count": xp.minimum(state["count"] + 1, window),
+    }
+
+
 class Filter:
-    """Base class: subclasses implement ``init_state`` and ``apply``; this adds the stateful front.
+    """Base class: subclasses implement ``_init`` and ``_apply``; this adds both fronts.
 
-    The stateful front (``f(x)``, ``f.update(x)``, ``f.reset()``) keeps one state inside the
-    object, created lazily from the first input, so it fits plain Python loops; the pure front is
-    for jitted code, where the caller carries the state.
+    Stateful front (``step(x)``, ``f(x)``, ``reset()``): one state inside the object, created
+    lazily from the first input, for plain Python loops. Pure front (``init_state(x)``,
+    ``apply(state, x) -> (new_state, y)``): the caller carries the state, so it runs under
+    ``jax.jit`` and as a ``jax.lax.scan`` body; it never touches the object.
     """
-
-    type_name: str = ""
 
     def __init__(self) -> None:
         self._state: State | None = None
 
+    @property
+    def name(self) -> str:
+        """The class name with its parameters, e.g. ``AverageFilter(window_size=3)``."""
+        args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
+        return f"{type(self).__name__}({args})"
+
     # pure API ---------------------------------------------------------------------------------
-    def init_state(self, example_or_shape: Any = (), dtype: Any = None) -> State:
-        """Build the initial state for inputs shaped like ``example_or_shape``.
+    def init_state(self, data: Any) -> State:
+        """The initial state for inputs shaped like ``data`` (numpy or jax, its float dtype)."""
+        xp = get_namespace(data)
+        arr = xp.asarray(data)
+        return self._init(xp, tuple(arr.shape), float_dtype(xp, arr.dtype))
 
-        Pass an example array (numpy or jax) to get a state of the same namespace and float dtype,
-        or a shape tuple (plus ``dtype``) for a numpy state.
-        """
-        xp, shape, fdtype = _resolve_example(example_or_shape, dtype)
-        return self._init(xp, shape, fdtype)
-
-    def apply(self, state: State, x: Any) -> tuple[Any, State]:
-        """Filter one sample ``x``; return ``(y, new_state)`` and leave ``state`` untouched."""
-        xp = get_namespace(state, x)
-        dtype = _state_dtype(state, xp, x)
-        return self._apply(xp, state, xp.asarray(x, dtype=dtype))
+    def apply(self, state: State, data: Any) -> tuple[State, Any]:
+        """Filter one sample; return ``(new_state, output)`` and leave ``state`` untouched."""
+        xp = get_namespace(state, data)
+        dtype = _compute_dtype(state, xp, data)
+        return self._apply(xp, state, xp.asarray(data, dtype=dtype))
 
     def _init(self, xp: ModuleType, shape: tuple[int, ...], dtype: Any) -> State:
         return {}
 
-    def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[Any, State]:
+    def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[State, Any]:
         raise NotImplementedError
 
     # stateful API -----------------------------------------------------------------------------
-    def update(self, x: Any) -> Any:
+    def step(self, data: Any) -> Any:
         """Filter one sample with the state held by this object; Python numbers give floats back."""
         if self._state is None:
-            self._state = self.init_state(np.asarray(x) if _is_number(x) else x)
-        y, self._state = self.apply(self._state, x)
-        if _is_number(x):
-            return float(y)
-        return y
+            self._state = self.init_state(data)
+        self._state, y = self.apply(self._state, data)
+        return float(y) if _is_number(data) else y
 
-    __call__ = update
+    def __call__(self, data: Any) -> Any:
+        """Same as :meth:`step`."""
+        return self.step(data)
 
     def reset(self) -> None:
         """Forget everything seen so far; the next input starts a fresh state."""
         self._state = None
 
-    def to_config(self) -> dict[str, Any]:
-        """The config mapping that ``make_filter`` turns back into an equal filter."""
-        return {"type": self.type_name, **self._params()}
-
     def _params(self) -> dict[str, Any]:
         return {}
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
-        return f"{type(self).__name__}({args})"
+        return self.name
 
     def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self._params() == other._params()  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return hash((type(self), repr(self)))
+        return hash((type(self), self.name))
 
 
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _resolve_example(example_or_shape: Any, dtype: Any) -> tuple[ModuleType, tuple[int, ...], Any]:
-    if isinstance(example_or_shape, (tuple, list)) and all(
-        isinstance(d, int) for d in example_or_shape
-    ):
-        return np, tuple(example_or_shape), float_dtype(np, np.dtype(dtype or np.float64))
-    xp = get_namespace(example_or_shape)
-    arr = xp.asarray(example_or_shape)
-    return xp, tuple(arr.shape), float_dtype(xp, dtype or arr.dtype)
-
-
-def _state_dtype(state: State, xp: ModuleType, x: Any) -> Any:
-    # Filters with memory compute in their state's float dtype (a scan carry must keep its dtype).
+def _leaves(state: State) -> Iterator[Any]:
     if isinstance(state, Mapping):
-        for leaf in state.values():
-            if xp.issubdtype(leaf.dtype, xp.floating):
-                return leaf.dtype
+        for value in state.values():
+            yield from _leaves(value)
+    elif isinstance(state, (tuple, list)):
+        for value in state:
+            yield from _leaves(value)
+    else:
+        yield state
+
+
+def _compute_dtype(state: State, xp: ModuleType, x: Any) -> Any:
+    # Filters with memory compute in their state's float dtype (a scan carry must keep its dtype).
+    for leaf in _leaves(state):
+        if xp.issubdtype(leaf.dtype, xp.floating):
+            return leaf.dtype
     return float_dtype(xp, xp.asarray(x).dtype)
 
 
 def check_int(name: str, value: Any, minimum: int) -> int:
-    """Validate an int parameter once, in ``__init__``."""
+    """Validate an int parameter once, in ``__init__`` (2.5 is a bad value, hence ValueError)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         msg = f"{name} must be an int >= {minimum} (got {value!r})."
         raise ConfigurationError(msg, key=name, value=value)
     return int(value)
 
 
-def check_float(name: str, value: Any, *, positive: bool = False, finite: bool = True) -> float:
-    """Validate a float parameter once, in ``__init__``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        msg = f"{name} must be a number (got {value!r})."
-        raise ConfigurationError(msg, key=name, value=value)
+def check_float(name: str, value: Any, *, finite: bool = True) -> float:
+    """Validate a real-number parameter once: TypeError for a non-number, ValueError if not finite."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        msg = f"{name} must be a real number (got {value!r} that is a {type(value).__name__})."
+        raise ConfigurationTypeError(msg, key=name, value=value)
     value = float(value)
     if finite and not np.isfinite(value):
         msg = f"{name} must be finite (got {value!r})."
         raise ConfigurationError(msg, key=name, value=value)
-    if positive and not value > 0:
-        msg = f"{name} must be > 0 (got {value!r})."
-        raise ConfigurationError(msg, key=name, value=value)
     return value
+
+
+def check_order(low_name: str, low: float, high_name: str, high: float, *, strict: bool) -> None:
+    """Raise unless ``low < high`` (``strict``) or ``low <= high``; NaN bounds always fail."""
+    ok = low < high if strict else low <= high
+    if not ok:
+        op = "<" if strict else "<="
+        msg = f"{low_name} must be {op} {high_name} (got {low_name}={low!r}, {high_name}={high!r})."
+        raise ConfigurationError(msg, key=low_name, value=low)

@@ -1,156 +1,160 @@
-"""Outlier rejection: a fixed range, and a z-score test against a window of recent inputs.
+"""Outlier rejection: a fixed range, and a standard-deviation test against recent inputs.
 
-NaN policy: outlier filters reject NaN (and infinities) always. A rejected input is replaced
-according to ``replace_with``: ``"last"`` (default) repeats the last accepted value, or NaN when
-nothing has been accepted yet; ``"nan"`` emits NaN; a number emits that number. Accepted inputs
-pass through unchanged. Arrays are judged element by element.
+A rejected element is replaced by the output of the ``fallback_filter`` chain. That chain is
+stepped on every input, fed the last accepted value of each element (the range's midpoint, or
+0 for ``StdRejectFilter``, before anything is accepted), so a smoothing fallback follows the
+accepted signal. With no fallback filters the last accepted value itself is emitted;
+``[ScaleFilter(scale=0.0, offset=c)]`` emits the constant ``c``. Accepted elements pass through
+unchanged. NaN and infinities are always rejected. Arrays are judged element by element.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
 from goggles_io.exceptions import ConfigurationError
-from goggles_io.filters._base import Filter, State, check_float, check_int, ring_valid, ring_write
+from goggles_io.filters._base import (
+    Filter,
+    State,
+    check_float,
+    check_int,
+    check_order,
+    ring_push,
+    ring_state,
+    ring_valid,
+)
+from goggles_io.filters._concat import ConcatFilter, FilterConfig, FilterLike
 
-__all__ = ["RangeFilter", "ZScoreFilter"]
-
-_REPLACE_MODES = ("last", "nan")
-_DEFAULT_MIN_COUNT = 5
+__all__ = ["RangeRejectFilter", "StdRejectFilter"]
 
 
-def _check_replace(value: Any) -> str | float:
-    if isinstance(value, str):
-        if value not in _REPLACE_MODES:
-            msg = f"replace_with must be one of {_REPLACE_MODES} or a number (got {value!r})."
-            raise ConfigurationError(msg, key="replace_with", value=value)
-        return value
-    return check_float("replace_with", value, finite=False)
+def _fallback(value: FilterLike | Iterable[FilterLike]) -> ConcatFilter:
+    if isinstance(value, (Filter, FilterConfig, Mapping)):
+        value = [value]
+    return ConcatFilter(filters=value)
 
 
 class _Rejector(Filter):
-    """Shared replacement logic: remember the last accepted value, substitute rejected ones."""
+    """Shared replacement: track the last accepted value, step the fallback on it."""
 
-    def __init__(self, replace_with: str | float) -> None:
+    def __init__(self, fallback_filter: FilterLike | Iterable[FilterLike]) -> None:
         super().__init__()
-        self.replace_with = _check_replace(replace_with)
+        self.fallback_filter = _fallback(fallback_filter)
 
-    def _last_state(self, xp: ModuleType, shape: tuple[int, ...], dtype: Any) -> State:
-        return {"last": xp.full(shape, np.nan, dtype=dtype)}
+    def _initial_value(self) -> float:
+        return 0.0
 
-    def _replace(self, xp: ModuleType, state: State, x: Any, accept: Any) -> tuple[Any, Any]:
-        """Return ``(y, new_last)`` for the acceptance mask ``accept``."""
-        if self.replace_with == "last":
-            fill = state["last"]
-        elif self.replace_with == "nan":
-            fill = xp.full(x.shape, np.nan, dtype=x.dtype)
-        else:
-            fill = xp.full(x.shape, self.replace_with, dtype=x.dtype)
-        return xp.where(accept, x, fill), xp.where(accept, x, state["last"])
+    def _rejector_state(self, xp: ModuleType, shape: tuple[int, ...], dtype: Any) -> State:
+        last = xp.full(shape, self._initial_value(), dtype=dtype)
+        return {"last": last, "fallback": self.fallback_filter.init_state(last)}
 
-
-class RangeFilter(_Rejector):
-    """Accept inputs inside ``[low, high]``; replace the others (and NaN).
-
-    Args:
-        low: Smallest accepted value (``-inf`` for no lower bound).
-        high: Largest accepted value (``inf`` for no upper bound); must be >= ``low``.
-        replace_with: ``"last"``, ``"nan"`` or a number; see the module docstring.
-    """
-
-    type_name = "range"
-
-    def __init__(
-        self, low: float = -np.inf, high: float = np.inf, replace_with: str | float = "last"
-    ) -> None:
-        super().__init__(replace_with)
-        self.low = check_float("low", low, finite=False)
-        self.high = check_float("high", high, finite=False)
-        if np.isnan(self.low) or np.isnan(self.high) or self.low > self.high:
-            msg = f"low must be <= high (got low={low!r}, high={high!r})."
-            raise ConfigurationError(msg, key="low", value=low)
-
-    def _params(self) -> dict[str, Any]:
-        return {"low": self.low, "high": self.high, "replace_with": self.replace_with}
-
-    def _init(self, xp: ModuleType, shape: tuple[int, ...], dtype: Any) -> State:
-        return self._last_state(xp, shape, dtype)
-
-    def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[Any, State]:
-        accept = (x >= self.low) & (x <= self.high)  # False for NaN
-        y, last = self._replace(xp, state, x, accept)
-        return y, {"last": last}
+    def _replace(self, xp: ModuleType, state: State, x: Any, accept: Any) -> tuple[State, Any]:
+        """Return the new ``last``/``fallback`` state and the output for the mask ``accept``."""
+        last = xp.where(accept, x, state["last"])
+        fallback_state, substitute = self.fallback_filter.apply(state["fallback"], last)
+        y = xp.where(accept, x, substitute).astype(x.dtype)
+        return {"last": last, "fallback": fallback_state}, y
 
 
-class ZScoreFilter(_Rejector):
-    """Reject inputs more than ``threshold`` standard deviations from the recent mean.
+class RangeRejectFilter(_Rejector):
+    """Accept elements inside ``[min_value, max_value]``; replace the others (and NaN).
 
-    The statistics (mean, population std) are over the finite values among the last ``window``
-    inputs, accepted or not, so a genuine level shift is accepted once it fills the window. With
-    fewer than ``min_count`` finite values in the window every finite input is accepted. With a
-    zero std, any value different from the mean is rejected.
+    Before anything is accepted the fallback is fed the range's midpoint (the finite bound of a
+    half-open range, 0 for an unbounded one).
 
     Args:
-        window: Number of recent inputs the statistics cover, >= 2.
-        threshold: Largest accepted ``|x - mean| / std``, > 0.
-        min_count: Finite values needed before anything is rejected, in [2, window]; default
-            ``min(5, window)``.
-        replace_with: ``"last"``, ``"nan"`` or a number; see the module docstring.
+        min_value: Smallest accepted value (``-inf`` for no lower bound).
+        max_value: Largest accepted value (``inf`` for none); must be >= ``min_value``.
+        fallback_filter: Filters or configs producing replacements; see the module docstring.
     """
-
-    type_name = "zscore"
 
     def __init__(
         self,
-        window: int = 20,
-        threshold: float = 3.0,
-        min_count: int | None = None,
-        replace_with: str | float = "last",
+        min_value: float,
+        max_value: float,
+        fallback_filter: FilterLike | Iterable[FilterLike] = (),
     ) -> None:
-        super().__init__(replace_with)
-        self.window = check_int("window", window, 2)
-        self.threshold = check_float("threshold", threshold, positive=True)
-        if min_count is None:
-            min_count = min(_DEFAULT_MIN_COUNT, self.window)
-        self.min_count = check_int("min_count", min_count, 2)
-        if self.min_count > self.window:
-            msg = f"min_count must be <= window={self.window} (got {min_count!r})."
-            raise ConfigurationError(msg, key="min_count", value=min_count)
+        self.min_value = check_float("min_value", min_value, finite=False)
+        self.max_value = check_float("max_value", max_value, finite=False)
+        check_order("min_value", self.min_value, "max_value", self.max_value, strict=False)
+        super().__init__(fallback_filter)
 
     def _params(self) -> dict[str, Any]:
         return {
-            "window": self.window,
-            "threshold": self.threshold,
-            "min_count": self.min_count,
-            "replace_with": self.replace_with,
+            "min_value": self.min_value,
+            "max_value": self.max_value,
+            "fallback_filter": self.fallback_filter,
+        }
+
+    def _initial_value(self) -> float:
+        low, high = self.min_value, self.max_value
+        if math.isfinite(low) and math.isfinite(high):
+            return (low + high) / 2
+        if math.isfinite(low) or math.isfinite(high):
+            return low if math.isfinite(low) else high
+        return 0.0
+
+    def _init(self, xp: ModuleType, shape: tuple[int, ...], dtype: Any) -> State:
+        return self._rejector_state(xp, shape, dtype)
+
+    def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[State, Any]:
+        accept = (x >= self.min_value) & (x <= self.max_value) & xp.isfinite(x)
+        return self._replace(xp, state, x, accept)
+
+
+class StdRejectFilter(_Rejector):
+    """Reject elements more than ``std_factor`` standard deviations from the recent mean.
+
+    The mean and population std are over the finite values among the last ``window_size``
+    inputs, accepted or not (so a genuine level shift is accepted once it fills the window).
+    Until ``window_size`` inputs have been seen (the warm-up) every finite input passes, as it
+    does while the window holds no finite value. With a zero std (one finite value, or equal
+    ones), any value other than the mean is rejected.
+
+    Args:
+        std_factor: Largest accepted ``|x - mean| / std``, > 0.
+        window_size: Number of recent inputs the statistics cover, an int >= 1.
+        fallback_filter: Filters or configs producing replacements; see the module docstring.
+    """
+
+    def __init__(
+        self,
+        std_factor: float,
+        window_size: int,
+        fallback_filter: FilterLike | Iterable[FilterLike] = (),
+    ) -> None:
+        self.std_factor = check_float("std_factor", std_factor)
+        if not self.std_factor > 0:
+            msg = f"std_factor must be > 0 (got {std_factor!r})."
+            raise ConfigurationError(msg, key="std_factor", value=std_factor)
+        self.window_size = check_int("window_size", window_size, 1)
+        super().__init__(fallback_filter)
+
+    def _params(self) -> dict[str, Any]:
+        return {
+            "std_factor": self.std_factor,
+            "window_size": self.window_size,
+            "fallback_filter": self.fallback_filter,
         }
 
     def _init(self, xp: ModuleType, shape: tuple[int, ...], dtype: Any) -> State:
-        return {
-            **self._last_state(xp, shape, dtype),
-            "buf": xp.full((self.window, *shape), np.nan, dtype=dtype),
-            "head": xp.asarray(0, dtype=xp.int32),
-            "count": xp.asarray(0, dtype=xp.int32),
-        }
+        window = ring_state(xp, self.window_size, shape, dtype, math.nan)
+        return {**self._rejector_state(xp, shape, dtype), "window": window}
 
-    def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[Any, State]:
-        buf = state["buf"]
-        valid = ring_valid(xp, self.window, state["head"], state["count"], x.ndim)
+    def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[State, Any]:
+        window = state["window"]
+        buf = window["buf"]
+        valid = ring_valid(xp, self.window_size, window["head"], window["count"], x.ndim)
         finite = valid & xp.isfinite(buf)
         n = xp.sum(finite, axis=0)
         safe_n = xp.maximum(n, 1)
         mean = xp.sum(xp.where(finite, buf, 0), axis=0) / safe_n
         var = xp.sum(xp.where(finite, (buf - mean) ** 2, 0), axis=0) / safe_n
-        deviation = xp.abs(x - mean)
-        inlier = deviation <= self.threshold * xp.sqrt(var)
-        accept = xp.isfinite(x) & ((n < self.min_count) | inlier)
-        y, last = self._replace(xp, state, x, accept)
-        return y, {
-            "last": last,
-            "buf": ring_write(xp, buf, state["head"], x),
-            "head": (state["head"] + 1) % self.window,
-            "count": xp.minimum(state["count"] + 1, self.window),
-        }
+        inlier = xp.abs(x - mean) <= self.std_factor * xp.sqrt(var)
+        judged = (window["count"] >= self.window_size) & (n > 0)
+        accept = xp.isfinite(x) & (~judged | inlier)
+        new, y = self._replace(xp, state, x, accept)
+        return {**new, "window": ring_push(xp, window, x, self.window_size)}, y

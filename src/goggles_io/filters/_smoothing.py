@@ -2,7 +2,7 @@
 
 NaN policy: smoothing propagates NaN. A NaN input makes the moving average and the median NaN
 while it is inside the window, and the exponential average NaN until ``reset()``. Put an outlier
-filter first in a chain to drop NaN before smoothing.
+filter first in a ``ConcatFilter`` to drop NaN before smoothing.
 """
 
 from __future__ import annotations
@@ -11,72 +11,59 @@ from types import ModuleType
 from typing import Any
 
 from goggles_io.exceptions import ConfigurationError
-from goggles_io.filters._base import Filter, State, check_float, check_int, ring_valid, ring_write
+from goggles_io.filters._base import (
+    Filter,
+    State,
+    check_float,
+    check_int,
+    ring_push,
+    ring_state,
+    ring_valid,
+)
 
-__all__ = ["ExponentialMovingAverage", "MedianFilter", "MovingAverage"]
-
-
-def _window_state(xp: ModuleType, window: int, shape: tuple[int, ...], dtype: Any) -> State:
-    return {
-        "buf": xp.zeros((window, *shape), dtype=dtype),
-        "head": xp.asarray(0, dtype=xp.int32),
-        "count": xp.asarray(0, dtype=xp.int32),
-    }
-
-
-def _push(xp: ModuleType, state: State, x: Any, window: int) -> State:
-    """Write ``x`` into the ring window; the head wraps, the count saturates at ``window``."""
-    return {
-        "buf": ring_write(xp, state["buf"], state["head"], x),
-        "head": (state["head"] + 1) % window,
-        "count": xp.minimum(state["count"] + 1, window),
-    }
+__all__ = ["AverageFilter", "ExpAverageFilter", "MedianFilter"]
 
 
 class _Windowed(Filter):
-    """A filter over the last ``window`` inputs, kept in a ring window."""
+    """A filter over the last ``window_size`` inputs, kept in a ring window."""
 
-    def __init__(self, window: int = 5) -> None:
+    def __init__(self, window_size: int) -> None:
         super().__init__()
-        self.window = check_int("window", window, 1)
+        self.window_size = check_int("window_size", window_size, 1)
 
     def _params(self) -> dict[str, Any]:
-        return {"window": self.window}
+        return {"window_size": self.window_size}
 
     def _init(self, xp: ModuleType, shape: tuple[int, ...], dtype: Any) -> State:
-        return _window_state(xp, self.window, shape, dtype)
+        return ring_state(xp, self.window_size, shape, dtype, 0.0)
 
 
-class MovingAverage(_Windowed):
-    """Mean of the last ``window`` inputs (fewer until the window has filled).
+class AverageFilter(_Windowed):
+    """Mean of the last ``window_size`` inputs (of those seen, until the window has filled).
 
     Args:
-        window: Number of inputs averaged, >= 1.
+        window_size: Number of inputs averaged, an int >= 1.
     """
 
-    type_name = "moving_average"
-
-    def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[Any, State]:
-        new = _push(xp, state, x, self.window)
-        valid = ring_valid(xp, self.window, new["head"], new["count"], x.ndim)
+    def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[State, Any]:
+        new = ring_push(xp, state, x, self.window_size)
+        valid = ring_valid(xp, self.window_size, new["head"], new["count"], x.ndim)
         total = xp.sum(xp.where(valid, new["buf"], 0), axis=0)
-        return (total / new["count"]).astype(x.dtype), new
+        return new, (total / new["count"]).astype(x.dtype)
 
 
-class ExponentialMovingAverage(Filter):
+class ExpAverageFilter(Filter):
     """``y = alpha * x + (1 - alpha) * y_prev``; the first input passes through unchanged.
 
     Args:
-        alpha: Weight of the newest input, in (0, 1]; 1 disables smoothing.
+        alpha: Weight of the newest input, in [0, 1]; 1 disables smoothing, 0 holds the first input.
     """
 
-    type_name = "exponential"
-
-    def __init__(self, alpha: float = 0.1) -> None:
+    def __init__(self, alpha: float) -> None:
         super().__init__()
-        alpha = check_float("alpha", alpha, positive=True)
-        if alpha > 1.0:
-            msg = f"alpha must be in (0, 1] (got {alpha!r})."
+        alpha = check_float("alpha", alpha)
+        if not 0.0 <= alpha <= 1.0:
+            msg = f"alpha must be in [0, 1] (got {alpha!r})."
             raise ConfigurationError(msg, key="alpha", value=alpha)
         self.alpha = alpha
 
@@ -86,27 +73,25 @@ class ExponentialMovingAverage(Filter):
     def _init(self, xp: ModuleType, shape: tuple[int, ...], dtype: Any) -> State:
         return {"value": xp.zeros(shape, dtype=dtype), "seen": xp.asarray(False)}
 
-    def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[Any, State]:
+    def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[State, Any]:
         blended = self.alpha * x + (1.0 - self.alpha) * state["value"]
         y = xp.where(state["seen"], blended, x).astype(x.dtype)
-        return y, {"value": y, "seen": xp.asarray(True)}
+        return {"value": y, "seen": xp.asarray(True)}, y
 
 
 class MedianFilter(_Windowed):
-    """Median of the last ``window`` inputs (fewer until the window has filled), like ``np.median``.
+    """Median of the last ``window_size`` inputs (of those seen until it fills), as ``np.median``.
 
     The window is sorted with empty slots pushed to the end, so the median index depends on the
     count only: no data-dependent shapes, and jit-safe.
 
     Args:
-        window: Number of inputs the median is taken over, >= 1.
+        window_size: Number of inputs the median is taken over, an int >= 1.
     """
 
-    type_name = "median"
-
-    def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[Any, State]:
-        new = _push(xp, state, x, self.window)
-        valid = ring_valid(xp, self.window, new["head"], new["count"], x.ndim)
+    def _apply(self, xp: ModuleType, state: State, x: Any) -> tuple[State, Any]:
+        new = ring_push(xp, state, x, self.window_size)
+        valid = ring_valid(xp, self.window_size, new["head"], new["count"], x.ndim)
         buf = new["buf"]
         has_nan = xp.any(valid & xp.isnan(buf), axis=0)
         # Empty and NaN slots sort last; the first `count` sorted slots are the valid values.
@@ -114,4 +99,4 @@ class MedianFilter(_Windowed):
         lo = ordered[(new["count"] - 1) // 2]
         hi = ordered[new["count"] // 2]
         median = xp.where(lo == hi, lo, (lo + hi) / 2)
-        return xp.where(has_nan, xp.nan, median).astype(x.dtype), new
+        return new, xp.where(has_nan, xp.nan, median).astype(x.dtype)
