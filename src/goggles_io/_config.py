@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ENV_ASYNC",
     "ENV_CALLER_INFO",
+    "ENV_QUEUE_BYTES",
     "ENV_QUEUE_SIZE",
+    "ENV_VERBOSE",
     "ENV_SHUTDOWN_TIMEOUT",
     "Settings",
     "async_from_env",
@@ -38,10 +40,13 @@ __all__ = [
 
 ENV_ASYNC = "GOGGLES_ASYNC"
 ENV_QUEUE_SIZE = "GOGGLES_QUEUE_SIZE"
+ENV_QUEUE_BYTES = "GOGGLES_QUEUE_BYTES"
+ENV_VERBOSE = "GOGGLES_VERBOSE"
 ENV_CALLER_INFO = "GOGGLES_CALLER_INFO"
 ENV_SHUTDOWN_TIMEOUT = "GOGGLES_SHUTDOWN_TIMEOUT"
 
 _DEFAULT_QUEUE_SIZE = 65_536
+_DEFAULT_QUEUE_BYTES = 32 * 1024 * 1024
 _DEFAULT_SHUTDOWN_TIMEOUT_S = 10.0
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -53,7 +58,9 @@ class Settings:
 
     async_mode: bool = True
     queue_size: int = _DEFAULT_QUEUE_SIZE
+    queue_bytes: int = _DEFAULT_QUEUE_BYTES
     caller_info: bool = True
+    verbose: bool = False
     shutdown_timeout_s: float = _DEFAULT_SHUTDOWN_TIMEOUT_S
 
 
@@ -102,7 +109,9 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
     return Settings(
         async_mode=_parse_bool(env, ENV_ASYNC, True),
         queue_size=_parse_number(env, ENV_QUEUE_SIZE, _DEFAULT_QUEUE_SIZE, int),
+        queue_bytes=_parse_number(env, ENV_QUEUE_BYTES, _DEFAULT_QUEUE_BYTES, int),
         caller_info=_parse_bool(env, ENV_CALLER_INFO, True),
+        verbose=_parse_bool(env, ENV_VERBOSE, False),
         shutdown_timeout_s=_parse_number(
             env, ENV_SHUTDOWN_TIMEOUT, _DEFAULT_SHUTDOWN_TIMEOUT_S, float
         ),
@@ -161,7 +170,11 @@ def _default_factory(settings: Settings) -> Transport:
     if transport.transport == "inprocess":
         from goggles_io._bus import EventBus
 
-        return EventBus(async_mode=settings.async_mode, queue_size=settings.queue_size)
+        return EventBus(
+            async_mode=settings.async_mode,
+            queue_size=settings.queue_size,
+            queue_bytes=settings.queue_bytes,
+        )
     from goggles_io._transport.client import SocketClient
 
     return SocketClient(settings, transport)

@@ -39,7 +39,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Event", "Kind"]
+__all__ = ["Event", "Kind", "approx_nbytes"]
 
 
 class Kind(str, enum.Enum):
@@ -136,3 +136,23 @@ class Event:
             lineno=data.get("lineno"),
             extra=extra,
         )
+
+
+_EVENT_OVERHEAD = 320  # the Event object, its extra dict and a timestamp, roughly
+
+
+def approx_nbytes(event: Event) -> int:
+    """Estimate the memory an event holds, for byte budgets: cheap, and never below its arrays.
+
+    Arrays and bytes count their length; text its length; a metric dict 64 bytes an entry.
+    """
+    payload = event.payload
+    kind = type(payload)
+    if kind is dict:
+        return _EVENT_OVERHEAD + 64 * len(payload)
+    if kind is str or kind is bytes:
+        return _EVENT_OVERHEAD + len(payload)
+    nbytes = getattr(payload, "nbytes", None)
+    if type(nbytes) is int:
+        return _EVENT_OVERHEAD + nbytes
+    return _EVENT_OVERHEAD + 256
