@@ -73,11 +73,13 @@ _LAZY = {
     "CsvHandler": "goggles_io.handlers.csv",
     "GracefulShutdown": "goggles_io._shutdown",
     "LocalStorageHandler": "goggles_io.handlers.storage",
-    "PrettyConfig": "goggles_io._configfile",
+    "PrettyConfig": "goggles_io.config",
     "RemoteHandler": "goggles_io.handlers.remote",
     "WandBHandler": "goggles_io.handlers.wandb",
-    "load_configuration": "goggles_io._configfile",
-    "save_configuration": "goggles_io._configfile",
+    "config": "goggles_io.config",  # a public submodule: gg.config works without importing it
+    "load_configuration": "goggles_io.config",
+    "media": "goggles_io.media",
+    "save_configuration": "goggles_io.config",
 }
 
 

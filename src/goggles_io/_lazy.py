@@ -16,6 +16,8 @@ def lazy_exports(
 
     ``lazy`` maps each public name to the module that defines it; the value found is cached in
     ``namespace`` (the package's ``globals()``) so later lookups are plain attribute reads.
+    A name mapped to the package's own submodule of that name (``"config": "pkg.config"``)
+    resolves to the module itself, so ``pkg.config`` works without ``import pkg.config``.
     """
 
     def __getattr__(name: str) -> Any:
@@ -23,7 +25,8 @@ def lazy_exports(
         if module is None:
             msg = f"module {package!r} has no attribute {name!r}"
             raise AttributeError(msg)
-        value = getattr(importlib.import_module(module), name)
+        imported = importlib.import_module(module)
+        value = imported if module == f"{package}.{name}" else getattr(imported, name)
         namespace[name] = value
         return value
 

@@ -1,8 +1,11 @@
-"""load_configuration / save_configuration: strict safe YAML, clear errors, exact round trips."""
+"""load_configuration / save_configuration (goggles_io.config): strict safe YAML, exact round trips."""
 
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from goggles_io import PrettyConfig, load_configuration, save_configuration
+from goggles_io.config import PrettyConfig, load_configuration, save_configuration
 from goggles_io.exceptions import (
     ConfigurationError,
     ConfigurationFileError,
@@ -186,7 +189,7 @@ class TestSaveConfiguration:
         assert {"shape": [64, 64]} == load_configuration(tmp_path / "t.yaml")
 
     @pytest.mark.parametrize(
-        "value", [object(), b"bytes", np.array(["a"]), {1.5: "x"}, np.complex64(1j)]
+        "value", [object(), b"bytes", np.array([b"a"]), {1.5: "x"}, np.complex64(1j)]
     )
     def test_unsupported_value_is_refused_and_file_untouched(
         self, tmp_path: Path, value: object
@@ -214,3 +217,18 @@ class TestSaveConfiguration:
             save_configuration({"a": object()}, path)
 
         assert {"a": 1} == load_configuration(path)
+
+
+class TestExample:
+    def test_example_101_runs_and_leaves_the_temp_dir_empty(self, tmp_path: Path) -> None:
+        """examples/101_config.py exits 0 and removes every file it made in the temp dir."""
+        example = Path(__file__).resolve().parents[2] / "examples" / "101_config.py"
+        env = {**os.environ, "TMPDIR": str(tmp_path)}
+
+        done = subprocess.run(
+            [sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=60
+        )
+
+        assert 0 == done.returncode, done.stderr
+        assert "rejected: duplicate key 'lr'" in done.stdout
+        assert [] == list(tmp_path.iterdir())
