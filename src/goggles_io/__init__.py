@@ -45,6 +45,7 @@ __all__ = [
     "NoOpHandler",
     "PrettyConfig",
     "RemoteHandler",
+    "Subscription",
     "TextLogger",
     "WandBHandler",
     "attach",
@@ -58,6 +59,7 @@ __all__ = [
     "load_configuration",
     "register_handler",
     "save_configuration",
+    "subscribe",
     "timeit",
     "trace_on_error",
 ]
@@ -75,6 +77,8 @@ _LAZY = {
     "LocalStorageHandler": "goggles_io.handlers.storage",
     "PrettyConfig": "goggles_io.config",
     "RemoteHandler": "goggles_io.handlers.remote",
+    "Subscription": "goggles_io._subscribe",
+    "subscribe": "goggles_io._subscribe",
     "WandBHandler": "goggles_io.handlers.wandb",
     "config": "goggles_io.config",  # a public submodule: gg.config works without importing it
     "load_configuration": "goggles_io.config",

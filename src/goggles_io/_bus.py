@@ -115,9 +115,16 @@ def _differences(kept: Mapping[str, Any], incoming: Mapping[str, Any]) -> list[s
 class EventBus:
     """Route events to handlers in this process, each through its own :class:`Lane`."""
 
-    def __init__(self, *, async_mode: bool = True, queue_size: int = 65_536) -> None:
+    def __init__(
+        self,
+        *,
+        async_mode: bool = True,
+        queue_size: int = 65_536,
+        queue_bytes: int = 32 * 1024 * 1024,
+    ) -> None:
         self.async_mode = async_mode
         self.queue_size = queue_size
+        self.queue_bytes = queue_bytes
         self._lock = threading.RLock()
         self._lanes: dict[str, Lane] = {}
         self._routes: dict[str, tuple[Lane, ...]] = {}
@@ -146,7 +153,13 @@ class EventBus:
             self._reopen_locked()
             lane = self._lanes.get(handler.name)
             if lane is None:
-                lane = Lane(handler, async_mode=self.async_mode, queue_size=self.queue_size)
+                lane = Lane(
+                    handler,
+                    async_mode=self.async_mode,
+                    queue_size=self.queue_size,
+                    queue_bytes=self.queue_bytes,
+                    backpressure=getattr(handler, "backpressure", True),
+                )
                 lane.start()
                 self._lanes[handler.name] = lane
             elif lane.handler is not handler:
@@ -352,8 +365,28 @@ class EventBus:
         return found
 
     def backlog(self) -> int:
-        """Return the longest handler queue now (the socket host stops reading when it nears full)."""
-        return max((lane.backlog() for lane in list(self._lanes.values())), default=0)
+        """Return the longest handler queue now (the socket host stops reading when it nears full).
+
+        Lanes without ``backpressure`` (live subscribers) are left out: a stalled reader loses
+        its own events, it never slows the others.
+        """
+        return max(
+            (lane.backlog() for lane in list(self._lanes.values()) if lane.backpressure),
+            default=0,
+        )
+
+    def flush_handler(self, name: str, timeout_s: float | None = None) -> bool:
+        """Wait until handler ``name`` took everything offered to it so far (``True`` if absent)."""
+        lane = self._lanes.get(name)
+        return True if lane is None else lane.flush(timeout_s)
+
+    def forget(self, name: str) -> None:
+        """Detach ``name`` from every scope and close it (a subscriber whose reader left)."""
+        with self._lock:
+            lane = self._lanes.pop(name, None)
+            self._routes = {}
+        if lane is not None:
+            lane.close(1.0)
 
     def stats(self) -> dict[str, HandlerStats]:
         """Return the delivery tally per handler name."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from goggles_io._records import Event, Kind
+from goggles_io._records import Event, Kind, approx_nbytes
 from goggles_io.handlers.base import Handler
 
 __all__ = ["HandlerStats", "Lane", "handler_kinds"]
@@ -97,8 +97,22 @@ def _report(message: str) -> None:
 class Lane:
     """Deliver events to one handler, asynchronously (own thread) or synchronously (caller)."""
 
-    def __init__(self, handler: Handler, *, async_mode: bool, queue_size: int) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        async_mode: bool,
+        queue_size: int,
+        queue_bytes: int = 1 << 62,
+        backpressure: bool = True,
+    ) -> None:
         self.handler = handler
+        self.queue_bytes = queue_bytes
+        # False for live subscribers: a stalled reader must never make the host stop reading.
+        self.backpressure = backpressure
+        self._bytes_in = 0  # bytes queued, ever (producer side)
+        self._bytes_out = 0  # bytes taken by the worker, ever
+        self._handle_batch = getattr(handler, "handle_batch", None)
         self.name: str = handler.name
         self.kinds = handler_kinds(handler)
         # Only ``name`` and ``handle`` are required; the rest of the lifecycle is optional.
@@ -136,6 +150,7 @@ class Lane:
         if self.async_mode:
             self._queue = SimpleQueue()
             self._batched = 0
+            self._bytes_in = self._bytes_out = 0
             self._thread = threading.Thread(
                 target=self._run, name=f"goggles_io:{self.name}", daemon=True
             )
@@ -149,6 +164,7 @@ class Lane:
         if self.async_mode and not self.broken:
             self._queue = SimpleQueue()
             self._batched = 0
+            self._bytes_in = self._bytes_out = 0
             self._thread = threading.Thread(
                 target=self._run, name=f"goggles_io:{self.name}", daemon=True
             )
@@ -195,7 +211,12 @@ class Lane:
             if self._queue.qsize() >= self.queue_size:
                 self._drop("queue full")
                 return
-            self._queue.put(event)
+            size = approx_nbytes(event)
+            if self._bytes_in - self._bytes_out + size > self.queue_bytes:
+                self._drop("byte budget full")
+                return
+            self._bytes_in += size
+            self._queue.put((event, size))
         elif self.broken:
             self._drop("handler could not be opened")
         else:
@@ -205,6 +226,10 @@ class Lane:
     def backlog(self) -> int:
         """Events queued and not yet taken by the worker (0 for a synchronous lane)."""
         return self._queue.qsize() + self._batched
+
+    def backlog_bytes(self) -> int:
+        """Approximate bytes queued and not yet taken by the worker."""
+        return self._bytes_in - self._bytes_out
 
     def offer_many(self, events: list[Event]) -> int:
         """Queue a whole list as one item (async) or handle it now (sync); drop what has no room.
@@ -223,9 +248,23 @@ class Lane:
                 if room <= 0:
                     return dropped
                 events = events[:room]
+            budget = self.queue_bytes - (self._bytes_in - self._bytes_out)
+            size = 0
+            for i, event in enumerate(events):
+                grown = size + approx_nbytes(event)
+                if grown > budget:
+                    over = len(events) - i
+                    dropped += over
+                    self._drop("byte budget full", over)
+                    events = events[:i]
+                    break
+                size = grown
+            if not events:
+                return dropped
             with self._lock:
                 self._batched += len(events) - 1
-            self._queue.put(events)
+                self._bytes_in += size
+            self._queue.put((events, size))
         elif self.broken:
             dropped = len(events)
             self._drop("handler could not be opened", dropped)
@@ -278,6 +317,18 @@ class Lane:
             self.delivered += 1
 
     def _deliver_many(self, events: list[Event]) -> None:
+        if self._handle_batch is not None:
+            try:
+                self._handle_batch(events)
+            except Exception as exc:
+                self.errors += len(events)
+                self._report_once(
+                    f"handle_batch:{type(exc).__name__}",
+                    f"handler {self.name!r} raised {exc!r} (further errors counted, not shown)",
+                )
+            else:
+                self.delivered += len(events)
+            return
         handle = self.handler.handle
         errors = 0
         for event in events:
@@ -297,10 +348,17 @@ class Lane:
         while True:
             item = queue.get()
             cls = item.__class__
-            if cls is list:
-                with self._lock:
-                    self._batched -= len(item) - 1
-                self._deliver_many(item)
+            if cls is tuple:
+                item, size = item
+                if item.__class__ is list:
+                    with self._lock:
+                        self._batched -= len(item) - 1
+                        self._bytes_out += size
+                    self._deliver_many(item)
+                else:
+                    with self._lock:
+                        self._bytes_out += size
+                    self._deliver(item)
             elif cls is _Call:
                 self._invoke(item)
             elif cls is _Control:
@@ -310,8 +368,6 @@ class Lane:
                     item.done.set()
                     return
                 item.done.set()
-            else:
-                self._deliver(item)
 
     # -- diagnostics ------------------------------------------------------------------------
     def _safe(self, fn: Any) -> None:

@@ -25,10 +25,11 @@ from goggles_io._bus import FinishReport
 from goggles_io._codec import Ack, Call, Decoder, Encoder, Hello, Reply
 from goggles_io._config import Settings
 from goggles_io._delivery import HandlerStats
-from goggles_io._records import Event
+from goggles_io._records import Event, approx_nbytes
 from goggles_io._transport.batching import Batcher
 from goggles_io._transport.election import HostElector
 from goggles_io._transport.framing import FrameDecoder, encode_frame
+from goggles_io._transport.placement import LocalHandlers, runs_in_attaching_process
 from goggles_io._transport.settings import (
     TransportSettings,
     default_socket_path,
@@ -41,7 +42,6 @@ from goggles_io.handlers.base import Handler, check_remote_method, get_handler_c
 __all__ = ["SocketClient"]
 
 _BATCH_EVENTS = 1024
-_MAX_QUEUE_BYTES = 256 * 1024 * 1024
 _IDLE_WAIT_S = 0.05
 # Operations replayed, in order, on a new host (after a host death, or in a forked child).
 _REPLAYED = ("attach", "replace", "detach", "call")
@@ -81,12 +81,15 @@ class SocketClient:
         self.settings = settings
         self.transport = transport
         self.queue_size = settings.queue_size
+        self.queue_bytes = settings.queue_bytes
         self._tokens = itertools.count(1)
         self._reset_state()
 
     # -- state ------------------------------------------------------------------------------
     def _reset_state(self) -> None:
         self._queue: deque[Any] = deque()
+        self._bytes_in = 0  # bytes ever queued by emit (producer threads)
+        self._bytes_out = 0  # bytes ever taken by the sender thread
         self._wake = threading.Event()
         self._sleeping = False
         self._lock = threading.Lock()
@@ -94,6 +97,8 @@ class SocketClient:
         self._pending: dict[int, _Marker] = {}
         self._ops: list[Call] = []  # handler operations already sent, replayed on reconnect
         self._attached: dict[str, tuple[type, set[str]]] = {}  # name -> (class, scopes), ours
+        if not hasattr(self, "_local"):
+            self._local = LocalHandlers(self)
         self._batcher = Batcher(self._release, self._on_unencodable)
         self.delivered = 0
         self.host_dropped = 0  # of ours, refused by a full handler queue in the host
@@ -127,6 +132,7 @@ class SocketClient:
                 target=self._send_loop, name="goggles_io:sender", daemon=True
             )
             self._sender.start()
+        self._local.resubscribe()  # handlers of ours kept across finish() need their feed again
 
     # -- Transport API ----------------------------------------------------------------------
     def emit(self, event: Event) -> None:
@@ -134,9 +140,14 @@ class SocketClient:
         if not self._running:
             self._start()
         queue = self._queue
-        if len(queue) >= self.queue_size:
+        size = approx_nbytes(event)
+        if (
+            len(queue) >= self.queue_size
+            or self._bytes_in - self._bytes_out + size > self.queue_bytes
+        ):
             self._drop_full()
             return
+        self._bytes_in += size
         queue.append(event)
         if self._sleeping:
             self._wake.set()
@@ -148,8 +159,8 @@ class SocketClient:
             self.dropped_full += 1
         self._warn_once(
             "full",
-            f"pid {os.getpid()}: transport queue full ({self.queue_size} events; "
-            "GOGGLES_QUEUE_SIZE); dropping events and counting them",
+            f"pid {os.getpid()}: transport queue full ({self.queue_size} events, GOGGLES_QUEUE_SIZE, "
+            f"or {self.queue_bytes} bytes, GOGGLES_QUEUE_BYTES); dropping events and counting them",
         )
 
     def _control(self, op: str, args: dict[str, Any]) -> _Marker:
@@ -174,10 +185,30 @@ class SocketClient:
         return spec
 
     def attach(self, handler: Handler, scopes: Sequence[str]) -> None:
-        """Attach on the host; ordered before every event emitted after this returns."""
+        """Attach on the host; ordered before every event emitted after this returns.
+
+        A handler the host cannot build (its class lives in ``__main__``, a notebook or a
+        function, or was never registered) runs here instead, fed by a subscription to the
+        host, so it still sees every process's events (see :mod:`goggles_io._transport.placement`).
+        """
+        if runs_in_attaching_process(handler):
+            self._local.attach(handler, scopes)
+            cls, known = self._attached.get(handler.name, (type(handler), set()))
+            self._attached[handler.name] = (cls, known | set(scopes))
+            return
         self._control("attach", {"spec": self._spec(handler), "scopes": list(scopes)})
         cls, known = self._attached.get(handler.name, (type(handler), set()))
         self._attached[handler.name] = (cls, known | set(scopes))  # the first class wins
+
+    def open_subscription(self, sub: Any) -> None:
+        """Connect a :class:`~goggles_io._subscribe.Subscription` to this socket's host."""
+        sub.connect(self.socket_path, self._elect_quietly)
+
+    def _elect_quietly(self) -> None:
+        try:
+            self._elector.elect()
+        except Exception as exc:
+            self._warn_once("elect", f"cannot start a host on {self.socket_path!r}: {exc}")
 
     def detach(self, name: str, scope: str) -> None:
         """Detach on the host, in order with the events around it.
@@ -189,7 +220,10 @@ class SocketClient:
         if found is not None and scope not in found[1]:
             msg = f"handler {name!r} is not attached on scope {scope!r} (its scopes: {sorted(found[1])!r})."
             raise UnknownScopeError(msg, name=name, scope=scope)
-        self._control("detach", {"name": name, "scope": scope})
+        if self._local.has_handler(name):
+            self._local.detach(name, scope)
+        else:
+            self._control("detach", {"name": name, "scope": scope})
         if found is not None:
             found[1].discard(scope)
             if not found[1]:
@@ -220,11 +254,12 @@ class SocketClient:
         return name in self._attached
 
     def flush(self, timeout_s: float | None = None) -> bool:
-        """Wait until the host's handlers have handled everything queued so far."""
+        """Wait until the host's handlers (and ours fed by it) handled everything queued so far."""
         if not self._running:
             return True
         marker = self._control("flush", {"timeout_s": timeout_s})
-        return marker.done.wait(timeout_s) and bool(marker.result and marker.result.result)
+        ok = marker.done.wait(timeout_s) and bool(marker.result and marker.result.result)
+        return self._local.flush_fed(timeout_s) and ok
 
     def finish(self, timeout_s: float | None = None) -> FinishReport:
         """Deliver what is queued, let the host flush (and close when we are its last client).
@@ -235,6 +270,7 @@ class SocketClient:
         if not self._running:
             return FinishReport()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        local = self._local.finish_fed(self, timeout_s)
         marker = self._control("finish", {"timeout_s": timeout_s})
         marker.done.wait(timeout_s)
         handlers: dict[str, HandlerStats] = {}
@@ -247,14 +283,15 @@ class SocketClient:
         self._close(deadline)
         dropped = self.dropped_full + self.lost_in_flight + self.unencodable
         dropped += self.undelivered_at_finish
-        if self.delivered or dropped:
+        if dropped or self.host_dropped or (self.settings.verbose and self.delivered):
             _say(
                 f"pid {os.getpid()}: {self.delivered} delivered to the host, {dropped} dropped "
                 f"({self.dropped_full} queue full, {self.lost_in_flight} lost with a dead host, "
                 f"{self.unencodable} unencodable, {self.undelivered_at_finish} not sent in time)"
                 f"; the host's handler queues dropped {self.host_dropped} of ours"
             )
-        return FinishReport(handlers=handlers, timed_out=timed_out)
+        handlers.update(local.handlers)
+        return FinishReport(handlers=handlers, timed_out=timed_out or local.timed_out)
 
     def _close(self, deadline: float | None) -> None:
         with self._lock:
@@ -267,6 +304,7 @@ class SocketClient:
             sender.join(left)
         leftover = sum(1 for item in self._queue if type(item) is not _Marker)
         self._queue.clear()
+        self._bytes_out = self._bytes_in
         self.undelivered_at_finish += leftover
         self._disconnect(count_lost=True, warn=False)
         for marker in list(self._pending.values()):
@@ -285,6 +323,8 @@ class SocketClient:
         queued = [m.call for m in list(self._queue) if type(m) is _Marker]
         ops = self._ops + [c for c in queued if c.op in _REPLAYED]
         attached = {name: (cls, set(scopes)) for name, (cls, scopes) in self._attached.items()}
+        self._local.forget_after_fork()  # the parent's instances get our events via the host
+        attached = {n: v for n, v in attached.items() if not self._local.has_handler(n)}
         self._reset_state()
         self._attached = attached
         if sock is not None:
@@ -326,13 +366,17 @@ class SocketClient:
     def _take(self) -> list[Any]:
         queue = self._queue
         items: list[Any] = []
+        taken = 0
         while queue and len(items) < _BATCH_EVENTS:
             item = queue[0]
-            if type(item) is _Marker and items:
+            if type(item) is _Marker:
+                if items:
+                    break
+                items.append(queue.popleft())
                 break
             items.append(queue.popleft())
-            if type(item) is _Marker:
-                break
+            taken += approx_nbytes(item)
+        self._bytes_out += taken
         return items
 
     def _send_items(self, items: list[Any], encoder: Encoder) -> None:

@@ -57,7 +57,11 @@ class HostElector:
         if lock_fd is None:
             return
         sweep_dead_segments()
-        bus = EventBus(async_mode=True, queue_size=self.settings.queue_size)
+        bus = EventBus(
+            async_mode=True,
+            queue_size=self.settings.queue_size,
+            queue_bytes=self.settings.queue_bytes,
+        )
         host = Host(self.socket_path, bus, idle_timeout_s=math.inf, lock_fd=lock_fd)
         try:
             host.bind()

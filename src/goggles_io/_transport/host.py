@@ -22,10 +22,11 @@ import threading
 import time
 from typing import Any
 
-from goggles_io._codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
-from goggles_io._transport.framing import FrameDecoder, encode_frame
+from goggles_io._codec import Ack, Batch, Call, Decoder, Hello, Reply
+from goggles_io._transport.framing import FrameDecoder
 from goggles_io._transport.settings import prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
+from goggles_io._transport.subscriber import ConnWriter, SubscriberSink
 from goggles_io.exceptions import FrameError
 
 __all__ = ["Host", "acquire_host_lock", "main", "peer_credentials"]
@@ -93,6 +94,8 @@ class Host:
         self.refused = 0
         self.bad_frames = 0
         self.failed_calls = 0  # handler operations (attach, call_handler, ...) that failed
+        self._subscribers = 0
+        self._sub_conns: set[socket.socket] = set()  # connections that only read a subscription
         self._reported: set[str] = set()
         self._listener: socket.socket | None = None
         self._conns: set[socket.socket] = set()
@@ -200,9 +203,10 @@ class Host:
             self._ever_connected = True
         reader = ShmReader()
         decoder = Decoder(reader)
-        encoder = Encoder()
+        writer = ConnWriter(conn)
         frames = FrameDecoder()
         peer = creds[0] if creds else "?"
+        subscribed: list[str] = []  # names of this connection's subscriber sinks
         try:
             while True:
                 data = conn.recv(_RECV_BYTES)
@@ -219,18 +223,17 @@ class Host:
                         last_seq = msg.seq
                     elif type(msg) is Call:
                         if last_seq >= 0:
-                            conn.sendall(encode_frame(encoder.encode(Ack(last_seq, dropped))))
+                            writer.send(Ack(last_seq, dropped))
                             last_seq = -1
                             dropped = 0
-                        reply = self._call(msg, conn)
-                        conn.sendall(encode_frame(encoder.encode(reply)))
+                        writer.send(self._call(msg, conn, writer, subscribed))
                     elif type(msg) is Hello:
                         peer = msg.pid
                     else:
                         msg_ = f"unexpected message {type(msg).__name__} from a client"
                         raise FrameError(msg_)
                 if last_seq >= 0:
-                    conn.sendall(encode_frame(encoder.encode(Ack(last_seq, dropped))))
+                    writer.send(Ack(last_seq, dropped))
         except FrameError as exc:
             self.bad_frames += 1
             if self.bad_frames <= 3:
@@ -238,11 +241,15 @@ class Host:
         except OSError:
             pass
         finally:
+            writer.broken = True
+            for name in subscribed:
+                self.bus.forget(name)
             reader.close()
             with contextlib.suppress(OSError):
                 conn.close()
             with self._lock:
                 self._conns.discard(conn)
+                self._sub_conns.discard(conn)
                 if not self._conns:
                     self._last_left = time.monotonic()
 
@@ -262,10 +269,15 @@ class Host:
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
 
-    def _call(self, call: Call, conn: socket.socket) -> Reply:
+    def _call(
+        self, call: Call, conn: socket.socket, writer: ConnWriter, subscribed: list[str]
+    ) -> Reply:
         args = call.args if isinstance(call.args, dict) else {}
         try:
-            result = self._dispatch(call.op, args, conn)
+            if call.op in ("subscribe", "sub_flush"):
+                result = self._subscription(call.op, args, writer, subscribed)
+            else:
+                result = self._dispatch(call.op, args, conn)
         except Exception as exc:  # a bad spec or call must not take the host down
             self.failed_calls += 1
             text = f"{call.op} failed: {type(exc).__name__}: {exc}"
@@ -274,6 +286,34 @@ class Host:
                 _say(f"{text} (failed operations so far: {self.failed_calls})")
             return Reply(call.token, False, f"{type(exc).__name__}: {exc}")
         return Reply(call.token, True, result)
+
+    def _subscription(
+        self, op: str, args: dict[str, Any], writer: ConnWriter, subscribed: list[str]
+    ) -> Any:
+        """``subscribe`` attaches (or widens) this connection's sink; ``sub_flush`` drains it."""
+        bus = self.bus
+        if op == "subscribe":
+            scopes = [str(s) for s in args.get("scopes") or ["global"]]
+            kinds = args.get("kinds")
+            with self._lock:
+                self._sub_conns.add(writer.conn)
+            if subscribed:
+                sink = bus.handlers[subscribed[0]]
+            else:
+                self._subscribers += 1
+                name = f"goggles_io.subscriber.{args.get('pid', '?')}.{self._subscribers}"
+                sink = SubscriberSink(name, writer, list(kinds) if kinds else None)
+                subscribed.append(name)
+            bus.attach(sink, scopes)
+            lane = bus._lanes.get(sink.name)
+            if lane is not None:
+                sink.dropped = lambda: lane.dropped
+            return sink.name
+        timeout_s = args.get("timeout_s")
+        timeout_s = float(timeout_s) if isinstance(timeout_s, (int, float)) else None
+        done = all(bus.flush_handler(name, timeout_s) for name in subscribed)
+        dropped = sum(bus.stats()[n].dropped for n in subscribed if n in bus.handlers)
+        return {"done": done, "dropped": dropped}
 
     def _dispatch(self, op: str, args: dict[str, Any], conn: socket.socket) -> Any:
         bus = self.bus
@@ -298,7 +338,7 @@ class Host:
         if op == "finish":
             # Close the handlers only when this is the last client; others keep logging.
             with self._lock:
-                last = self._conns == {conn}
+                last = (self._conns - self._sub_conns) == {conn}
             if last:
                 report = bus.finish(timeout_s)
                 timed_out = bool(report.timed_out)
@@ -331,7 +371,9 @@ def main(argv: list[str] | None = None) -> int:
             _say(f"GOGGLES_HOST_IMPORTS: cannot import {module!r}: {exc!r}")
     sweep_dead_segments()
     settings = get_settings()
-    bus = EventBus(async_mode=True, queue_size=settings.queue_size)
+    bus = EventBus(
+        async_mode=True, queue_size=settings.queue_size, queue_bytes=settings.queue_bytes
+    )
     host = Host(args.socket, bus, idle_timeout_s=args.idle_timeout, lock_fd=lock_fd)
     try:
         host.bind()

@@ -1,0 +1,124 @@
+"""Handler placement: a handler runs in the host when the host can build it, else right here.
+
+The host rebuilds a handler from its spec by importing its class. A class defined in
+``__main__`` (a script or a notebook), inside a function, or never registered cannot be
+rebuilt there, so it runs in the process that attached it, on a local bus fed by a
+subscription to the host: it receives every process's events for its scopes, exactly as a
+host-side handler would. Nothing is pickled either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from goggles_io._bus import EventBus, FinishReport
+from goggles_io._delivery import HandlerStats
+from goggles_io.handlers.base import Handler, get_handler_class, handler_key
+
+if TYPE_CHECKING:
+    from goggles_io._subscribe import Subscription
+
+__all__ = ["LocalHandlers", "runs_in_attaching_process"]
+
+
+def runs_in_attaching_process(handler: Handler) -> bool:
+    """Return whether the host could not rebuild ``handler`` from its spec."""
+    cls = type(handler)
+    if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
+        return True
+    try:
+        spec = handler.to_dict()
+        key = str(spec.get("cls")) if isinstance(spec, dict) else handler_key(cls)
+        return get_handler_class(key) is not cls
+    except Exception:
+        return True
+
+
+class LocalHandlers:
+    """The handlers that run in this process, and the subscription that feeds them."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.bus: EventBus | None = None
+        self.sub: Subscription | None = None
+
+    def _bus(self) -> EventBus:
+        if self.bus is None:
+            settings = self.client.settings
+            self.bus = EventBus(
+                async_mode=True, queue_size=settings.queue_size, queue_bytes=settings.queue_bytes
+            )
+        return self.bus
+
+    def attach(self, handler: Handler, scopes: list[str] | tuple[str, ...] | Any) -> None:
+        """Run ``handler`` here; the subscription is open (and covers ``scopes``) on return."""
+        self._bus().attach(handler, scopes)
+        if self.sub is None:
+            self._subscribe(list(scopes))
+        else:
+            self.sub.add_scopes(list(scopes))
+
+    def _subscribe(self, scopes: list[str]) -> None:
+        from goggles_io._subscribe import Subscription
+
+        bus = self._bus()
+        settings = self.client.settings
+        sub = Subscription(
+            scopes,
+            None,
+            bus.emit_many,
+            batch_callback=True,
+            max_events=settings.queue_size,
+            max_bytes=settings.queue_bytes,
+        )
+        self.client.open_subscription(sub)
+        self.sub = sub
+
+    def has_handler(self, name: str) -> bool:
+        """Return whether ``name`` runs here."""
+        return self.bus is not None and self.bus.has_handler(name)
+
+    def detach(self, name: str, scope: str) -> None:
+        """Detach a local handler (the subscription keeps its scopes; nothing else is routed)."""
+        if self.bus is not None:
+            self.bus.detach(name, scope)
+
+    def resubscribe(self) -> None:
+        """After ``finish()``, a later event re-opens the feed of the handlers kept here."""
+        bus = self.bus
+        if bus is None or self.sub is not None or not bus.handlers:
+            return
+        scopes = sorted(bus.scopes)
+        if scopes:
+            self._subscribe(scopes)
+
+    def flush_fed(self, timeout_s: float | None) -> bool:
+        """After the host flushed: wait until the feed and the local handlers caught up."""
+        if self.sub is None or self.bus is None:
+            return True
+        return self.sub.sync(timeout_s) and self.bus.flush(timeout_s)
+
+    def finish_fed(self, client: Any, timeout_s: float | None) -> FinishReport:
+        """Deliver everything routed here, close the local handlers and the feed."""
+        if self.sub is None or self.bus is None:
+            return FinishReport()
+        client.flush(timeout_s)
+        report = self.bus.finish(timeout_s)
+        lost = self.sub.dropped
+        self.sub.close()
+        self.sub = None
+        if not lost:
+            return report
+        handlers = {
+            name: HandlerStats(s.delivered, s.dropped + lost, s.errors)
+            for name, s in report.handlers.items()
+        }
+        return FinishReport(handlers=handlers, timed_out=report.timed_out)
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: drop the parent's local handlers and our copy of its feed socket."""
+        sub, self.sub, self.bus = self.sub, None, None
+        if sub is not None and sub._sock is not None:
+            with contextlib.suppress(OSError):
+                sub._sock.close()  # close only: a shutdown would cut the parent's connection

@@ -1,0 +1,74 @@
+"""The host's side of a live subscription: a handler that writes events back to a client socket.
+
+``gg.subscribe`` opens its own connection and sends ``subscribe``; the host attaches a
+:class:`SubscriberSink` for it on the bus like any handler, in its own bounded lane (count and
+byte budget), marked ``backpressure = False`` so a reader that stalls only fills its own lane:
+its events are then dropped and counted, and the producers and other handlers never wait. Each
+batch goes out as a ``Batch`` frame followed by an ``Ack`` carrying the lane's running drop
+count, so the subscriber knows what it lost. Arrays travel inline (no shared memory back).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+from goggles_io._codec import Ack, Batch, Encoder, Message
+from goggles_io._records import Event, Kind
+from goggles_io._transport.framing import encode_frame
+
+__all__ = ["ConnWriter", "SubscriberSink"]
+
+
+class ConnWriter:
+    """Serialise writes to one connection: replies and subscription frames share the socket."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.encoder = Encoder()
+        self.broken = False
+
+    def send(self, *messages: Message) -> None:
+        """Send ``messages`` as frames, in order; raises ``OSError`` when the peer is gone."""
+        with self.lock:
+            data = b"".join(encode_frame(self.encoder.encode(m)) for m in messages)
+            self.conn.sendall(data)
+
+
+class SubscriberSink:
+    """A bus handler that forwards what it is routed to one subscriber connection."""
+
+    level = 0
+    backpressure = False
+    remote_methods: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, name: str, writer: ConnWriter, kinds: Iterable[str] | None) -> None:
+        self.name = name
+        self.writer = writer
+        self.capabilities = frozenset(Kind(k) for k in kinds) if kinds else frozenset(Kind)
+        self.dropped: Callable[[], int] = lambda: 0  # set by the host: the lane's drop count
+        self._seq = 0
+
+    def handle_batch(self, events: list[Event]) -> None:
+        """Send one batch and the running drop count; a gone reader makes this a no-op."""
+        if self.writer.broken:
+            return
+        self._seq += 1
+        try:
+            self.writer.send(Batch(self._seq, events), Ack(self._seq, self.dropped()))
+        except OSError:
+            self.writer.broken = True
+            with contextlib.suppress(OSError):
+                self.writer.conn.shutdown(socket.SHUT_RDWR)
+
+    def handle(self, event: Event) -> None:
+        """Forward one event (the lane hands over whole batches when it can)."""
+        self.handle_batch([event])
+
+    def to_dict(self) -> dict[str, Any]:
+        """Subscribers are never rebuilt elsewhere; the spec only names them."""
+        return {"cls": "goggles_io.subscriber", "data": {"name": self.name}}
