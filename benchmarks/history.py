@@ -41,7 +41,7 @@ def time_calls(update: Callable[[Any, Any], Any], history: Any, new: Any, reps: 
 def variants(length: int) -> dict[str, tuple[Callable[[Any, Any], Any], Any, Any]]:
     config = {"obs": {"length": length, "shape": SHAPE, "dtype": jnp.float32}}
     spec = HistorySpec.from_config(config)
-    new = jnp.ones((B, *SHAPE), jnp.float32)
+    new = jnp.ones((B, 1, *SHAPE), jnp.float32)
     ours = jax.jit(lambda h, n: update_history(h, {"obs": n}), donate_argnums=0)
     out = {
         "ring": (ours, create_history(spec, B, layout="ring"), new),
@@ -54,7 +54,7 @@ def variants(length: int) -> dict[str, tuple[Callable[[Any, Any], Any], Any, Any
     except ImportError:
         return out
     peer = jax.jit(lambda h, n: peer_update(h, {"obs": n}), donate_argnums=0)
-    out["robo-goggles"] = (peer, peer_create(PeerSpec.from_config(config), B), new[:, None])
+    out["robo-goggles"] = (peer, peer_create(PeerSpec.from_config(config), B), new)
     return out
 
 

@@ -47,13 +47,14 @@ def rollout(history, key):
     def step(carry, key):
         history, t = carry
         k_state, k_done = jax.random.split(key)
+        # One entry per row: (B, 1, *shape), in the field's dtype.
         new = {
-            "states": jax.random.normal(k_state, (BATCH, 16, 16, 2)),
-            "actions": jnp.full((BATCH, 4), t, jnp.float32),
-            "rewards": jnp.full((BATCH,), t, jnp.float32),
+            "states": jax.random.normal(k_state, (BATCH, 1, 16, 16, 2)),
+            "actions": jnp.full((BATCH, 1, 4), t, jnp.float32),
+            "rewards": jnp.full((BATCH, 1), t, jnp.float32),
         }
         done = jax.random.uniform(k_done, (BATCH,)) < 0.02
-        return (update_history(history, new, reset_mask=done), t + 1.0), None
+        return (update_history(history, new, done, spec), t + 1.0), None
 
     (history, _), _ = jax.lax.scan(step, (history, 0.0), jax.random.split(key, 100))
     return history
@@ -66,7 +67,7 @@ ring = rollout(ring, key)
 # Both layouts hold the same values; reading the ring goes through ordered views.
 same = jnp.array_equal(history["rewards"], ring["rewards"])
 print("shift == ring:", bool(same))
-print("last 3 rewards of row 0:", peek_last(ring, "rewards", n=3)[0])
+print("last 3 rewards of row 0:", peek_last(ring, k=3, fields="rewards")["rewards"][0])
 
 # One device-to-host copy of everything, as numpy.
 host = to_host(ring)

@@ -22,9 +22,11 @@ __all__ = [
     "InvalidLevelError",
     "InvalidNameError",
     "InvalidPayloadError",
+    "InvalidPayloadTypeError",
     "MethodNotAllowedError",
     "ShutdownError",
     "SocketOwnershipError",
+    "UnknownFieldError",
     "UnknownHandlerError",
     "UnknownScopeError",
 ]
@@ -153,3 +155,18 @@ class MethodNotAllowedError(GogglesIOError, AttributeError):
     def __init__(self, msg: str, *, method: Any = None) -> None:
         super().__init__(msg)
         self.method = method
+
+
+class ConfigurationTypeError(ConfigurationError, TypeError):
+    """A configuration value has the wrong type (not just a bad value); also a ``TypeError``."""
+
+
+class InvalidPayloadTypeError(InvalidPayloadError, TypeError):
+    """A value passed for reading or writing is not the kind of container the call needs."""
+
+
+class UnknownFieldError(InvalidNameError, KeyError):
+    """A history field name is not in the history; catchable as ``ValueError`` or ``KeyError``."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])

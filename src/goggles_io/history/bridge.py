@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from goggles_io.exceptions import ConfigurationError
-from goggles_io.history.buffer import History, peek_last
+from goggles_io.history.types import History
+from goggles_io.history.utils import peek_last
 
 __all__ = ["SUMMARIES", "MetricsLogger", "log_history"]
 
@@ -80,7 +81,7 @@ def log_history(
 @functools.partial(jax.jit, static_argnums=(1, 2))
 def _gather(history: History, field: str, names: tuple[str, ...] | None) -> Any:
     """Newest entry of ``field`` (or its summaries) in one dispatch: no host transfer on the way."""
-    latest = peek_last(history, field, 1)[:, 0]
+    latest = peek_last(history, 1, field)[field][:, 0]
     if names is None:
         return latest
     return [SUMMARIES[s](latest) for s in names]

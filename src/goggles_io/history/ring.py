@@ -17,10 +17,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax import Array
+
+from goggles_io.history._rng import draw_rows
 
 __all__ = ["RingHistory", "ordered", "ring_slice", "ring_update"]
-
-Array = Any
 
 
 @jax.tree_util.register_pytree_node_class
@@ -110,16 +111,16 @@ def ring_update(
     reset_mask: Array | None,
     keys: Mapping[str, Array | None],
 ) -> RingHistory:
-    """Write one slot per field in ``new_data`` (already shaped ``(B, *shape)``); O(1) in T.
+    """Write one slot per field in ``new_data`` (already shaped ``(B, 1, *shape)``); O(1) in T.
 
-    ``keys`` holds each field's PRNG key for ``randn`` resets (None where no rng was given).
+    ``keys`` holds each field's per-row PRNG keys for ``randn`` resets (None where no rng).
     """
     data, head, count = dict(hist.data), dict(hist.head), dict(hist.count)
     for field, new in new_data.items():
         buf = data[field]
         length = buf.shape[1]
         start = (jnp.zeros((), head[field].dtype), head[field]) + (0,) * (buf.ndim - 2)
-        buf = jax.lax.dynamic_update_slice(buf, new[:, None], start)
+        buf = jax.lax.dynamic_update_slice(buf, new, start)
         head[field] = (head[field] + 1) % length
         grown = jnp.minimum(count[field] + 1, length)
         mode = hist.inits[field]
@@ -131,11 +132,11 @@ def ring_update(
     return RingHistory(data, head, count, hist.inits)
 
 
-def _redraw(buf: Array, reset_mask: Array, rng: Array) -> Array:
+def _redraw(buf: Array, reset_mask: Array, keys: Array) -> Array:
     """Refill the reset rows of a ``randn`` field with fresh normals, only when a row reset."""
     rows = reset_mask.reshape((-1,) + (1,) * (buf.ndim - 1))
 
     def redraw(b: Array) -> Array:
-        return jnp.where(rows, jax.random.normal(rng, b.shape, b.dtype), b)
+        return jnp.where(rows, draw_rows(keys, b.shape[1:], b.dtype), b)
 
     return jax.lax.cond(jnp.any(reset_mask), redraw, lambda b: b, buf)

@@ -16,7 +16,9 @@ from goggles_io.exceptions import ConfigurationError  # noqa: E402
 from goggles_io.history import HistorySpec, create_history, log_history, update_history  # noqa: E402
 from goggles_io.testing import MemoryHandler  # noqa: E402
 
-SPEC = HistorySpec.from_config({"reward": {"length": 5}, "obs": {"length": 3, "shape": (2,)}})
+SPEC = HistorySpec.from_config(
+    {"reward": {"length": 5, "shape": ()}, "obs": {"length": 3, "shape": (2,)}}
+)
 
 
 @pytest.fixture
@@ -29,8 +31,8 @@ def mem() -> Iterator[MemoryHandler]:
 @pytest.fixture(params=["shift", "ring"])
 def history(request: pytest.FixtureRequest) -> Any:
     h = create_history(SPEC, 4, layout=request.param)
-    h = update_history(h, {"reward": jnp.arange(4.0), "obs": jnp.ones((4, 2))})
-    return update_history(h, {"reward": jnp.arange(4.0) * 10})
+    h = update_history(h, {"reward": jnp.arange(4.0)[:, None], "obs": jnp.ones((4, 1, 2))})
+    return update_history(h, {"reward": jnp.arange(4.0)[:, None] * 10})
 
 
 def logger() -> Any:
@@ -62,7 +64,7 @@ class TestLogHistory:
 
     def test_single_value_is_a_scalar(self, mem: MemoryHandler) -> None:
         """A field with one value in all (B=1, shape ()) is logged as a scalar."""
-        h = update_history(create_history(SPEC, 1), {"reward": jnp.full(1, 2.5)})
+        h = update_history(create_history(SPEC, 1), {"reward": jnp.full((1, 1), 2.5)})
 
         log_history(logger(), h, "reward", step=3, name="r")
         gg.flush()
