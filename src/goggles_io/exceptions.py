@@ -157,10 +157,6 @@ class MethodNotAllowedError(GogglesIOError, AttributeError):
         self.method = method
 
 
-class ConfigurationTypeError(ConfigurationError, TypeError):
-    """A configuration value has the wrong type (not just a bad value); also a ``TypeError``."""
-
-
 class InvalidPayloadTypeError(InvalidPayloadError, TypeError):
     """A value passed for reading or writing is not the kind of container the call needs."""
 
