@@ -120,7 +120,7 @@ class EventBus:
         *,
         async_mode: bool = True,
         queue_size: int = 65_536,
-        queue_bytes: int = 32 * 1024 * 1024,
+        queue_bytes: int = 16 * 1024 * 1024,
     ) -> None:
         self.async_mode = async_mode
         self.queue_size = queue_size
@@ -156,8 +156,13 @@ class EventBus:
                 lane = Lane(
                     handler,
                     async_mode=self.async_mode,
-                    queue_size=self.queue_size,
-                    queue_bytes=self.queue_bytes,
+                    # A handler may ask for tighter bounds (a subscriber's lane), never looser.
+                    queue_size=min(
+                        self.queue_size, getattr(handler, "queue_size", None) or self.queue_size
+                    ),
+                    queue_bytes=min(
+                        self.queue_bytes, getattr(handler, "queue_bytes", None) or self.queue_bytes
+                    ),
                     backpressure=getattr(handler, "backpressure", True),
                 )
                 lane.start()

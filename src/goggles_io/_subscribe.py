@@ -71,6 +71,7 @@ class Subscription:
         self._replies: dict[int, tuple[threading.Event, list[Reply]]] = {}
         self._reader: threading.Thread | None = None
         self._inprocess: tuple[EventBus, str] | None = None
+        self.host_bounds: tuple[int | None, int | None] = (None, None)
 
     @property
     def dropped(self) -> int:
@@ -271,6 +272,7 @@ class _InProcessSink:
     def __init__(self, name: str, subscription: Subscription) -> None:
         self.name = name
         self.subscription = subscription
+        self.queue_size, self.queue_bytes = subscription.host_bounds
         kinds = subscription.kinds
         self.capabilities = frozenset(kinds) if kinds else frozenset(Kind)
 
@@ -291,6 +293,8 @@ def subscribe(
     callback: Callable[[Event], Any] | None = None,
     max_events: int | None = None,
     max_bytes: int | None = None,
+    host_max_events: int | None = None,
+    host_max_bytes: int | None = None,
 ) -> Subscription:
     """Receive the live events of ``scopes`` (default ``["global"]``, children included).
 
@@ -302,6 +306,9 @@ def subscribe(
             the host, which drops (and counts) what does not fit.
         max_events / max_bytes: bound of the local buffer; default ``GOGGLES_QUEUE_SIZE`` /
             ``GOGGLES_QUEUE_BYTES``.
+        host_max_events / host_max_bytes: bound of this subscriber's lane in the host (what
+            may wait there while we do not read); default, and at most, the host's own
+            ``GOGGLES_QUEUE_SIZE`` / ``GOGGLES_QUEUE_BYTES``.
 
     Returns:
         A :class:`Subscription`: iterate it, ``get(timeout)``, ``sync()``, ``close()``.
@@ -320,6 +327,7 @@ def subscribe(
         max_events=max_events or settings.queue_size,
         max_bytes=max_bytes or settings.queue_bytes,
     )
+    sub.host_bounds = (host_max_events, host_max_bytes)
     attach_subscription(sub)
     return sub
 

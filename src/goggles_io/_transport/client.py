@@ -42,6 +42,7 @@ from goggles_io.handlers.base import Handler, check_remote_method, get_handler_c
 __all__ = ["SocketClient"]
 
 _BATCH_EVENTS = 1024
+_BATCH_BYTES = 4 * 1024 * 1024  # a batch's events, so encoding one never doubles a big backlog
 _IDLE_WAIT_S = 0.05
 # Operations replayed, in order, on a new host (after a host death, or in a forked child).
 _REPLAYED = ("attach", "replace", "detach", "call")
@@ -367,7 +368,7 @@ class SocketClient:
         queue = self._queue
         items: list[Any] = []
         taken = 0
-        while queue and len(items) < _BATCH_EVENTS:
+        while queue and len(items) < _BATCH_EVENTS and taken < _BATCH_BYTES:
             item = queue[0]
             if type(item) is _Marker:
                 if items:

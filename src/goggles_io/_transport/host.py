@@ -81,6 +81,11 @@ def _build_handler(spec: Any) -> Any:
         return handler_from_dict(spec)
 
 
+def _positive(value: Any) -> int | None:
+    """A client-given bound: a positive int, else ``None`` (the host's own default)."""
+    return value if type(value) is int and value > 0 else None
+
+
 class Host:
     """Accept clients on ``socket_path`` and run their events through ``bus``."""
 
@@ -303,6 +308,8 @@ class Host:
                 self._subscribers += 1
                 name = f"goggles_io.subscriber.{args.get('pid', '?')}.{self._subscribers}"
                 sink = SubscriberSink(name, writer, list(kinds) if kinds else None)
+                sink.queue_size = _positive(args.get("max_events"))
+                sink.queue_bytes = _positive(args.get("max_bytes"))
                 subscribed.append(name)
             bus.attach(sink, scopes)
             lane = bus._lanes.get(sink.name)

@@ -36,7 +36,7 @@ __all__ = [
 
 SEGMENT_PREFIX = "goggles_io-"
 _DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
-_DEFAULT_MAX_SEGMENTS = 4
+_DEFAULT_MAX_SEGMENTS = 2
 _ALIGN = 64
 _NAME_RE = re.compile(r"goggles_io-(\d+)-(\d+)-(\d+)\Z")
 
@@ -102,6 +102,11 @@ def sweep_dead_segments(shm_dir: str | None = None) -> list[str]:
     return swept
 
 
+# Segments this process created, by name: an in-process host reads them through the same
+# mapping instead of mapping them a second time (which would also count their pages twice).
+_OWN_MAPS: dict[str, mmap.mmap] = {}
+
+
 class _Segment:
     """One mapped file with a ring allocator; releases may arrive out of order."""
 
@@ -114,6 +119,7 @@ class _Segment:
             os.close(fd)
         self.path = path
         self.name = os.path.basename(path)
+        _OWN_MAPS[self.name] = self.map
         self.size = size
         self.head = 0
         self.live: deque[list[Any]] = deque()  # [offset, released], oldest at the left
@@ -153,6 +159,7 @@ class _Segment:
         return True
 
     def close(self, unlink: bool) -> None:
+        _OWN_MAPS.pop(self.name, None)
         with contextlib.suppress(BufferError, ValueError):
             self.map.close()
         if unlink:
@@ -261,7 +268,7 @@ class ShmReader:
         self._uid = str(os.getuid())
 
     def _map(self, name: str) -> mmap.mmap:
-        mm = self._maps.get(name)
+        mm = self._maps.get(name) or _OWN_MAPS.get(name)
         if mm is not None:
             return mm
         m = _NAME_RE.match(name) if isinstance(name, str) else None

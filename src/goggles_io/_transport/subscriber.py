@@ -51,6 +51,8 @@ class SubscriberSink:
         self.writer = writer
         self.capabilities = frozenset(Kind(k) for k in kinds) if kinds else frozenset(Kind)
         self.dropped: Callable[[], int] = lambda: 0  # set by the host: the lane's drop count
+        self.queue_size: int | None = None  # the subscriber's own bounds for its lane, if any
+        self.queue_bytes: int | None = None
         self._seq = 0
 
     def handle_batch(self, events: list[Event]) -> None:

@@ -48,6 +48,7 @@ class Bus:
             [sys.executable, str(SCRIPTS / script), *map(str, args)],
             cwd=SCRIPTS,
             env={**self.env, **env},
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -72,6 +72,7 @@ class TestOversizedEventOverTheSocket:
         """A log message over the 64 MiB frame limit is counted as dropped; later events still arrive."""
         monkeypatch.setenv("GOGGLES_TRANSPORT", "socket")
         monkeypatch.setenv("GOGGLES_DEDICATED_HOST", "0")
+        monkeypatch.setenv("GOGGLES_QUEUE_BYTES", str(256 * 1024 * 1024))  # past the frame limit
         gg.attach(MemoryHandler(name="mem"), scopes=["global"])
         log = gg.get_logger("big")
         log.info("before")

@@ -1,0 +1,114 @@
+"""Handlers placed where they can be built, live subscriptions, and byte-bounded queues.
+
+Real processes on a real socket and host (dedicated unless a test says otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from conftest import Bus
+
+from support import wait_until
+
+pytestmark = pytest.mark.slow
+
+
+def _json_line(out: str) -> dict[str, Any]:
+    return json.loads(out.strip().splitlines()[-1])
+
+
+class TestPlacement:
+    def test_main_handler_sees_events_of_three_processes(
+        self, bus: Bus, finished: Callable[..., Any]
+    ) -> None:
+        """A handler class from __main__ runs in its own process and gets everyone's events."""
+        main = bus.run("main_handler.py", bus.jsonl, 2 * 300)
+        assert main.stdout is not None
+        assert "ready\n" == main.stdout.readline()
+        others = [bus.run("plain_producer.py", 300) for _ in range(2)]
+        for proc in others:
+            finished(proc)
+        out, err = finished(main)
+        got = _json_line(out)
+        pids = {pid for pid, _ in got["seen"]}
+
+        assert 5 + 600 == len(got["seen"]), err
+        assert {main.pid, *(p.pid for p in others)} == pids
+        for proc in others:
+            steps = [step for pid, step in got["seen"] if pid == proc.pid]
+            assert list(range(300)) == steps  # per-producer order kept
+        assert [True] == got["closed"]
+        assert "is not registered" not in err
+
+    def test_main_handler_with_in_process_host(
+        self, bus: Bus, finished: Callable[..., Any]
+    ) -> None:
+        """With GOGGLES_DEDICATED_HOST=0 the same script works (the subscription is local)."""
+        main = bus.run("main_handler.py", bus.jsonl, 0, GOGGLES_DEDICATED_HOST="0")
+        out, _ = finished(main)
+        assert 5 == len(_json_line(out.split("ready\n", 1)[1])["seen"])
+
+
+class TestSubscriptions:
+    def test_subscriber_process_reads_the_live_stream_in_order(
+        self, bus: Bus, finished: Callable[..., Any]
+    ) -> None:
+        """A separate process subscribed to metrics receives every event, in order."""
+        sub = bus.run("subscriber.py", "read", 2000)
+        assert sub.stdout is not None
+        assert "ready\n" == sub.stdout.readline()
+        finished(bus.run("producer.py", bus.jsonl, 2000))
+        got = _json_line(finished(sub)[0])
+
+        assert {"received": 2000, "dropped": 0, "in_order": True} == got
+
+    def test_stalled_subscriber_loses_counted_events_not_producer_latency(
+        self, bus: Bus, finished: Callable[..., Any]
+    ) -> None:
+        """A subscriber that stops reading loses events (counted, none silently); the
+        producer's p99 log-call latency stays in the range measured without it."""
+        baseline = _json_line(finished(bus.run("timed_producer.py", 100_000, bus.jsonl))[0])
+        sub = bus.run("subscriber.py", "stall", 100_000, SUBSCRIBER_HOST_QUEUE="2000")
+        assert sub.stdout is not None
+        assert "ready\n" == sub.stdout.readline()
+        with_sub = _json_line(finished(bus.run("timed_producer.py", 100_000, bus.jsonl))[0])
+        out, err = sub.communicate("go\n", timeout=120)  # the subscriber resumes reading
+        got = _json_line(out)
+
+        assert got["dropped"] > 0, err
+        assert 100_000 + 2000 >= got["received"] + got["dropped"] >= 100_000
+        assert with_sub["p99_us"] <= 5 * baseline["p99_us"] + 200, (baseline, with_sub)
+
+    def test_killed_subscriber_leaves_host_and_handlers_unharmed(
+        self, bus: Bus, finished: Callable[..., Any]
+    ) -> None:
+        """SIGKILL a subscriber mid-stream: the host keeps serving, the sink gets every event."""
+        sub = bus.run("subscriber.py", "hold", 0)
+        assert sub.stdout is not None
+        assert "ready\n" == sub.stdout.readline()
+        first = bus.run("producer.py", bus.jsonl, 3000)
+        wait_until(lambda: len(bus.lines()) > 100, what="events flowing")
+        sub.kill()
+        sub.wait(timeout=30)
+        finished(first)
+        finished(bus.run("producer.py", bus.jsonl, 1000))
+
+        assert 4000 == len(bus.lines())
+
+
+class TestByteBudgets:
+    @pytest.mark.parametrize(("what", "limit_mib"), [("text", 64), ("images", 128)])
+    def test_slow_handler_bounds_producer_memory(
+        self, bus: Bus, finished: Callable[..., Any], what: str, limit_mib: int
+    ) -> None:
+        """A flood into a slow handler grows the producer by less than the bound; drops counted."""
+        proc = bus.run("memory_bound.py", what, GOGGLES_DEDICATED_HOST="0")
+        out, err = finished(proc, timeout_s=240)
+        got = _json_line(out)
+
+        assert got["grew_mib"] < limit_mib, (got, err)
+        assert "dropped" in err and "0 dropped" not in err, err
