@@ -9,13 +9,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-Bus = Any  # the ``bus`` fixture of this folder's conftest
-
 import pytest
 
 from support import wait_until
 
 pytestmark = pytest.mark.slow
+Bus = Any  # the ``bus`` fixture of this folder's conftest
 
 
 def _json_line(out: str) -> dict[str, Any]:
