@@ -1,10 +1,13 @@
 """File-based logging (README "File-based logging"): JSON lines, a CSV table and media files.
 
-Usage: python examples/03_local_storage.py [RUN_DIR]   (default: a fresh temporary directory)
+Usage: python examples/03_local_storage.py [RUN_DIR]   (default: a temporary directory that is
+listed and then removed, so the example leaves nothing behind)
 """
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -17,7 +20,11 @@ from goggles_io.handlers.storage import read_events
 STORAGE_HANDLER_NAME = "examples.local_storage.files"
 CSV_HANDLER_NAME = "examples.local_storage.csv"
 
-run_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="goggles-"))
+if len(sys.argv) > 1:
+    run_dir = Path(sys.argv[1])
+else:
+    run_dir = Path(tempfile.mkdtemp(prefix="goggles-"))
+    atexit.register(shutil.rmtree, run_dir, ignore_errors=True)
 
 gg.attach(gg.LocalStorageHandler(run_dir, name=STORAGE_HANDLER_NAME), scopes=["global"])
 csv_handler = gg.CsvHandler(run_dir, name=CSV_HANDLER_NAME)

@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 # Spawned workers re-import this module: share the run directory through the environment.
-os.environ.setdefault("EXAMPLE_11_DIR", tempfile.mkdtemp(prefix="gg-example-11-"))
+_OWN_DIR = "EXAMPLE_11_DIR" not in os.environ
+if _OWN_DIR:
+    os.environ["EXAMPLE_11_DIR"] = tempfile.mkdtemp(prefix="gg-example-11-")
 RUN_DIR = Path(os.environ["EXAMPLE_11_DIR"])
 os.environ.setdefault("GOGGLES_SOCKET", str(RUN_DIR / "bus.sock"))
 
@@ -46,3 +49,5 @@ if __name__ == "__main__":
     ]
     pids = {r.get("pid") for r in rows}
     print(f"{len(rows)} events from {len(pids)} worker processes in {RUN_DIR / 'run'}")
+    if _OWN_DIR:
+        shutil.rmtree(RUN_DIR, ignore_errors=True)  # the example leaves nothing behind
