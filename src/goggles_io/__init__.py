@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging as _logging
 from logging import CRITICAL, DEBUG, ERROR, INFO, NOTSET, WARNING
 
-from goggles_io._api import attach, call_handler, configure, detach, finish, flush
+from goggles_io._api import attach, call_handler, configure, detach, finish, flush, get_bus
 from goggles_io._bus import EventBus, FinishReport
 from goggles_io._config import async_from_env as _async_from_env
 from goggles_io._config import freeze
@@ -55,6 +55,7 @@ __all__ = [
     "finish",
     "flush",
     "freeze",
+    "get_bus",
     "get_logger",
     "load_configuration",
     "register_handler",

@@ -19,6 +19,7 @@ __all__ = [
     "detach",
     "finish",
     "flush",
+    "get_bus",
     "is_attached",
 ]
 
@@ -74,6 +75,13 @@ def call_handler(name: str, method: str, payload: Any) -> None:
     v.check_name(name, "name")
     payload = v.check_message_payload(payload)
     get_transport().call(name, method, payload)
+
+
+def get_bus() -> Any:
+    """Return the bus this process logs to (robo-goggles' name): the socket client or the
+    in-process :class:`~goggles_io.EventBus`. ``get_bus().is_host`` says whether the handlers
+    run in this process."""
+    return get_transport()
 
 
 def is_attached(name: str) -> bool:

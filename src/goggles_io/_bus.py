@@ -115,6 +115,8 @@ def _differences(kept: Mapping[str, Any], incoming: Mapping[str, Any]) -> list[s
 class EventBus:
     """Route events to handlers in this process, each through its own :class:`Lane`."""
 
+    is_host = True  # robo-goggles' ``get_bus().is_host``: the handlers run in this process
+
     def __init__(
         self,
         *,

@@ -273,3 +273,16 @@ def test_class_level_logger_works_after_a_later_attach(mem: MemoryHandler) -> No
     thread.start()
     thread.join(10)
     assert ["late"] == [e.payload for e in _events(mem)]
+
+
+def test_get_bus_says_where_handlers_run() -> None:
+    """gg.get_bus() is the active bus; in-process its is_host is True."""
+    bus = gg.get_bus()
+    assert isinstance(bus, gg.EventBus) and bus.is_host
+
+
+def test_private_integrations_path_of_robo_goggles_examples() -> None:
+    """robo-goggles' own example imports handlers from goggles._core.integrations."""
+    from goggles_io._core.integrations import ConsoleHandler, LocalStorageHandler
+
+    assert (ConsoleHandler, LocalStorageHandler) == (gg.ConsoleHandler, gg.LocalStorageHandler)

@@ -201,6 +201,15 @@ class SocketClient:
         cls, known = self._attached.get(handler.name, (type(handler), set()))
         self._attached[handler.name] = (cls, known | set(scopes))  # the first class wins
 
+    @property
+    def is_host(self) -> bool:
+        """Whether the host runs in this process (``GOGGLES_DEDICATED_HOST=0`` and we won the
+        election); waits until connected, since the election happens on the first connection."""
+        if not self._running:
+            self._start()
+        self.flush(self.settings.shutdown_timeout_s)
+        return self._elector.host is not None
+
     def open_subscription(self, sub: Any) -> None:
         """Connect a :class:`~goggles_io._subscribe.Subscription` to this socket's host."""
         sub.connect(self.socket_path, self._elect_quietly)

@@ -73,6 +73,30 @@ class _Run:
         self.axes: set[str] = set()
 
 
+# extra keys goggles_io itself sets; every other numeric keyword of a log call is a W&B column.
+_INTERNAL_EXTRA = frozenset(
+    {"bound", "nonfinite", "x_axis", "x", "name", "format", "fps", "bins", "static", "exc_text"}
+)
+
+
+def _numeric_fields(extra: Mapping[str, Any], prefix: str = "") -> dict[str, float | int]:
+    """Numeric keyword fields of a log call, nested dicts flattened to dotted keys.
+
+    robo-goggles logs them in the same step, so ``sim_time=t`` or ``custom_step={"time": t}``
+    can be picked as a chart's x-axis in W&B (``sim_time``, ``custom_step.time``).
+    """
+    found: dict[str, float | int] = {}
+    for key, value in extra.items():
+        if not prefix and key in _INTERNAL_EXTRA:
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            found.update(_numeric_fields(value, name + "."))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            found[name] = value
+    return found
+
+
 @register_handler
 class WandBHandler(BaseHandler):
     """Send metrics, images, videos, histograms, tables and text to Weights & Biases.
@@ -313,6 +337,7 @@ class WandBHandler(BaseHandler):
                         state.run.define_metric(metric, step_metric=axis)
                 if "x" in extra:
                     entries[axis] = extra["x"]
+            entries.update(_numeric_fields(extra))
             return entries
         name = str(extra.get("name") or kind.value)
         if kind is Kind.IMAGE:
@@ -325,7 +350,7 @@ class WandBHandler(BaseHandler):
             value = wandb.Table(columns=list(event.payload["columns"]), data=event.payload["data"])
         else:  # TEXT: W&B shows strings in the run's history and summary
             value = str(event.payload)
-        return {name: value}
+        return {name: value, **_numeric_fields(extra)}
 
     def _video(self, frames: Any, fps: float) -> Any:
         # wandb.Video encodes numpy arrays with moviepy; write a GIF ourselves instead.

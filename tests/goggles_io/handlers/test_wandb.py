@@ -150,6 +150,18 @@ class TestOfflineRun:
 
         assert ("eval", "from kwargs") == (got["job_type"], got["notes"])
 
+    def test_numeric_keywords_are_columns_for_custom_axes(self, wandb_env: Path) -> None:
+        """scalar(..., sim_time=t, custom_step={"time": t}) logs sim_time and custom_step.time."""
+        gg.attach(WandBHandler(project="p", run_name="axes", dir=str(wandb_env)), scopes=["global"])
+        log = gg.get_logger("a", with_metrics=True)
+        for i in range(3):
+            log.scalar("signal", i * 2.0, step=i, sim_time=i / 30, custom_step={"time": i / 10})
+        gg.finish()
+        rows = read_offline_runs(wandb_env)["axes"]["history"]
+
+        got = [(r["signal"], r["sim_time"], r["custom_step.time"]) for r in rows]
+        assert [(i * 2.0, i / 30, i / 10) for i in range(3)] == got
+
     def test_wandb_init_kwargs_must_be_a_mapping(self) -> None:
         """A list for wandb_init_kwargs is refused at construction, naming the argument."""
         with pytest.raises(ConfigurationError, match="wandb_init_kwargs"):

@@ -112,3 +112,22 @@ class TestByteBudgets:
 
         assert got["grew_mib"] < limit_mib, (got, err)
         assert "dropped" in err and "0 dropped" not in err, err
+
+
+def test_get_bus_is_host_reports_the_election(monkeypatch: pytest.MonkeyPatch, bus: Bus) -> None:
+    """Over the socket, get_bus().is_host is False with a dedicated host, True when hosting here."""
+    import goggles_io as gg
+    from goggles_io._config import reset_defaults
+
+    monkeypatch.setenv("GOGGLES_TRANSPORT", "socket")
+    monkeypatch.setenv("GOGGLES_HOST_IDLE_TIMEOUT", "0.5")
+    seen = []
+    for dedicated in ("1", "0"):
+        monkeypatch.setenv("GOGGLES_SOCKET", str(bus.root / f"is-host-{dedicated}.sock"))
+        monkeypatch.setenv("GOGGLES_DEDICATED_HOST", dedicated)
+        reset_defaults()
+        seen.append(gg.get_bus().is_host)
+        gg.finish(timeout=10)
+    reset_defaults()
+
+    assert [False, True] == seen
