@@ -382,6 +382,13 @@ class EventBus:
             default=0,
         )
 
+    def backlog_bytes(self) -> int:
+        """Return the most bytes queued in one handler lane now (subscriber lanes left out)."""
+        return max(
+            (lane.backlog_bytes() for lane in list(self._lanes.values()) if lane.backpressure),
+            default=0,
+        )
+
     def flush_handler(self, name: str, timeout_s: float | None = None) -> bool:
         """Wait until handler ``name`` took everything offered to it so far (``True`` if absent)."""
         lane = self._lanes.get(name)

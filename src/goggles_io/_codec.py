@@ -307,6 +307,7 @@ class Encoder:
         self.shm_threshold = shm_threshold
         self.pool = pool
         self.refs: list[ShmRef] = []  # slots used by the message being encoded
+        self.created: list[ShmRef] = []  # of those, the ones this encoder put in the pool
         self.shm_full = 0
         self._packer = msgpack.Packer(default=self._default, use_bin_type=True, autoreset=True)
 
@@ -319,6 +320,7 @@ class Encoder:
                 ref = self.pool.put(obj)
                 if ref is not None:
                     self.refs.append(ref)
+                    self.created.append(ref)
                     return self._ref(ref)
                 self.shm_full += 1
             return msgpack.ExtType(_EXT_INLINE, _array_bytes(obj))

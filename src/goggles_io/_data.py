@@ -28,6 +28,18 @@ _METRIC = Kind.METRIC
 _INF = math.inf
 
 
+def _owned(arr: np.ndarray, given: object) -> Any:
+    """The log call's own copy of ``arr``: staged straight into shared memory when the transport
+    can (one copy, no fresh heap pages), else a private heap copy. Later changes by the caller
+    never reach the handlers either way."""
+    stage = getattr(STATE.transport or get_transport(), "stage_array", None)
+    if stage is not None:
+        ref = stage(arr)
+        if ref is not None:
+            return ref
+    return arr.copy() if arr is given or arr.base is not None else arr
+
+
 def _wait() -> None:
     """Block until the handlers took everything logged so far (``async_mode=False``)."""
     (STATE.transport or get_transport()).flush(None)
@@ -182,7 +194,7 @@ class GogglesLogger(TextLogger):
         for name, value in metrics.items():
             v.check_name(name)
             if v.is_image_like(value):
-                images.append((name, v.to_image(value)))
+                images.append((name, _owned(v.to_image(value, copy=False), value)))
             elif v.is_vector_like(value):
                 for i, item in enumerate(v.to_vector(name, value)):
                     element = f"{name}/{i}"
@@ -219,7 +231,7 @@ class GogglesLogger(TextLogger):
         **extra: Any,
     ) -> None:
         """Log an ``(H, W)`` or ``(H, W, C)`` image (uint8, or float in [0, 1]); copied now."""
-        arr = v.to_image(image)
+        arr = _owned(v.to_image(image, copy=False), image)
         ext = self._extra(v.check_name(name), x, extra)
         ext["format"] = format
         self._send(Kind.IMAGE, arr, self._step(name, step), ext, async_mode)
@@ -237,7 +249,7 @@ class GogglesLogger(TextLogger):
         **extra: Any,
     ) -> None:
         """Log a video; stored as ``(T, C, H, W)``; copied now."""
-        arr = v.to_video(video)
+        arr = _owned(v.to_video(video, copy=False), video)
         ext = self._extra(v.check_name(name), x, extra)
         ext["fps"] = v.check_fps(fps)
         if format is not None:  # otherwise each handler picks its own container
@@ -256,7 +268,7 @@ class GogglesLogger(TextLogger):
         **extra: Any,
     ) -> None:
         """Log the raw values of a histogram (binned by the handler); copied now."""
-        arr = v.to_histogram(values)
+        arr = _owned(v.to_histogram(values, copy=False), values)
         ext = self._extra(v.check_name(name), x, extra)
         if bins is not None:
             ext["bins"] = int(bins)
@@ -273,7 +285,7 @@ class GogglesLogger(TextLogger):
         **extra: Any,
     ) -> None:
         """Log a ``(..., 2)`` or ``(..., 3)`` vector field; copied now."""
-        arr = v.to_vector_field(vector_field)
+        arr = _owned(v.to_vector_field(vector_field, copy=False), vector_field)
         ext = self._extra(v.check_name(name), x, extra)
         self._send(Kind.VECTOR_FIELD, arr, self._step(name, step), ext, async_mode)
 

@@ -152,6 +152,8 @@ def approx_nbytes(event: Event) -> int:
         return _EVENT_OVERHEAD + 64 * len(payload)
     if kind is str or kind is bytes:
         return _EVENT_OVERHEAD + len(payload)
+    if getattr(payload, "shm_resident", False):
+        return _EVENT_OVERHEAD + 64  # the array lives in shared memory, under the pool's budget
     nbytes = getattr(payload, "nbytes", None)
     if type(nbytes) is int:
         return _EVENT_OVERHEAD + nbytes

@@ -125,11 +125,11 @@ def is_finite(value: int | float) -> bool:
     return type(value) is int or math.isfinite(value)
 
 
-def _array(value: object, what: str) -> np.ndarray:
+def _array(value: object, what: str, copy: bool = True) -> np.ndarray:
     import numpy as np
 
     try:
-        arr = np.array(value, copy=True)
+        arr = np.array(value, copy=True) if copy else np.asarray(value)
     except Exception as exc:
         msg = f"{what} must be array-like (got {type(value).__name__}: {exc})."
         raise InvalidPayloadError(msg, value=value) from exc
@@ -161,9 +161,9 @@ def to_vector(name: str, value: np.ndarray) -> list[int | float]:
     return [to_scalar(f"{name}/{i}", item) for i, item in enumerate(value.tolist())]
 
 
-def to_image(image: object) -> np.ndarray:
+def to_image(image: object, copy: bool = True) -> np.ndarray:
     """Return a private copy of an ``(H, W)`` or ``(H, W, C)`` image, C in 1/3/4."""
-    arr = _array(image, "image")
+    arr = _array(image, "image", copy)
     ok = arr.ndim == 2 or (arr.ndim == 3 and arr.shape[-1] in _CHANNELS)
     if not ok or arr.size == 0:
         msg = (
@@ -175,9 +175,9 @@ def to_image(image: object) -> np.ndarray:
     return arr
 
 
-def to_video(video: object) -> np.ndarray:
+def to_video(video: object, copy: bool = True) -> np.ndarray:
     """Return a private ``(T, C, H, W)`` copy; accepts ``(T, H, W)`` and ``(T, H, W, C)`` too."""
-    arr = _array(video, "video")
+    arr = _array(video, "video", copy)
     if arr.ndim == 3:
         arr = arr[:, None, :, :]
     elif arr.ndim == 4 and arr.shape[1] not in _CHANNELS and arr.shape[-1] in _CHANNELS:
@@ -200,18 +200,18 @@ def check_fps(fps: object) -> float:
     raise InvalidPayloadError(msg, value=fps)
 
 
-def to_histogram(values: object) -> np.ndarray:
+def to_histogram(values: object, copy: bool = True) -> np.ndarray:
     """Return the raw values as a private flat numeric copy."""
-    arr = _array(values, "histogram values")
+    arr = _array(values, "histogram values", copy)
     if arr.dtype.kind not in "biuf":
         msg = f"histogram values must be numeric (got dtype {arr.dtype} from {_short(values)})."
         raise InvalidPayloadError(msg, value=values)
     return arr.reshape(-1)
 
 
-def to_vector_field(field: object) -> np.ndarray:
+def to_vector_field(field: object, copy: bool = True) -> np.ndarray:
     """Return a private copy of a ``(..., 2)`` or ``(..., 3)`` numeric field."""
-    arr = _array(field, "vector_field")
+    arr = _array(field, "vector_field", copy)
     if arr.ndim < 2 or arr.shape[-1] not in (2, 3) or arr.dtype.kind not in "biuf":
         msg = (
             f"vector_field must be numeric with shape (..., 2) or (..., 3) "

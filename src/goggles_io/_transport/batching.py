@@ -3,7 +3,9 @@
 A batch that encodes too big is split in halves; a batch with an unencodable value is retried
 event by event, so one bad event costs only itself. A single event still over the frame limit
 (e.g. a 70 MB log message) is dropped and counted like an unencodable one: the sender thread
-must never die on it.
+must never die on it. An event whose array was staged in shared memory at the log call carries a
+:class:`ShmRef`: a failed encoding frees only the slots the encoder itself took, and a dropped
+event frees its staged slot.
 """
 
 from __future__ import annotations
@@ -42,16 +44,18 @@ class Batcher:
         encoder = self.encoder
         assert encoder is not None, "set Batcher.encoder once connected"
         encoder.refs = []
+        encoder.created = []
         try:
             payload = encoder.encode(Batch(self.seq + 1, events))
         except _ENCODE_ERRORS:
-            self._release(encoder.refs)
+            self._release(encoder.created)
             return self._one_by_one(events, encoder)
         if len(payload) > self._max:
-            self._release(encoder.refs)
+            self._release(encoder.created)
             if len(events) == 1:
                 size = f"{len(payload)!r} bytes"
                 self._on_unencodable(ValueError(f"event of {size} exceeds the frame limit"))
+                self._release(_staged(events))
                 return []
             half = len(events) // 2
             return self.frames(events[:half]) + self.frames(events[half:])
@@ -62,11 +66,18 @@ class Batcher:
         good = []
         for event in events:
             encoder.refs = []
+            encoder.created = []
             try:
                 encoder.encode(Batch(0, [event]))
             except _ENCODE_ERRORS as exc:
                 self._on_unencodable(exc)
+                self._release(_staged([event]))
             else:
                 good.append(event)
-            self._release(encoder.refs)
+            self._release(encoder.created)
         return self.frames(good) if good else []
+
+
+def _staged(events: list[Event]) -> list[ShmRef]:
+    """The shared-memory slots that events staged at their log call hold."""
+    return [e.payload for e in events if type(e.payload) is ShmRef]

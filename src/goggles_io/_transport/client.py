@@ -35,7 +35,7 @@ from goggles_io._transport.settings import (
     default_socket_path,
     prepare_socket_dir,
 )
-from goggles_io._transport.shm import ShmPool, sweep_dead_segments
+from goggles_io._transport.shm import ShmPool, ShmRef, sweep_dead_segments
 from goggles_io.exceptions import InvalidPayloadError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, get_handler_class
 
@@ -376,7 +376,7 @@ class SocketClient:
     def _take(self) -> list[Any]:
         queue = self._queue
         items: list[Any] = []
-        taken = 0
+        taken = 0  # bytes this batch will hold in the host
         while queue and len(items) < _BATCH_EVENTS and taken < _BATCH_BYTES:
             item = queue[0]
             if type(item) is _Marker:
@@ -385,8 +385,11 @@ class SocketClient:
                 items.append(queue.popleft())
                 break
             items.append(queue.popleft())
-            taken += approx_nbytes(item)
-        self._bytes_out += taken
+            size = approx_nbytes(item)
+            self._bytes_out += size
+            payload = item.payload
+            # A batch is capped by what the host will hold once it copied the arrays out.
+            taken += payload.nbytes if type(payload) is ShmRef else size
         return items
 
     def _send_items(self, items: list[Any], encoder: Encoder) -> None:
@@ -416,12 +419,29 @@ class SocketClient:
 
     def _get_pool(self) -> ShmPool | None:
         if self._pool is None:
-            try:
-                sweep_dead_segments()  # a crashed run's segments go on our next start
-                self._pool = ShmPool()
-            except OSError as exc:
-                self._warn_once("shm", f"shared memory unavailable ({exc}); arrays go inline")
+            with self._lock:  # the producer (stage_array) and the sender may both get here
+                if self._pool is None:
+                    try:
+                        sweep_dead_segments()  # a crashed run's segments go on our next start
+                        self._pool = ShmPool()
+                    except OSError as exc:
+                        self._warn_once(
+                            "shm", f"shared memory unavailable ({exc}); arrays go inline"
+                        )
         return self._pool
+
+    def stage_array(self, array: Any) -> ShmRef | None:
+        """Copy a big array straight into the shared-memory pool at the log call.
+
+        This is the log call's one copy (into pre-faulted pages, so about a memcpy); the event
+        then carries only the slot's reference, and the pool's own budget bounds what waits
+        there. ``None`` (the caller keeps a heap copy) when the array is small, of a dtype
+        that cannot cross, or the pool is full.
+        """
+        if array.nbytes < self.transport.shm_threshold or array.dtype.kind not in "biuf":
+            return None
+        pool = self._pool or self._get_pool()
+        return None if pool is None else pool.put(array)
 
     # -- connection -------------------------------------------------------------------------
     def _connect(self) -> bool:

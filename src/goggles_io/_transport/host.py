@@ -34,6 +34,7 @@ __all__ = ["Host", "acquire_host_lock", "main", "peer_credentials"]
 _STARTUP_GRACE_S = 10.0
 _RECV_BYTES = 1 << 20
 _BACKPRESSURE_MAX_S = 2.0
+_BATCH_ROOM = 1024  # events a client batch holds at most: the room kept free in handler queues
 
 
 def _say(message: str) -> None:
@@ -221,9 +222,10 @@ class Host:
                 last_seq = -1
                 dropped = 0  # this client's events the host's handler queues had no room for
                 for payload in frames.feed(data):
+                    # Wait before decoding: decoding copies the batch's arrays out of shm.
+                    self._wait_for_room(_BATCH_ROOM)
                     msg = decoder.decode(payload)
                     if type(msg) is Batch:
-                        self._wait_for_room(len(msg.events))
                         dropped += self.bus.emit_many(msg.events)
                         last_seq = msg.seq
                     elif type(msg) is Call:
@@ -261,16 +263,24 @@ class Host:
     def _wait_for_room(self, n: int) -> None:
         """Backpressure: while a handler queue is nearly full, stop reading this socket.
 
+        Nearly full means within one batch of its event bound, or past half its byte budget.
         The client's bounded queue then absorbs the surplus and counts its drops, instead of the
         host dropping events it already acknowledged. Bounded, so a stuck handler only delays.
+        Subscriber lanes never count here: a stalled reader only loses its own events.
         """
         backlog = getattr(self.bus, "backlog", None)
+        backlog_bytes = getattr(self.bus, "backlog_bytes", None)
         limit = getattr(self.bus, "queue_size", 0) - n
-        if backlog is None or limit <= 0:
+        byte_limit = getattr(self.bus, "queue_bytes", 0) // 2
+        if backlog is None or backlog_bytes is None or limit <= 0:
             return
+
+        def full() -> bool:
+            return backlog() > limit or backlog_bytes() > byte_limit
+
         deadline = time.monotonic() + _BACKPRESSURE_MAX_S
         delay = 0.0005
-        while backlog() > limit and time.monotonic() < deadline and not self._closing.is_set():
+        while full() and time.monotonic() < deadline and not self._closing.is_set():
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
 

@@ -17,7 +17,7 @@ import re
 import tempfile
 import threading
 from collections import deque
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
@@ -50,6 +50,9 @@ class ShmRef:
     nbytes: int
     dtype: str
     shape: tuple[int, ...]
+
+    # Byte budgets skip what lives here: the pool's own budget already bounds it.
+    shm_resident: ClassVar[bool] = True
 
 
 def get_shm_dir() -> str:
@@ -114,7 +117,9 @@ class _Segment:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.ftruncate(fd, size)
-            self.map = mmap.mmap(fd, size)
+            # Pre-fault the pages once here, so copying an image in never pays page faults.
+            populate = getattr(mmap, "MAP_POPULATE", 0)
+            self.map = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | populate)
         finally:
             os.close(fd)
         self.path = path
