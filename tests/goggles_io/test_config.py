@@ -12,6 +12,7 @@ class TestReadSettings:
     def test_defaults(self) -> None:
         """An empty environment gives the documented defaults."""
         assert Settings() == read_settings({})
+        assert (16 * 2**20, False) == (Settings().queue_bytes, Settings().verbose)
 
     @pytest.mark.parametrize(
         ("raw", "expected"),
@@ -27,6 +28,8 @@ class TestReadSettings:
             ("GOGGLES_ASYNC", "maybe"),
             ("GOGGLES_QUEUE_SIZE", "0"),
             ("GOGGLES_QUEUE_SIZE", "many"),
+            ("GOGGLES_QUEUE_BYTES", "0"),
+            ("GOGGLES_VERBOSE", "loud"),
             ("GOGGLES_SHUTDOWN_TIMEOUT", "-1"),
             ("GOGGLES_CALLER_INFO", "2"),
         ],

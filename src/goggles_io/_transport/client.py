@@ -423,7 +423,7 @@ class SocketClient:
                 if self._pool is None:
                     try:
                         sweep_dead_segments()  # a crashed run's segments go on our next start
-                        self._pool = ShmPool()
+                        self._pool = ShmPool.with_budget(self.transport.shm_bytes)
                     except OSError as exc:
                         self._warn_once(
                             "shm", f"shared memory unavailable ({exc}); arrays go inline"

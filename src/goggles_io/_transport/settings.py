@@ -23,6 +23,7 @@ __all__ = [
     "ENV_HOST_IDLE_TIMEOUT",
     "ENV_HOST_IMPORTS",
     "ENV_HOST_LOG",
+    "ENV_SHM_BYTES",
     "ENV_SHM_THRESHOLD",
     "ENV_SOCKET",
     "ENV_TRANSPORT",
@@ -35,6 +36,7 @@ __all__ = [
 
 ENV_SOCKET = "GOGGLES_SOCKET"
 ENV_SHM_THRESHOLD = "GOGGLES_SHM_THRESHOLD"
+ENV_SHM_BYTES = "GOGGLES_SHM_BYTES"
 ENV_DEDICATED_HOST = "GOGGLES_DEDICATED_HOST"
 ENV_HOST_IMPORTS = "GOGGLES_HOST_IMPORTS"
 ENV_HOST_IDLE_TIMEOUT = "GOGGLES_HOST_IDLE_TIMEOUT"
@@ -42,6 +44,7 @@ ENV_HOST_LOG = "GOGGLES_HOST_LOG"
 ENV_TRANSPORT = "GOGGLES_TRANSPORT"
 
 _DEFAULT_SHM_THRESHOLD = 64 * 1024
+_DEFAULT_SHM_BYTES = 32 * 1024 * 1024
 _DEFAULT_IDLE_TIMEOUT_S = 1.0
 _TRANSPORTS = ("socket", "inprocess")
 
@@ -53,6 +56,7 @@ class TransportSettings:
     transport: str = "socket"
     socket_path: str | None = None
     shm_threshold: int = _DEFAULT_SHM_THRESHOLD
+    shm_bytes: int = _DEFAULT_SHM_BYTES
     dedicated_host: bool = True
     host_imports: tuple[str, ...] = ()
     host_idle_timeout_s: float = _DEFAULT_IDLE_TIMEOUT_S
@@ -85,6 +89,7 @@ def read_transport_settings(env: Mapping[str, str] | None = None) -> TransportSe
         transport=transport,
         socket_path=env.get(ENV_SOCKET, "").strip() or None,
         shm_threshold=int(_number(env, ENV_SHM_THRESHOLD, _DEFAULT_SHM_THRESHOLD, int, 0)),
+        shm_bytes=int(_number(env, ENV_SHM_BYTES, _DEFAULT_SHM_BYTES, int, 1 << 20)),
         dedicated_host=_parse_bool(env, ENV_DEDICATED_HOST, True),
         host_imports=imports,
         host_idle_timeout_s=_number(

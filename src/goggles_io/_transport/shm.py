@@ -196,6 +196,12 @@ class ShmPool:
         self._counter = itertools.count()
         self._closed = False
 
+    @classmethod
+    def with_budget(cls, nbytes: int) -> ShmPool:
+        """A pool of at most ``nbytes`` in regular segments (16 MiB each, or one smaller)."""
+        segment = min(_DEFAULT_SEGMENT_BYTES, nbytes)
+        return cls(segment_bytes=segment, max_segments=max(1, nbytes // segment))
+
     def _new_segment(self, size: int) -> _Segment:
         name = f"{SEGMENT_PREFIX}{os.getuid()}-{self.owner_pid}-{next(self._counter)}"
         seg = _Segment(os.path.join(self.dir, name), size)

@@ -20,10 +20,11 @@ class TestReadTransportSettings:
         """With no variable set, the defaults are those docs/transport.md lists."""
         got = ts.read_transport_settings({})
 
-        assert ("socket", None, 65536, True, (), 1.0, None) == (
+        assert ("socket", None, 65536, 32 * 2**20, True, (), 1.0, None) == (
             got.transport,
             got.socket_path,
             got.shm_threshold,
+            got.shm_bytes,
             got.dedicated_host,
             got.host_imports,
             got.host_idle_timeout_s,
@@ -37,6 +38,7 @@ class TestReadTransportSettings:
             ("GOGGLES_DEDICATED_HOST", "maybe"),
             ("GOGGLES_SHM_THRESHOLD", "-1"),
             ("GOGGLES_SHM_THRESHOLD", "big"),
+            ("GOGGLES_SHM_BYTES", "1000"),
             ("GOGGLES_HOST_IDLE_TIMEOUT", "-0.5"),
         ],
     )
