@@ -68,3 +68,22 @@ class TestImportContracts:
 
         assert 0 != result.returncode
         assert "experiment_telemetry sits above" in result.stdout
+
+
+def test_goggles_io_has_no_import_cycles() -> None:
+    """No module of goggles_io imports (directly or not) one that imports it back.
+
+    In particular the transport never imports what builds it (``_config``), and neither logger
+    module imports the other's. grimp is import-linter's own graph builder.
+    """
+    import grimp
+
+    graph = grimp.build_graph("goggles_io")
+    cycles = [
+        (module, imported)
+        for module in sorted(graph.modules)
+        for imported in graph.find_modules_directly_imported_by(module)
+        if graph.find_shortest_chain(importer=imported, imported=module)
+    ]
+
+    assert [] == cycles

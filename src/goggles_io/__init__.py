@@ -12,12 +12,13 @@ from logging import CRITICAL, DEBUG, ERROR, INFO, NOTSET, WARNING
 
 from goggles_io._api import attach, call_handler, configure, detach, finish, flush, get_bus
 from goggles_io._bus import EventBus, FinishReport
-from goggles_io._config import async_from_env as _async_from_env
 from goggles_io._config import freeze
 from goggles_io._data import GogglesLogger
+from goggles_io._get_logger import get_logger
 from goggles_io._lazy import lazy_exports as _lazy_exports
-from goggles_io._logger import TextLogger, get_logger
+from goggles_io._logger import TextLogger
 from goggles_io._records import Event, Kind
+from goggles_io._settings import async_from_env as _async_from_env
 from goggles_io._timing import timeit, trace_on_error
 from goggles_io.handlers.base import BaseHandler, Handler, register_handler
 from goggles_io.handlers.console import ConsoleHandler
@@ -78,7 +79,7 @@ _LAZY = {
     "LocalStorageHandler": "goggles_io.handlers.storage",
     "PrettyConfig": "goggles_io.config",
     "RemoteHandler": "goggles_io.handlers.remote",
-    "Subscription": "goggles_io._subscribe",
+    "Subscription": "goggles_io._transport.subscription",
     "subscribe": "goggles_io._subscribe",
     "WandBHandler": "goggles_io.handlers.wandb",
     "config": "goggles_io.config",  # a public submodule: gg.config works without importing it

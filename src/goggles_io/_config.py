@@ -1,8 +1,9 @@
-"""Global state and environment knobs of goggles_io, in one place.
+"""Process-global state of goggles_io, in one place.
 
-Everything process-global lives here: the parsed settings, the active transport (the in-process
-:class:`~goggles_io._bus.EventBus` unless issue 4's socket transport installs a factory), the
-per-metric step counters and x-axis declarations. ``reset_defaults()`` tears it all down for tests.
+Everything process-global lives here: the parsed settings (parsed by :mod:`goggles_io._settings`),
+the active transport (the socket client, or the in-process :class:`~goggles_io._bus.EventBus`),
+the per-metric step counters and x-axis declarations. ``reset_defaults()`` tears it all down for
+tests. This module builds the transport; the transport never imports it.
 """
 
 from __future__ import annotations
@@ -11,12 +12,20 @@ import atexit
 import gc
 import os
 import threading
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import attrs
-
-from goggles_io.exceptions import ConfigurationError
+from goggles_io._settings import (
+    ENV_ASYNC,
+    ENV_CALLER_INFO,
+    ENV_QUEUE_BYTES,
+    ENV_QUEUE_SIZE,
+    ENV_SHUTDOWN_TIMEOUT,
+    ENV_VERBOSE,
+    Settings,
+    async_from_env,
+    read_settings,
+)
 
 if TYPE_CHECKING:
     from goggles_io._bus import FinishReport, Transport
@@ -37,85 +46,6 @@ __all__ = [
     "reset_defaults",
     "set_transport_factory",
 ]
-
-ENV_ASYNC = "GOGGLES_ASYNC"
-ENV_QUEUE_SIZE = "GOGGLES_QUEUE_SIZE"
-ENV_QUEUE_BYTES = "GOGGLES_QUEUE_BYTES"
-ENV_VERBOSE = "GOGGLES_VERBOSE"
-ENV_CALLER_INFO = "GOGGLES_CALLER_INFO"
-ENV_SHUTDOWN_TIMEOUT = "GOGGLES_SHUTDOWN_TIMEOUT"
-
-_DEFAULT_QUEUE_SIZE = 65_536
-_DEFAULT_QUEUE_BYTES = 16 * 1024 * 1024
-_DEFAULT_SHUTDOWN_TIMEOUT_S = 10.0
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
-
-
-@attrs.frozen(kw_only=True)
-class Settings:
-    """Parsed environment knobs (argument > env variable > default)."""
-
-    async_mode: bool = True
-    queue_size: int = _DEFAULT_QUEUE_SIZE
-    queue_bytes: int = _DEFAULT_QUEUE_BYTES
-    caller_info: bool = True
-    verbose: bool = False
-    shutdown_timeout_s: float = _DEFAULT_SHUTDOWN_TIMEOUT_S
-
-
-def _parse_bool(env: Mapping[str, str], key: str, default: bool) -> bool:
-    raw = env.get(key)
-    if raw is None or raw.strip() == "":
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    msg = f"{key} must be one of 1/0/true/false/yes/no/on/off (got {raw!r})."
-    raise ConfigurationError(msg, key=key, value=raw)
-
-
-def _parse_number(env: Mapping[str, str], key: str, default: float, kind: type) -> Any:
-    raw = env.get(key)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = kind(raw.strip())
-    except ValueError:
-        value = None
-    if value is None or value <= 0:
-        msg = f"{key} must be a positive {kind.__name__} (got {raw!r}); unset it for {default!r}."
-        raise ConfigurationError(msg, key=key, value=raw)
-    return value
-
-
-def async_from_env() -> bool:
-    """``GOGGLES_ASYNC`` as a bool for the module constant; a malformed value reads as the default.
-
-    Never raises, so a typo cannot break ``import goggles_io``; :func:`get_settings` still
-    reports it when the bus starts.
-    """
-    try:
-        return _parse_bool(os.environ, ENV_ASYNC, True)
-    except ConfigurationError:
-        return True
-
-
-def read_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """Parse the ``GOGGLES_*`` variables; a malformed value raises naming the variable."""
-    env = os.environ if env is None else env
-    return Settings(
-        async_mode=_parse_bool(env, ENV_ASYNC, True),
-        queue_size=_parse_number(env, ENV_QUEUE_SIZE, _DEFAULT_QUEUE_SIZE, int),
-        queue_bytes=_parse_number(env, ENV_QUEUE_BYTES, _DEFAULT_QUEUE_BYTES, int),
-        caller_info=_parse_bool(env, ENV_CALLER_INFO, True),
-        verbose=_parse_bool(env, ENV_VERBOSE, False),
-        shutdown_timeout_s=_parse_number(
-            env, ENV_SHUTDOWN_TIMEOUT, _DEFAULT_SHUTDOWN_TIMEOUT_S, float
-        ),
-    )
 
 
 class _State:

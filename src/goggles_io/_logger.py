@@ -12,17 +12,14 @@ import sys
 import traceback
 from collections.abc import Mapping
 from time import time as _now
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from goggles_io import _validate as v
 from goggles_io._bus import check_scope
 from goggles_io._config import STATE, get_settings, get_transport
 from goggles_io._records import Event, Kind
 
-if TYPE_CHECKING:
-    from goggles_io._data import GogglesLogger
-
-__all__ = ["TextLogger", "get_logger"]
+__all__ = ["TextLogger"]
 
 _L = TypeVar("_L", bound="TextLogger")
 
@@ -256,37 +253,3 @@ def _format_exc(exc_info: Any) -> str:
     if exc_info[0] is None:
         return ""
     return "".join(traceback.format_exception(*exc_info))
-
-
-def get_logger(
-    name: str | None = None,
-    *,
-    scope: str = "global",
-    with_metrics: bool = False,
-    level: int | str = 0,
-    **bound: Any,
-) -> TextLogger | GogglesLogger:
-    """Return a logger for ``name`` that routes to handlers attached on ``scope``.
-
-    Args:
-        name: shown by handlers; defaults to ``"root"``.
-        scope: dot-separated scope; events also reach handlers on its parents.
-        with_metrics: return a :class:`GogglesLogger` (scalars, images, ...) instead of text only.
-        level: this logger's minimum level for text messages.
-        **bound: fields attached to every event (see :meth:`TextLogger.bind`).
-
-    Raises:
-        InvalidNameError: ``name`` or ``scope`` is malformed.
-        InvalidLevelError: ``level`` is not a level.
-        ConfigurationError: a ``GOGGLES_*`` environment variable is malformed.
-    """
-    if name is None:
-        name = "root"
-    v.check_name(name, "name")
-    check_scope(scope)
-    lvl = v.check_level(level)
-    get_settings()
-    from goggles_io._data import GogglesLogger
-
-    cls = GogglesLogger if with_metrics else TextLogger
-    return cls(name, scope, lvl, bound)

@@ -376,9 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     lock_fd = acquire_host_lock(args.socket)
     if lock_fd is None:
         return 0  # another host won the election; clients will find it
-    import goggles_io  # noqa: F401  (registers the built-in handlers)
+    # Handler classes (built-in ones too) are imported on first attach from their spec's module.
     from goggles_io._bus import EventBus
-    from goggles_io._config import get_settings
+    from goggles_io._settings import read_settings
     from goggles_io._transport.settings import read_transport_settings
 
     for module in read_transport_settings().host_imports:
@@ -387,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             _say(f"GOGGLES_HOST_IMPORTS: cannot import {module!r}: {exc!r}")
     sweep_dead_segments()
-    settings = get_settings()
+    settings = read_settings()
     bus = EventBus(
         async_mode=True, queue_size=settings.queue_size, queue_bytes=settings.queue_bytes
     )

@@ -10,14 +10,12 @@ host-side handler would. Nothing is pickled either way.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from goggles_io._bus import EventBus, FinishReport
 from goggles_io._delivery import HandlerStats
+from goggles_io._transport.subscription import Subscription
 from goggles_io.handlers.base import Handler, get_handler_class, handler_key
-
-if TYPE_CHECKING:
-    from goggles_io._subscribe import Subscription
 
 __all__ = ["LocalHandlers", "runs_in_attaching_process"]
 
@@ -60,8 +58,6 @@ class LocalHandlers:
             self.sub.add_scopes(list(scopes))
 
     def _subscribe(self, scopes: list[str]) -> None:
-        from goggles_io._subscribe import Subscription
-
         bus = self._bus()
         settings = self.client.settings
         sub = Subscription(

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from goggles_io._config import _parse_bool
+from goggles_io._settings import parse_bool
 from goggles_io.exceptions import ConfigurationError, SocketOwnershipError
 
 __all__ = [
@@ -90,7 +90,7 @@ def read_transport_settings(env: Mapping[str, str] | None = None) -> TransportSe
         socket_path=env.get(ENV_SOCKET, "").strip() or None,
         shm_threshold=int(_number(env, ENV_SHM_THRESHOLD, _DEFAULT_SHM_THRESHOLD, int, 0)),
         shm_bytes=int(_number(env, ENV_SHM_BYTES, _DEFAULT_SHM_BYTES, int, 1 << 20)),
-        dedicated_host=_parse_bool(env, ENV_DEDICATED_HOST, True),
+        dedicated_host=parse_bool(env, ENV_DEDICATED_HOST, True),
         host_imports=imports,
         host_idle_timeout_s=_number(
             env, ENV_HOST_IDLE_TIMEOUT, _DEFAULT_IDLE_TIMEOUT_S, float, 0.0

@@ -18,7 +18,11 @@ import numpy as np
 
 from goggles_io.exceptions import ConfigurationError, ConfigurationTypeError
 
-__all__ = ["Filter", "State", "get_namespace"]
+__all__ = ["FILTER_CLASSES", "Filter", "State", "get_namespace"]
+
+FILTER_CLASSES: dict[str, type[Filter]] = {}
+"""Every public filter class by name, for configs (``{"type": "AverageFilter", ...}``); filled as
+each class is defined, so building from a config needs no import of the modules defining them."""
 
 State = Any
 """A filter state: a pytree (dict / tuple) of arrays, carried by the caller in the pure API."""
@@ -87,6 +91,11 @@ class Filter:
     ``apply(state, x) -> (new_state, y)``): the caller carries the state, so it runs under
     ``jax.jit`` and as a ``jax.lax.scan`` body; it never touches the object.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__name__.startswith("_"):
+            FILTER_CLASSES[cls.__name__] = cls
 
     def __init__(self) -> None:
         self._state: State | None = None

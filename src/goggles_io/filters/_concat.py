@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from goggles_io.exceptions import ConfigurationError
-from goggles_io.filters._base import Filter, State, float_dtype, get_namespace
+from goggles_io.filters._base import FILTER_CLASSES, Filter, State, float_dtype, get_namespace
 
 __all__ = ["ConcatFilter", "FilterConfig", "create_concat_filter"]
 
@@ -51,13 +51,7 @@ FilterLike = Filter | FilterConfig | Mapping[str, Any]
 
 
 def _filter_types() -> dict[str, type[Filter]]:
-    # Imported here: the outlier filters build their fallbacks with ConcatFilter (import cycle).
-    from goggles_io.filters import _outliers, _pointwise, _smoothing
-
-    classes = [ConcatFilter]
-    for module in (_smoothing, _pointwise, _outliers):
-        classes += [getattr(module, name) for name in module.__all__]
-    return {cls.__name__: cls for cls in classes}
+    return dict(FILTER_CLASSES)
 
 
 def build_filter(item: FilterLike) -> Filter:

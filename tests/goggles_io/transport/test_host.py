@@ -150,8 +150,10 @@ class TestPeerUid:
         host = _in_process_host(bus.socket)
         os.chmod(bus.root, 0o711)  # simulate a misconfigured mode: the uid check must still hold
         os.chmod(bus.socket, 0o666)
+        read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # child: become the other user, connect, expect EOF
+            os.close(read_end)
             code = 2
             try:
                 os.setgid(gid)
@@ -165,13 +167,26 @@ class TestPeerUid:
                         code = 0 if s.recv(100) == b"" else 1
                     except (ConnectionResetError, BrokenPipeError):
                         code = 0  # the host hung up on us
+            except BaseException as exc:  # tell the parent why, instead of a bare exit code
+                os.write(write_end, repr(exc).encode()[:1000])
             finally:
                 os._exit(code)
+        os.close(write_end)
         _, status = os.waitpid(pid, 0)
+        with os.fdopen(read_end, "rb") as why:
+            child_error = why.read().decode(errors="replace")
+        code = os.waitstatus_to_exitcode(status)
+        if code == 2:
+            host.close(5)
+            pytest.fail(
+                f"the child running as uid {uid} could not reach {bus.socket!r}: {child_error}. "
+                "Every directory above the socket must be traversable by other users (mode o+x) "
+                "for this test; the host was never asked anything."
+            )
         wait_until(lambda: host.refused == 1, what="host counted the refusal")
         host.close(5)
 
-        assert 0 == os.waitstatus_to_exitcode(status)
+        assert 0 == code, child_error
         assert "refused peer" in capfd.readouterr().err
 
     def test_socket_path_of_another_user_is_refused_by_name(self, bus, other_user) -> None:

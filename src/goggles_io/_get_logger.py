@@ -1,0 +1,48 @@
+"""``get_logger``: the one way to make a logger, text-only or with metrics.
+
+Its own module so that neither logger module needs to import the other's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from goggles_io import _validate as v
+from goggles_io._bus import check_scope
+from goggles_io._config import get_settings
+from goggles_io._data import GogglesLogger
+from goggles_io._logger import TextLogger
+
+__all__ = ["get_logger"]
+
+
+def get_logger(
+    name: str | None = None,
+    *,
+    scope: str = "global",
+    with_metrics: bool = False,
+    level: int | str = 0,
+    **bound: Any,
+) -> TextLogger | GogglesLogger:
+    """Return a logger for ``name`` that routes to handlers attached on ``scope``.
+
+    Args:
+        name: shown by handlers; defaults to ``"root"``.
+        scope: dot-separated scope; events also reach handlers on its parents.
+        with_metrics: return a :class:`GogglesLogger` (scalars, images, ...) instead of text only.
+        level: this logger's minimum level for text messages.
+        **bound: fields attached to every event (see :meth:`TextLogger.bind`).
+
+    Raises:
+        InvalidNameError: ``name`` or ``scope`` is malformed.
+        InvalidLevelError: ``level`` is not a level.
+        ConfigurationError: a ``GOGGLES_*`` environment variable is malformed.
+    """
+    if name is None:
+        name = "root"
+    v.check_name(name, "name")
+    check_scope(scope)
+    lvl = v.check_level(level)
+    get_settings()
+    cls = GogglesLogger if with_metrics else TextLogger
+    return cls(name, scope, lvl, bound)

@@ -1,0 +1,144 @@
+"""The client's connection to its host: connect (electing a host), receive acks, notice a death.
+
+A receiver thread per connection reads acknowledgements (freeing shared-memory slots) and
+replies; EOF means the host died, which is noticed at once and counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+from typing import TYPE_CHECKING, Any
+
+from goggles_io._codec import Ack, Decoder, Encoder, Hello, Reply
+from goggles_io._transport.framing import FrameDecoder, encode_frame
+from goggles_io._transport.operations import say
+
+__all__ = ["HostLink"]
+
+
+class HostLink:
+    """The connection-facing half of :class:`~goggles_io._transport.client.SocketClient`."""
+
+    # Provided by SocketClient.
+    _stop: bool
+    _sock: socket.socket | None
+    _conn_gen: int
+    _ops: list[Any]
+    _pending: dict[int, Any]
+    _inflight: Any
+    _lock: threading.Lock
+    _wake: threading.Event
+    _elector: Any
+    socket_path: str
+    reconnects: int
+    lost_in_flight: int
+    host_dropped: int
+    delivered: int
+
+    if TYPE_CHECKING:  # defined by SocketClient
+
+        def _warn_once(self, key: str, message: str) -> None: ...
+
+        def _release(self, refs: list[Any]) -> None: ...
+
+    # -- connection -------------------------------------------------------------------------
+    def _connect(self) -> bool:
+        backoff = 0.01
+        while not self._stop:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(self.socket_path)
+            except OSError:
+                sock.close()
+                try:
+                    self._elector.elect()
+                except Exception as exc:
+                    self._warn_once("elect", f"cannot start a host on {self.socket_path!r}: {exc}")
+                self._wake.wait(backoff)
+                self._wake.clear()
+                backoff = min(backoff * 2, 0.25)
+                continue
+            self._on_connected(sock)
+            return True
+        return False
+
+    def _on_connected(self, sock: socket.socket) -> None:
+        encoder = Encoder()
+        frames = [encode_frame(encoder.encode(Hello(os.getpid())))]
+        frames += [encode_frame(encoder.encode(call)) for call in self._ops]
+        frames += [encode_frame(encoder.encode(m.call)) for m in self._pending.values()]
+        sock.sendall(b"".join(frames))
+        self._conn_gen += 1
+        self._sock = sock
+        threading.Thread(
+            target=self._recv_loop,
+            args=(sock, self._conn_gen),
+            name="goggles_io:receiver",
+            daemon=True,
+        ).start()
+
+    def _disconnect(self, *, count_lost: bool, warn: bool) -> None:
+        with self._lock:
+            sock, self._sock = self._sock, None
+            inflight = list(self._inflight)
+            self._inflight.clear()
+        # Counted even when the receiver already dropped the socket: the sender may have put a
+        # batch in flight on it since.
+        lost = sum(n for _, n, _ in inflight)
+        for _, _, refs in inflight:
+            self._release(refs)
+        if count_lost:
+            self.lost_in_flight += lost
+        if sock is None:
+            return
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            sock.close()
+        if warn:
+            self.reconnects += 1
+            say(
+                f"pid {os.getpid()}: lost the host on {self.socket_path!r}; {lost} events in "
+                f"flight lost (counted); re-electing a host and re-attaching handlers"
+            )
+
+    # -- receiver thread --------------------------------------------------------------------
+    def _recv_loop(self, sock: socket.socket, gen: int) -> None:
+        frames = FrameDecoder()
+        decoder = Decoder()
+        try:
+            while True:
+                data = sock.recv(1 << 16)
+                if not data:
+                    break
+                for payload in frames.feed(data):
+                    msg = decoder.decode(payload)
+                    if type(msg) is Ack:
+                        self._on_ack(msg)
+                    elif type(msg) is Reply:
+                        marker = self._pending.pop(msg.token, None)
+                        if not msg.ok:
+                            self._warn_once(f"call:{msg.result}", f"host refused: {msg.result}")
+                        if marker is not None:
+                            marker.result = msg
+                            marker.done.set()
+        except (OSError, ValueError):
+            pass
+        if gen == self._conn_gen and not self._stop:
+            self._disconnect(count_lost=True, warn=True)
+            self._wake.set()
+
+    def _on_ack(self, ack: Ack) -> None:
+        if type(ack.dropped) is int and ack.dropped > 0:
+            self.host_dropped += ack.dropped
+        inflight = self._inflight
+        while inflight and inflight[0][0] <= ack.seq:
+            with self._lock:
+                if not inflight:
+                    break
+                _, n, refs = inflight.popleft()
+                self.delivered += n
+            self._release(refs)

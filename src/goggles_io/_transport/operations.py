@@ -1,0 +1,160 @@
+"""Handler operations of the socket client: attach, detach, configure, call_handler, subscribe.
+
+They travel through the client's queue as :class:`Marker` items, in order with the events around
+them, and are replayed on a new host (after a host death, or in a forked child). A handler the
+host cannot build runs here instead (see :mod:`goggles_io._transport.placement`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from goggles_io._codec import Call, Encoder, Reply
+from goggles_io._transport.placement import runs_in_attaching_process
+from goggles_io.exceptions import InvalidPayloadError, UnknownScopeError
+from goggles_io.handlers.base import Handler, check_remote_method, get_handler_class
+
+__all__ = ["HandlerOperations", "Marker", "say"]
+
+
+class Marker:
+    """A control operation travelling through the queue, in order with the events around it."""
+
+    __slots__ = ("call", "done", "result")
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.done = threading.Event()
+        self.result: Reply | None = None
+
+
+def say(message: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"goggles_io: {message}\n")
+        sys.stderr.flush()
+
+
+class HandlerOperations:
+    """The handler-facing half of :class:`~goggles_io._transport.client.SocketClient`."""
+
+    # Provided by SocketClient.
+    _attached: dict[str, tuple[type, set[str]]]
+    _local: Any
+    _queue: Any
+    _running: bool
+    _tokens: Any
+    _wake: threading.Event
+    _elector: Any
+    settings: Any
+    socket_path: str
+
+    if TYPE_CHECKING:  # defined by SocketClient
+
+        def _start(self) -> None: ...
+
+        def _warn_once(self, key: str, message: str) -> None: ...
+
+        def flush(self, timeout_s: float | None = None) -> bool: ...
+
+    def _control(self, op: str, args: dict[str, Any]) -> Marker:
+        if not self._running:
+            self._start()
+        marker = Marker(Call(next(self._tokens), op, args))
+        self._queue.append(marker)  # control never counts against the bound
+        self._wake.set()
+        return marker
+
+    def _spec(self, handler: Handler) -> dict[str, Any]:
+        spec = handler.to_dict()
+        get_handler_class(str(spec.get("cls")))  # unregistered classes fail here, at the call
+        try:  # so does a spec the wire cannot carry (it would be replayed on every reconnect)
+            Encoder().encode(Call(0, "attach", {"spec": spec}))
+        except (TypeError, ValueError, OverflowError) as exc:
+            msg = (
+                f"handler {handler.name!r} cannot be sent to the host: its config() must return "
+                f"msgpack-safe builtins (str, int, float, bool, None, lists, dicts) ({exc})"
+            )
+            raise InvalidPayloadError(msg, value=spec) from None
+        return spec
+
+    def attach(self, handler: Handler, scopes: Sequence[str]) -> None:
+        """Attach on the host; ordered before every event emitted after this returns.
+
+        A handler the host cannot build (its class lives in ``__main__``, a notebook or a
+        function, or was never registered) runs here instead, fed by a subscription to the
+        host, so it still sees every process's events (see :mod:`goggles_io._transport.placement`).
+        """
+        if runs_in_attaching_process(handler):
+            self._local.attach(handler, scopes)
+            cls, known = self._attached.get(handler.name, (type(handler), set()))
+            self._attached[handler.name] = (cls, known | set(scopes))
+            return
+        self._control("attach", {"spec": self._spec(handler), "scopes": list(scopes)})
+        cls, known = self._attached.get(handler.name, (type(handler), set()))
+        self._attached[handler.name] = (cls, known | set(scopes))  # the first class wins
+
+    @property
+    def is_host(self) -> bool:
+        """Whether the host runs in this process (``GOGGLES_DEDICATED_HOST=0`` and we won the
+        election); waits until connected, since the election happens on the first connection."""
+        if not self._running:
+            self._start()
+        self.flush(self.settings.shutdown_timeout_s)
+        return self._elector.host is not None
+
+    def open_subscription(self, sub: Any) -> None:
+        """Connect a :class:`~goggles_io._subscribe.Subscription` to this socket's host."""
+        sub.connect(self.socket_path, self._elect_quietly)
+
+    def _elect_quietly(self) -> None:
+        try:
+            self._elector.elect()
+        except Exception as exc:
+            self._warn_once("elect", f"cannot start a host on {self.socket_path!r}: {exc}")
+
+    def detach(self, name: str, scope: str) -> None:
+        """Detach on the host, in order with the events around it.
+
+        Raises:
+            UnknownScopeError: this process attached ``name`` but not on ``scope``.
+        """
+        found = self._attached.get(name)
+        if found is not None and scope not in found[1]:
+            msg = f"handler {name!r} is not attached on scope {scope!r} (its scopes: {sorted(found[1])!r})."
+            raise UnknownScopeError(msg, name=name, scope=scope)
+        if self._local.has_handler(name):
+            self._local.detach(name, scope)
+        else:
+            self._control("detach", {"name": name, "scope": scope})
+        if found is not None:
+            found[1].discard(scope)
+            if not found[1]:
+                del self._attached[name]
+
+    def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None:
+        """Last-wins replacement (``configure``) on the host."""
+        args = {"spec": self._spec(handler), "scopes": list(scopes), "enable": enable}
+        self._control("replace", args)
+        _, known = self._attached.pop(handler.name, (None, set()))
+        kept = (known - set(scopes)) | (set(scopes) if enable else set())
+        if kept:
+            self._attached[handler.name] = (type(handler), kept)
+
+    def call(self, name: str, method: str, payload: Any) -> None:
+        """Run ``method(payload)`` on the host's handler ``name``, after the events queued before.
+
+        The method is checked here when this process attached ``name`` (it knows the class);
+        otherwise the host checks it and a refusal is counted and reported once on both sides.
+        """
+        found = self._attached.get(name)
+        if found is not None:
+            check_remote_method(found[0], method)
+        self._control("call", {"name": name, "method": method, "payload": payload})
+
+    def has_handler(self, name: str) -> bool:
+        """Return whether this process attached a handler named ``name``."""
+        return name in self._attached

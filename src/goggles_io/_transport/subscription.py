@@ -1,0 +1,256 @@
+"""A live subscription's client side: a bounded buffer fed by the host over its own connection.
+
+See :func:`goggles_io.subscribe` for the public entry point and :mod:`goggles_io._transport.subscriber`
+for the host's side. This module does not import what builds the transport.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from goggles_io._bus import EventBus, check_scope
+from goggles_io._codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
+from goggles_io._records import Event, Kind, approx_nbytes
+from goggles_io._transport.framing import FrameDecoder, encode_frame
+
+__all__ = ["Subscription"]
+
+_CONNECT_TIMEOUT_S = 30.0
+
+
+class Subscription:
+    """A live feed of events; iterate it, or pass ``callback`` to :func:`subscribe`.
+
+    Attributes:
+        dropped: events lost for this subscriber: by the host (its lane was full) plus locally
+            (this buffer was full), counted, never silent.
+        received: events delivered to the iterator or callback.
+    """
+
+    def __init__(
+        self,
+        scopes: Sequence[str],
+        kinds: Sequence[Kind] | None,
+        callback: Callable[[Event], Any] | Callable[[list[Event]], Any] | None,
+        *,
+        batch_callback: bool = False,
+        max_events: int,
+        max_bytes: int,
+    ) -> None:
+        self.scopes = list(scopes)
+        self.kinds = None if kinds is None else [Kind(k) for k in kinds]
+        self.callback = callback
+        self.batch_callback = batch_callback
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        self.host_dropped = 0
+        self.local_dropped = 0
+        self.received = 0
+        self.closed = False
+        self._buffer: deque[Event] = deque()
+        self._bytes = 0
+        self._cond = threading.Condition()
+        self._sock: socket.socket | None = None
+        self._send_lock = threading.Lock()
+        self._encoder = Encoder()
+        self._tokens = itertools.count(1)
+        self._replies: dict[int, tuple[threading.Event, list[Reply]]] = {}
+        self._reader: threading.Thread | None = None
+        self._inprocess: tuple[EventBus, str] | None = None
+        self.host_bounds: tuple[int | None, int | None] = (None, None)
+
+    @property
+    def dropped(self) -> int:
+        """Events this subscriber lost, in the host and locally."""
+        return self.host_dropped + self.local_dropped
+
+    # -- feeding ----------------------------------------------------------------------------
+    def deliver(self, events: list[Event]) -> None:
+        """Hand events to the callback, or buffer them (dropping and counting past the bound)."""
+        if self.callback is not None:
+            if self.batch_callback:
+                self.callback(events)  # type: ignore[call-arg, arg-type]
+            else:
+                for event in events:
+                    self.callback(event)  # type: ignore[call-arg, arg-type]
+            self.received += len(events)
+            return
+        with self._cond:
+            for event in events:
+                size = approx_nbytes(event)
+                if len(self._buffer) >= self.max_events or self._bytes + size > self.max_bytes:
+                    self.local_dropped += 1
+                    continue
+                self._buffer.append(event)
+                self._bytes += size
+            self._cond.notify_all()
+
+    # -- reading ----------------------------------------------------------------------------
+    def get(self, timeout: float | None = None) -> Event | None:
+        """Return the next event, waiting up to ``timeout`` seconds; ``None`` if none came."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self._buffer:
+                if self.closed:
+                    return None
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                self._cond.wait(left)
+            event = self._buffer.popleft()
+            self._bytes -= approx_nbytes(event)
+            self.received += 1
+            return event
+
+    def __iter__(self) -> Iterator[Event]:
+        return self
+
+    def __next__(self) -> Event:
+        event = self.get()
+        if event is None:
+            raise StopIteration
+        return event
+
+    # -- control ----------------------------------------------------------------------------
+    def sync(self, timeout: float | None = 10.0) -> bool:
+        """Wait until every event the host routed to us so far has been delivered here."""
+        if self._inprocess is not None:
+            bus, name = self._inprocess
+            return bus.flush_handler(name, timeout)
+        reply = self._call("sub_flush", {"timeout_s": timeout}, timeout)
+        if reply is None or not reply.ok or not isinstance(reply.result, dict):
+            return False
+        dropped = reply.result.get("dropped")
+        if type(dropped) is int:
+            self.host_dropped = max(self.host_dropped, dropped)
+        return bool(reply.result.get("done"))
+
+    def add_scopes(self, scopes: Sequence[str]) -> None:
+        """Widen the subscription to more scopes (events from now on)."""
+        new = [check_scope(s) for s in scopes if s not in self.scopes]
+        if not new:
+            return
+        self.scopes += new
+        if self._inprocess is not None:
+            bus, name = self._inprocess
+            bus.attach(bus.handlers[name], new)
+        else:
+            self._subscribe(new)
+
+    def close(self) -> None:
+        """Stop receiving; iteration ends once the buffer is empty."""
+        if self.closed:
+            return
+        if self._inprocess is not None:
+            bus, name = self._inprocess
+            bus.forget(name)
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.close()
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"Subscription(scopes={self.scopes!r}, received={self.received}, "
+            f"dropped={self.dropped}, closed={self.closed})"
+        )
+
+    # -- socket side ------------------------------------------------------------------------
+    def connect(self, socket_path: str, elect: Callable[[], None]) -> None:
+        """Connect to the host on ``socket_path`` (starting one via ``elect``) and subscribe."""
+        deadline = time.monotonic() + _CONNECT_TIMEOUT_S
+        backoff = 0.01
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(socket_path)
+                break
+            except OSError as exc:
+                sock.close()
+                if time.monotonic() > deadline:
+                    msg = f"no goggles_io host answered on {socket_path!r} within {_CONNECT_TIMEOUT_S:.0f} s"
+                    raise ConnectionError(msg) from exc
+                elect()
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 0.25)
+        self._sock = sock
+        sock.sendall(encode_frame(self._encoder.encode(Hello(os.getpid()))))
+        self._reader = threading.Thread(
+            target=self._read, args=(sock,), name="goggles_io:subscription", daemon=True
+        )
+        self._reader.start()
+        self._subscribe(self.scopes)
+
+    def _subscribe(self, scopes: Sequence[str]) -> None:
+        kinds = None if self.kinds is None else [k.value for k in self.kinds]
+        reply = self._call(
+            "subscribe", {"scopes": list(scopes), "kinds": kinds, "pid": os.getpid()}, 30.0
+        )
+        if reply is None or not reply.ok:
+            why = "no answer" if reply is None else reply.result
+            msg = f"the goggles_io host refused the subscription: {why}"
+            raise ConnectionError(msg)
+
+    def _call(self, op: str, args: dict[str, Any], timeout: float | None) -> Reply | None:
+        sock = self._sock
+        if sock is None:
+            return None
+        token = next(self._tokens)
+        done = threading.Event()
+        box: list[Reply] = []
+        self._replies[token] = (done, box)
+        try:
+            with self._send_lock:
+                sock.sendall(encode_frame(self._encoder.encode(Call(token, op, args))))
+        except OSError:
+            self._replies.pop(token, None)
+            return None
+        done.wait(timeout)
+        self._replies.pop(token, None)
+        return box[0] if box else None
+
+    def _read(self, sock: socket.socket) -> None:
+        frames = FrameDecoder()
+        decoder = Decoder()
+        try:
+            while True:
+                data = sock.recv(1 << 20)
+                if not data:
+                    break
+                for payload in frames.feed(data):
+                    msg = decoder.decode(payload)
+                    if type(msg) is Batch:
+                        self.deliver(msg.events)
+                    elif type(msg) is Ack:
+                        self.host_dropped = max(self.host_dropped, int(msg.dropped))
+                    elif type(msg) is Reply:
+                        waiting = self._replies.get(msg.token)
+                        if waiting is not None:
+                            waiting[1].append(msg)
+                            waiting[0].set()
+        except Exception:  # a broken or closed connection ends the feed
+            pass
+        for done, _ in list(self._replies.values()):
+            done.set()
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
