@@ -45,7 +45,8 @@ def _complete(path: Path) -> bool:
 
 
 def read_offline_runs(root: Path, expect: int = 1) -> dict[str, dict[str, Any]]:
-    """Read every offline run under ``root``: name -> group, tags, config, history, summary, axes.
+    """Read every offline run under ``root``: name -> group, tags, config, history, summary, axes,
+    alerts.
 
     wandb-core writes the run file asynchronously after ``finish()`` returns in-process, so wait
     until ``expect`` run files each hold their final ``exit`` record.
@@ -57,7 +58,7 @@ def read_offline_runs(root: Path, expect: int = 1) -> dict[str, dict[str, Any]]:
 
     runs: dict[str, dict[str, Any]] = {}
     for path in wait_until(files, what="offline W&B runs complete on disk"):
-        run: dict[str, Any] = {"config": {}, "history": [], "summary": {}, "axes": {}}
+        run: dict[str, Any] = {"config": {}, "history": [], "summary": {}, "axes": {}, "alerts": []}
         for record in _records(path):
             kind = record.WhichOneof("record_type")
             if kind == "run":
@@ -79,6 +80,9 @@ def read_offline_runs(root: Path, expect: int = 1) -> dict[str, dict[str, Any]]:
                 for item in record.summary.update:
                     key = item.key or "/".join(item.nested_key)
                     run["summary"][key] = json.loads(item.value_json)
+            elif kind == "alert":
+                a = record.alert
+                run["alerts"].append({"title": a.title, "text": a.text, "level": a.level})
             elif kind == "metric" and record.metric.name:
                 run["axes"][record.metric.name] = record.metric.step_metric
         run["config"].pop("_wandb", None)

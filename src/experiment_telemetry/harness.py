@@ -24,39 +24,70 @@ from experiment_telemetry.aggregators import (
     Aggregator,
     MetricsAggregator,
     RecognitionAggregator,
+    WatchAggregator,
 )
+from experiment_telemetry.aggregators.watches import CounterStall, Watch, default_watches
 from experiment_telemetry.context import EpisodeContext
 from experiment_telemetry.exceptions import ExperimentValueError
-from experiment_telemetry.recorder import RUNTIME_EVENTS_FILE, STATS_FILE, EventRecorder
-from experiment_telemetry.stats import StatEvent
+from experiment_telemetry.recorder import (
+    ALERTS_FILE,
+    RUNTIME_EVENTS_FILE,
+    STATS_FILE,
+    EventRecorder,
+)
+from experiment_telemetry.stats import MetricAlert, StatEvent
 from experiment_telemetry.transforms import (
     ConsoleTransform,
     CsvTransform,
     PlainTextHandler,
     Transform,
+    WandbAlertTransform,
     WandbTransform,
 )
 from goggles_io.runs import RunContext, register_run
 from runtime_telemetry import configure
 
-__all__ = ["SCOPE", "Experiment", "RunResult", "make_aggregators"]
+__all__ = ["SCOPE", "Experiment", "RunResult", "make_aggregators", "make_watches"]
 
 SCOPE = "experiment"
 """goggles_io scope of everything the transforms log."""
 _logger = logging.getLogger(__name__)
 
 
+def make_watches(config: Mapping[str, Any]) -> list[Watch]:
+    """The default watches; ``watch.train_steps_per_step`` sets the counter's expected ratio."""
+    watches = default_watches()
+    ratio = config.get("watch.train_steps_per_step")
+    if ratio is not None:
+        watches = [
+            CounterStall(expected_ratio=float(ratio)) if isinstance(w, CounterStall) else w
+            for w in watches
+        ]
+    return watches
+
+
 def make_aggregators(config: Mapping[str, Any]) -> list[Aggregator]:
-    """The standard aggregators, configured from a run's recorded config (replay uses this)."""
-    return [
-        RecognitionAggregator(
-            learn_labels_in=tuple(config.get("recognition.learn_labels_in", ("train",)))
-        ),
+    """The standard aggregators, configured from a run's recorded config (replay uses this).
+
+    Recognition verdicts and the watchers run unless the config says
+    ``recognition.enabled: false`` / ``watch.enabled: false``.
+    """
+    aggregators: list[Aggregator] = []
+    if config.get("recognition.enabled", True):
+        aggregators.append(
+            RecognitionAggregator(
+                learn_labels_in=tuple(config.get("recognition.learn_labels_in", ("train",)))
+            )
+        )
+    aggregators.append(
         MetricsAggregator(
             progress_every=int(config.get("metrics.progress_every", 50_000)),
             diagnostic_every=int(config.get("metrics.diagnostic_every", 1_000)),
-        ),
-    ]
+        )
+    )
+    if config.get("watch.enabled", True):
+        aggregators.append(WatchAggregator(make_watches(config)))
+    return aggregators
 
 
 @attrs.frozen
@@ -136,10 +167,13 @@ class Experiment:
         return make_aggregators(self.config)
 
     def make_transforms(self, run: RunContext) -> list[Transform]:
-        """CSV stats always; the console lines when ``console``; goggles metrics always."""
+        """CSV stats always; the console lines when ``console``; goggles metrics always; W&B
+        alerts (rate-limited) when ``wandb``."""
         transforms: list[Transform] = [CsvTransform(run.dir), WandbTransform(scope=SCOPE)]
         if self.console:
             transforms.append(ConsoleTransform(scope=SCOPE))
+        if self.wandb:
+            transforms.append(WandbAlertTransform(f"wandb:{run.id}", scope=SCOPE))
         return transforms
 
     def make_handlers(self, run: RunContext) -> list[Any]:
@@ -203,6 +237,7 @@ class Experiment:
         )
         self.run_context = run
         files = {"runtime_events": run.dir / RUNTIME_EVENTS_FILE, "stats": run.dir / STATS_FILE}
+        files["alerts"] = run.dir / ALERTS_FILE
         opened: list[Any] = []
         saved_levels = {name: logging.getLogger(name).level for name in self.telemetry_levels}
         try:
@@ -231,6 +266,8 @@ class Experiment:
         opened.append(self._recorder)
         stats_recorder = EventRecorder(run.dir / STATS_FILE, only=(StatEvent,), skip=())
         opened.append(stats_recorder.subscribe(f"telemetry.{STATS_STREAM}"))
+        alerts_recorder = EventRecorder(run.dir / ALERTS_FILE, only=(MetricAlert,), skip=())
+        opened.append(alerts_recorder.subscribe(f"telemetry.{STATS_STREAM}"))
         handlers = self.make_handlers(run)
         for handler in handlers:
             goggles_io.attach(handler, scopes=[SCOPE])

@@ -14,12 +14,14 @@ from experiment_telemetry.exceptions import ExperimentTypeError, ExperimentValue
 from experiment_telemetry.stats import StatEvent
 from runtime_telemetry import Subscriber, TelemetrySchema, to_json
 
-__all__ = ["RUNTIME_EVENTS_FILE", "STATS_FILE", "EventRecorder"]
+__all__ = ["ALERTS_FILE", "RUNTIME_EVENTS_FILE", "STATS_FILE", "EventRecorder"]
 
 RUNTIME_EVENTS_FILE = "runtime_events.jsonl"
 """The runtime event log (with episode contexts) inside a run directory."""
 STATS_FILE = "stats.jsonl"
 """The stat events emitted during a run."""
+ALERTS_FILE = "alerts.jsonl"
+"""The ``MetricAlert`` stats alone (also in ``stats.jsonl``): small, for ``telemetry runs``."""
 
 
 class EventRecorder(Subscriber):

@@ -6,14 +6,20 @@ They are registered runtime_telemetry schemas, so they travel on the experiment'
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+
 import attrs
 
 from runtime_telemetry import TelemetryEvent
 
 __all__ = [
+    "ALERT_CHECKS",
+    "SEVERITIES",
     "VERDICTS",
     "EpisodeStats",
     "LearningModuleEpisodeStats",
+    "MetricAlert",
     "MetricWindowStats",
     "OverallStats",
     "StatEvent",
@@ -35,6 +41,11 @@ VERDICTS = (
 
 Vector3 = tuple[float, float, float]
 Quaternion = tuple[float, float, float, float]
+
+
+def _canonical(values: dict[str, float]) -> dict[str, float]:
+    """One canonical NaN (a mean over a NaN is a fresh NaN object), so replay compares equal."""
+    return {k: math.nan if v != v else v for k, v in values.items()}
 
 
 @attrs.frozen(kw_only=True)
@@ -124,5 +135,65 @@ class MetricWindowStats(StatEvent):
     """The source's step that closed the window."""
     count: int
     """Bundles in the window."""
-    mean: dict[str, float] = attrs.field(hash=False)
-    last: dict[str, float] = attrs.field(hash=False)
+    mean: dict[str, float] = attrs.field(hash=False, converter=_canonical)
+    last: dict[str, float] = attrs.field(hash=False, converter=_canonical)
+
+
+ALERT_CHECKS = (
+    "non_finite",
+    "value_explosion",
+    "collapse",
+    "divergence",
+    "counter_stall",
+    "silence",
+)
+"""Every check a ``MetricAlert`` can report (``experiment_telemetry.aggregators.watches``)."""
+SEVERITIES = ("warning", "error")
+"""Alert severities, mildest first."""
+
+
+def _number(value: float | None) -> float | None:
+    """One canonical NaN, so an alert equals its replayed copy."""
+    if value is None:
+        return None
+    number = float(value)
+    return math.nan if math.isnan(number) else number
+
+
+def _eq_key(value: float | None) -> object:
+    """Compare NaN equal to NaN (attrs compares field by field, and NaN != NaN)."""
+    return "nan" if value is not None and math.isnan(value) else value
+
+
+def _numbers(values: Iterable[float]) -> tuple[float, ...]:
+    return tuple(math.nan if math.isnan(v) else float(v) for v in values)
+
+
+@attrs.frozen(kw_only=True)
+class MetricAlert(StatEvent):
+    """A watcher saw a known training failure in a metric series (the logging guide's list).
+
+    ``timestamp`` is the bundle that completed the evidence, so replay reproduces the alert.
+    """
+
+    check: str
+    """One of ``ALERT_CHECKS`` (the issue's alert kind; ``kind`` is the schema's own name)."""
+    severity: str
+    """One of ``SEVERITIES``."""
+    source: str
+    """The bundle source (the scope) the metric came from."""
+    metric: str
+    step: int
+    """The source's step at which the evidence was complete."""
+    observed: float | None = attrs.field(default=None, converter=_number, eq=_eq_key)
+    """The statistic that crossed the threshold (e.g. the drop, the growth ratio)."""
+    threshold: float | None = attrs.field(default=None, converter=_number, eq=_eq_key)
+    window: tuple[float, ...] = attrs.field(
+        default=(), converter=_numbers, eq=lambda w: tuple(map(_eq_key, w))
+    )
+    """The evidence: the values (or block medians) the check looked at, oldest first."""
+    related: str | None = None
+    """The other metric of a two-metric check (the loss of ``divergence``, the reference of
+    ``counter_stall``)."""
+    message: str = ""
+    """One readable sentence for consoles and W&B."""

@@ -14,6 +14,7 @@ import re
 from collections.abc import Collection
 
 from experiment_telemetry.aggregators.base import STATS_STREAM, Aggregator
+from experiment_telemetry.aggregators.tally import MetricTally
 from experiment_telemetry.context import EpisodeContext
 from experiment_telemetry.exceptions import ExperimentTypeError, ExperimentValueError
 from experiment_telemetry.stats import MetricWindowStats, StatEvent
@@ -100,9 +101,23 @@ class MetricsAggregator(Aggregator):
         self.progress_metrics = None if progress_metrics is None else frozenset(progress_metrics)
         self._windows: dict[tuple[str, str], _Window] = {}
         self._checked: set[str] = set()
+        self.tally = MetricTally()
+
+    def total_logged(self) -> int:
+        """Metric points received so far, every source and metric together."""
+        return self.tally.total_logged()
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """(source, metric) -> points received."""
+        return self.tally.counts()
+
+    def last_seen(self) -> dict[tuple[str, str], tuple[int, float]]:
+        """(source, metric) -> (step, timestamp) of its latest point."""
+        return self.tally.last_seen()
 
     @receives(MetricsBundle)
     def _on_bundle(self, bundle: MetricsBundle) -> None:
+        self.tally.observe(bundle.source, bundle.step, bundle.timestamp, bundle.values)
         for name in bundle.values:
             if name not in self._checked:
                 self._checked.add(name)

@@ -3,9 +3,37 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from typing import Any
 
 __all__ = ["add_parser", "run"]
+
+# Kept here so the parser needs no import of the demo package (``telemetry --help`` stays cheap).
+_SCENARIOS = (
+    "recognition",
+    "value-explosion",
+    "return-collapse",
+    "loss-without-return",
+    "train-steps-stall",
+    "silence",
+    "non-finite",
+    "all",
+)
+
+
+def _run_scenarios(args: argparse.Namespace) -> list[Any]:
+    from experiment_telemetry.demo.watch import SCENARIOS, run_watch_demo
+    from experiment_telemetry.stats import MetricAlert
+
+    wandb = not args.no_wandb and importlib.util.find_spec("wandb") is not None
+    results = []
+    for scenario in SCENARIOS if args.scenario == "all" else (args.scenario,):
+        print(f"== scenario {scenario}: a simulated training loop, broken at episode 60")
+        result = run_watch_demo(scenario, args.root, seed=args.seed, wandb=wandb, progress=False)
+        alerts = [s for s in result.stats if isinstance(s, MetricAlert)]
+        print(f"{len(alerts)} alert(s) in {result.run_dir / 'alerts.jsonl'}\n")
+        results.append(result)
+    return results
 
 
 def run(args: argparse.Namespace) -> int:
@@ -13,15 +41,23 @@ def run(args: argparse.Namespace) -> int:
     from experiment_telemetry.demo.experiment import run_demo
 
     try:
-        result = run_demo(
-            args.root,
-            seed=args.seed,
-            num_epochs=args.epochs,
-            wandb=False if args.no_wandb else None,
-        )
+        if args.scenario != "recognition":
+            results = _run_scenarios(args)
+        else:
+            results = [
+                run_demo(
+                    args.root,
+                    seed=args.seed,
+                    num_epochs=args.epochs,
+                    wandb=False if args.no_wandb else None,
+                )
+            ]
     except KeyboardInterrupt:
         print("\ninterrupted: the run directory keeps everything emitted so far")
         return 130
+    for result in results[:-1]:
+        print(f"run {result.status}: {result.run_dir}")
+    result = results[-1]
     print(f"\nrun {result.status}: {result.run_dir}")
     for name, path in sorted(result.files.items()):
         print(f"  {name:<15} {path}")
@@ -43,5 +79,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument("--epochs", type=int, default=3, help="epochs to run (default: 3)")
     parser.add_argument("--no-wandb", action="store_true", help="do not write a W&B offline run")
+    parser.add_argument(
+        "--scenario",
+        choices=_SCENARIOS,
+        default="recognition",
+        help="recognition (default): the object-recognition experiment; any other: a simulated "
+        "training loop driven into that failure, with the watchers' alerts; all: every failure",
+    )
     parser.set_defaults(handler=run)
     return parser

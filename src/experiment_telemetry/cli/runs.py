@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from goggles_io.runs import list_runs
@@ -19,13 +20,22 @@ def _age(seconds: Any) -> str:
     return f"{seconds:.0f}s"
 
 
+def _alerts(info: dict[str, Any]) -> str:
+    """Lines in the run's ``alerts.jsonl``; '-' for a run without watchers."""
+    file = Path(str(info.get("run_dir", ""))) / "alerts.jsonl"
+    if not file.is_file():
+        return "-"
+    with open(file, "rb") as fp:
+        return str(sum(1 for line in fp if line.strip()))
+
+
 def run(args: argparse.Namespace) -> int:
     """Print one line per run under ``args.root``; exit 0 even when there are none."""
     runs = list_runs(args.root)
     if not runs:
         print(f"no runs under {args.root}")
         return 0
-    rows = [("RUN", "STATUS", "AGE", "LAST STEP", "PROJECT")]
+    rows = [("RUN", "STATUS", "AGE", "LAST STEP", "ALERTS", "PROJECT")]
     for info in runs:
         step = info.get("last_step")
         rows.append(
@@ -34,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
                 str(info.get("status", "?")),
                 _age(info.get("age_s")),
                 "-" if step is None else str(step),
+                _alerts(info),
                 str(info.get("project", "")),
             )
         )
@@ -46,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``runs`` on the top-level subparsers."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "runs", help="list runs: status (running/done/failed/interrupted/crashed), age, last step"
+        "runs",
+        help="list runs: status (running/done/failed/interrupted/crashed), age, last step, alerts",
     )
     parser.add_argument("root", nargs="?", default="runs", help="directory holding runs")
     parser.set_defaults(handler=run)

@@ -1,4 +1,4 @@
-"""``telemetry show RUN_DIR``: a run's identity, config and the last value of each metric."""
+"""``telemetry show RUN_DIR``: a run's identity, config, the last value of each metric, alerts."""
 
 from __future__ import annotations
 
@@ -35,14 +35,37 @@ def run(args: argparse.Namespace) -> int:
     print("metrics (last value):" if metrics else "metrics: (none found)")
     for name, value in sorted(metrics.items()):
         print(f"  {name} = {value:.6g}")
+    _print_alerts(run_dir, args.alerts)
     return 0
+
+
+def _print_alerts(run_dir: Path, limit: int) -> None:
+    """The run's alerts (``alerts.jsonl``), the latest ``limit`` of them."""
+    from experiment_telemetry.exceptions import ReplayError
+    from experiment_telemetry.replay import read_log
+
+    file = run_dir / "alerts.jsonl"
+    if not file.is_file():
+        print("alerts: (not watched)")
+        return
+    try:
+        alerts = list(read_log(file))
+    except ReplayError as exc:
+        print(f"alerts: unreadable ({exc})")
+        return
+    print(f"alerts: {len(alerts)}" if alerts else "alerts: none")
+    for alert in alerts[-limit:] if limit else []:
+        print(f"  [{getattr(alert, 'severity', '?')}] {getattr(alert, 'message', alert)}")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``show`` on the top-level subparsers."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "show", help="print a run's config and the last value of each metric"
+        "show", help="print a run's config, the last value of each metric and its alerts"
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (holds run.kv)")
+    parser.add_argument(
+        "--alerts", type=int, default=20, metavar="N", help="show the latest N alerts (default 20)"
+    )
     parser.set_defaults(handler=run)
     return parser

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from experiment_telemetry.transforms.alerts import WandbAlertTransform
 from experiment_telemetry.transforms.base import Transform
 from experiment_telemetry.transforms.console import ConsoleTransform, PlainTextHandler
 from experiment_telemetry.transforms.csv import CsvTransform
 from experiment_telemetry.transforms.wandb import WandbTransform
 
-__all__ = ["ConsoleTransform", "CsvTransform", "PlainTextHandler", "Transform", "WandbTransform"]
+__all__ = [
+    "ConsoleTransform",
+    "CsvTransform",
+    "PlainTextHandler",
+    "Transform",
+    "WandbAlertTransform",
+    "WandbTransform",
+]

@@ -11,7 +11,12 @@ import sys
 from typing import Any, ClassVar
 
 import goggles_io
-from experiment_telemetry.stats import EpisodeStats, LearningModuleEpisodeStats, OverallStats
+from experiment_telemetry.stats import (
+    EpisodeStats,
+    LearningModuleEpisodeStats,
+    MetricAlert,
+    OverallStats,
+)
 from experiment_telemetry.transforms.base import Transform
 from goggles_io.handlers.base import BaseHandler, register_handler
 from runtime_telemetry import receives
@@ -79,7 +84,7 @@ class PlainTextHandler(BaseHandler):
 
 
 class ConsoleTransform(Transform):
-    """Log a line per ``EpisodeStats`` and, on ``close()``, the latest ``OverallStats`` table.
+    """Log a line per ``EpisodeStats`` and per ``MetricAlert``; on ``close()``, the summary table.
 
     Args:
         scope: goggles_io scope of the text events (attach a console handler to it).
@@ -107,6 +112,15 @@ class ConsoleTransform(Transform):
             f"steps={stats.num_steps:<3} {' '.join(modules)}"
         )
         self.logger.text(line.rstrip(), step=stats.episode, name="episode")
+
+    @receives(MetricAlert)
+    def _on_alert(self, alert: MetricAlert) -> None:
+        # Keyed by the latest episode, like every other line: the source's step is in the text.
+        self.logger.text(
+            f"ALERT {alert.severity.upper():<7} {alert.message}",
+            step=self._last_episode,
+            name="alert",
+        )
 
     @receives(OverallStats)
     def _on_overall(self, stats: OverallStats) -> None:

@@ -133,7 +133,7 @@ class WandBHandler(BaseHandler):
         {Kind.METRIC, Kind.IMAGE, Kind.VIDEO, Kind.HISTOGRAM, Kind.TABLE, Kind.TEXT}
     )
     default_name = "wandb"
-    remote_methods: ClassVar[frozenset[str]] = frozenset({"record_config", "register_run"})
+    remote_methods: ClassVar[frozenset[str]] = frozenset({"record_config", "register_run", "alert"})
 
     def __init__(
         self,
@@ -190,6 +190,7 @@ class WandBHandler(BaseHandler):
         self._runs: dict[str, _Run] = {}
         self._reported: set[str] = set()
         self.backward_steps = 0
+        self.alert_errors = 0
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
 
     def config(self) -> dict[str, Any]:
@@ -230,6 +231,28 @@ class WandBHandler(BaseHandler):
     def register_run(self, info: Mapping[str, Any]) -> None:
         """Record the run's identity (``run.kv`` fields) under the ``run`` config key."""
         self.record_config({"run": {k: v for k, v in info.items() if "key" not in k.lower()}})
+
+    def alert(self, payload: Mapping[str, Any]) -> None:
+        """Raise a W&B alert (``run.alert``) on the run of ``payload["scope"]``.
+
+        Reached through ``goggles_io.call_handler(name, "alert", payload)``, so it runs on the
+        handler's thread, in order with the events. ``payload``: ``title``, ``text``, ``level``
+        (``"INFO"``, ``"WARN"`` or ``"ERROR"``), optional ``scope`` (default ``"global"``) and
+        ``wait_duration_s``. Offline runs record the alert in the run file. A failing call is
+        counted in ``alert_errors`` and reported once; it never reaches the caller.
+        """
+        try:
+            scope = str(payload.get("scope") or "global")
+            state = self._runs.get(scope) or self._start(scope)
+            state.run.alert(
+                title=str(payload["title"]),
+                text=str(payload["text"]),
+                level=self._wandb.AlertLevel(str(payload.get("level", "WARN"))),
+                wait_duration=float(payload.get("wait_duration_s", 60.0)),
+            )
+        except Exception as exc:
+            self.alert_errors += 1
+            self._report_once("alert", "WandBHandler %r: wandb alert failed: %r", self.name, exc)
 
     def _apply_config(self) -> None:
         with self._config_lock:

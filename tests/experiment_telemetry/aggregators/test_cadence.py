@@ -163,3 +163,20 @@ class TestBadInput:
         """A bare str would be read as characters, so it is refused."""
         with pytest.raises(ExperimentTypeError, match="progress_metrics"):
             MetricsAggregator(progress_metrics="reward_mean")
+
+
+class TestTally:
+    def test_points_per_metric_and_last_seen(self) -> None:
+        """total_logged, counts and last_seen follow every bundle, per (source, metric)."""
+        agg = MetricsAggregator(progress_every=100, diagnostic_every=100)
+        for step in range(3):
+            agg.feed(
+                MetricsBundle(
+                    source="sac", step=step, values={"q_mean": 1.0}, timestamp=float(step)
+                )
+            )
+        agg.feed(MetricsBundle(source="sac", step=5, values={"critic_loss": 2.0}, timestamp=9.0))
+
+        assert 4 == agg.total_logged()
+        assert {("sac", "q_mean"): 3, ("sac", "critic_loss"): 1} == agg.counts()
+        assert {("sac", "q_mean"): (2, 2.0), ("sac", "critic_loss"): (5, 9.0)} == agg.last_seen()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import goggles_io
+from experiment_telemetry.stats import MetricAlert
 from experiment_telemetry.transforms import ConsoleTransform, PlainTextHandler
 from goggles_io.testing import MemoryHandler
+from runtime_telemetry import get_telemetry
 
 from .test_wandb import emit_episode
 
@@ -64,3 +66,26 @@ class TestConsoleTransform:
 
         assert "hello table\n" == out
         assert "bar" in before and err.startswith("\r") and "bar" in err
+
+
+class TestAlertLine:
+    def test_alert_becomes_one_text_line(self) -> None:
+        """A MetricAlert is logged as an 'ALERT <SEVERITY> <message>' text event named alert."""
+        handler = MemoryHandler(name="mem-alert")
+        goggles_io.attach(handler, scopes=["experiment"])
+        transform = ConsoleTransform().attach()
+        get_telemetry("experiment_telemetry.stats").emit(
+            MetricAlert(
+                check="silence",
+                severity="warning",
+                source="sac",
+                metric="x_loss",
+                step=3,
+                message="gone",
+            )
+        )
+        goggles_io.flush()
+        transform.close()
+
+        texts = [(e.extra.get("name"), e.payload) for e in handler.of_kind("text")]
+        assert ("alert", "ALERT WARNING gone") in texts

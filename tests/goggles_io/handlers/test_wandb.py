@@ -254,3 +254,25 @@ class TestExamples:
 
         assert "sim_time_s" == run["axes"]["joint_angle"]
         assert 0.05 == pytest.approx(run["history"][1]["sim_time_s"])
+
+
+class TestAlert:
+    def test_alert_is_recorded_in_the_offline_run(self, wandb_env: Path) -> None:
+        """alert(payload) through call_handler lands as a W&B alert record of the scope's run."""
+        handler = WandBHandler(project="p", run_name="r", dir=str(wandb_env), name="wb-alert")
+        gg.attach(handler, scopes=["train"])
+        gg.call_handler(
+            "wb-alert", "alert", {"scope": "train", "title": "t", "text": "x", "level": "ERROR"}
+        )
+        gg.finish()
+
+        (run,) = read_offline_runs(wandb_env).values()
+        assert [{"title": "t", "text": "x", "level": "ERROR"}] == run["alerts"]
+
+    def test_bad_alert_is_counted_not_raised(self, wandb_env: Path) -> None:
+        """An unknown level fails inside wandb; the handler counts it and carries on."""
+        handler = WandBHandler(project="p", run_name="r", dir=str(wandb_env), name="wb-bad")
+        handler.alert({"title": "t", "text": "x", "level": "LOUD"})
+        handler.close()
+
+        assert 1 == handler.alert_errors

@@ -1,0 +1,380 @@
+"""Per-series state of the watches: what each check keeps between points, and when it fires.
+
+One state object per (source, metric, check). ``update`` runs for every finite point, so it
+appends and returns until a block is complete; the statistics run once per block.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from typing import Protocol
+
+from experiment_telemetry.aggregators.watches import (
+    Collapse,
+    CounterStall,
+    Divergence,
+    Growth,
+    median_and_mad,
+    median_of,
+)
+
+__all__ = ["Finding", "SeriesState", "make_states"]
+
+_MAD_TO_SIGMA = 1.4826  # MAD of a normal sample -> its standard deviation
+_MEDIAN_SD = 1.2533  # sd of a normal sample's median, in units of sigma / sqrt(n)
+_CLEAR = 3.0  # first block median over its MAD: the window starts clear of its noise
+_KEEPS_PACE = 0.75  # later growth ratios at least this share of the earlier ones
+_PROGRESSED = 3.0  # best - first above this many flat gates: the return has made progress
+_LOSS_HISTORY = 256  # block medians kept per loss series (an even number)
+
+Finding = tuple[str, "float | None", "float | None", tuple[float, ...], "str | None"]
+"""What a check found: (message, observed, threshold, window, related metric)."""
+
+
+class SeriesState(Protocol):
+    """What ``WatchAggregator`` calls for each finite point of a watched series."""
+
+    check: str
+    severity: str
+
+    def update(
+        self, seq: int, step: int, value: float, values: Mapping[str, float]
+    ) -> Finding | None: ...
+
+
+def _median_sd(mads: deque[float], block: int) -> float:
+    """Noise scale of one block median, from the blocks' median absolute deviations."""
+    return _MAD_TO_SIGMA * median_of(mads) * _MEDIAN_SD / math.sqrt(block)
+
+
+class _GrowthState:
+    __slots__ = ("armed", "block", "buf", "check", "mads", "medians", "severity", "watch")
+
+    def __init__(self, watch: Growth) -> None:
+        self.watch = watch
+        self.check, self.severity, self.block = watch.check, watch.severity, watch.block
+        self.armed = True
+        self.buf: list[float] = []
+        self.medians: deque[float] = deque(maxlen=watch.blocks)
+        self.mads: deque[float] = deque(maxlen=watch.blocks)
+
+    def update(
+        self, seq: int, step: int, value: float, values: Mapping[str, float]
+    ) -> Finding | None:
+        buf = self.buf
+        buf.append(abs(value))
+        if len(buf) < self.block:
+            return None
+        w = self.watch
+        self.buf = []
+        median, mad = median_and_mad(buf)
+        medians = self.medians
+        medians.append(median)
+        self.mads.append(mad)
+        if len(medians) < w.blocks:
+            return None
+        ratios = [
+            b / a if a > 0 else (math.inf if b > 0 else 1.0)
+            for a, b in zip(medians, list(medians)[1:], strict=False)
+        ]
+        weakest = min(ratios)
+        half = len(ratios) // 2
+        # Geometric growth keeps its pace; a ramp out of a noise floor slows down.
+        slowing = min(ratios[half:]) < _KEEPS_PACE * max(ratios[:half])
+        rise = medians[-1] - medians[0]
+        noise = _MAD_TO_SIGMA * median_of(self.mads)
+        # The window must start clear of its own noise: |x| of a ramp leaving a noise floor
+        # looks geometric for a few blocks; a plateau that starts to explode does not.
+        unclear = medians[0] <= _CLEAR * self.mads[0]
+        if weakest < w.min_ratio or slowing or unclear or rise <= w.z * noise:
+            self.armed = True
+            return None
+        if not self.armed:  # still the same explosion
+            return None
+        self.armed = False
+        window = tuple(medians)
+        message = (
+            f"|value| grew >= {weakest:.3g}x per {w.block} points for {len(window) - 1} blocks "
+            f"in a row ({window[0]:.4g} -> {window[-1]:.4g})"
+        )
+        return message, weakest if math.isfinite(weakest) else None, w.min_ratio, window, None
+
+
+class _CollapseState:
+    __slots__ = (
+        "best",
+        "block",
+        "blocks",
+        "buf",
+        "check",
+        "initial",
+        "mads",
+        "recent",
+        "severity",
+        "sign",
+        "watch",
+    )
+
+    def __init__(self, watch: Collapse) -> None:
+        self.watch = watch
+        self.check, self.severity, self.block = watch.check, watch.severity, watch.block
+        self.sign = 1.0 if watch.higher_is_better else -1.0
+        self.buf: list[float] = []
+        self.mads: deque[float] = deque(maxlen=8)
+        self.recent: deque[float] = deque(maxlen=8)
+        self.initial: float | None = None
+        self.best = -math.inf
+        self.blocks = 0
+
+    def update(
+        self, seq: int, step: int, value: float, values: Mapping[str, float]
+    ) -> Finding | None:
+        buf = self.buf
+        buf.append(value * self.sign)
+        if len(buf) < self.block:
+            return None
+        w = self.watch
+        self.buf = []
+        median, mad = median_and_mad(buf)
+        self.mads.append(mad)
+        self.recent.append(median * self.sign)
+        self.blocks += 1
+        if self.initial is None:
+            self.initial = self.best = median
+            return None
+        if median >= self.best:
+            self.best = median
+            return None
+        if self.blocks < w.min_blocks:
+            return None
+        gate = w.z * _median_sd(self.mads, w.block)
+        progress = self.best - self.initial
+        drop = self.best - median
+        if progress <= gate or drop <= gate or drop <= w.fraction * progress:
+            return None
+        best, initial = self.best * self.sign, self.initial * self.sign
+        self.initial = self.best = median
+        self.blocks = 1
+        message = (
+            f"fell to {median * self.sign:.4g} from its best {best:.4g}: lost "
+            f"{100 * drop / progress:.0f}% of the {progress:.4g} gained since {initial:.4g}"
+        )
+        return message, drop / progress, w.fraction, tuple(self.recent), None
+
+
+class _LossState:
+    """A loss series: block medians with the arrival number that completed each."""
+
+    __slots__ = ("block", "blocks", "buf", "check", "mads", "severity", "watch")
+
+    def __init__(self, watch: Divergence) -> None:
+        self.watch = watch
+        self.check, self.severity, self.block = watch.check, watch.severity, watch.block
+        self.buf: list[float] = []
+        self.blocks: list[tuple[int, float]] = []  # thinned, so it reaches back in time
+        self.mads: deque[float] = deque(maxlen=8)
+
+    def update(
+        self, seq: int, step: int, value: float, values: Mapping[str, float]
+    ) -> Finding | None:
+        buf = self.buf
+        buf.append(value)
+        if len(buf) >= self.block:
+            self.buf = []
+            median, mad = median_and_mad(buf)
+            blocks = self.blocks
+            blocks.append((seq, median))
+            if len(blocks) >= _LOSS_HISTORY:
+                del blocks[::2]  # half the resolution, twice the reach; the latest stays
+            self.mads.append(mad)
+        return None
+
+    def drop_since(self, seq: int, before: int) -> tuple[float, float, float] | None:
+        """(start, end, noise) of the loss from around ``seq`` to now, or None without evidence."""
+        blocks = self.blocks
+        if len(blocks) < 2:
+            return None
+        start: float | None = None
+        for end_seq, median in blocks:
+            if end_seq > seq:
+                break
+            start = median
+        if start is None:
+            first_seq, first = blocks[0]
+            if first_seq >= before:  # the loss began well inside the window
+                return None
+            start = first
+        return start, blocks[-1][1], _median_sd(self.mads, self.watch.block)
+
+
+class _ProgressState:
+    __slots__ = (
+        "armed",
+        "best",
+        "block",
+        "buf",
+        "check",
+        "first",
+        "losses",
+        "mads",
+        "medians",
+        "name",
+        "severity",
+        "source",
+        "start",
+        "starts",
+        "watch",
+    )
+
+    def __init__(
+        self, watch: Divergence, source: str, name: str, losses: dict[tuple[str, str], _LossState]
+    ) -> None:
+        self.watch = watch
+        self.source = source
+        self.name = name
+        self.check, self.severity, self.block = watch.check, watch.severity, watch.block
+        self.losses = losses  # shared by every series of this watch
+        self.armed = True
+        self.first: float | None = None
+        self.best = -math.inf
+        self.buf: list[float] = []
+        self.start = 0
+        self.medians: deque[float] = deque(maxlen=watch.blocks)
+        self.starts: deque[int] = deque(maxlen=watch.blocks)
+        self.mads: deque[float] = deque(maxlen=watch.blocks)
+
+    def update(
+        self, seq: int, step: int, value: float, values: Mapping[str, float]
+    ) -> Finding | None:
+        buf = self.buf
+        if not buf:
+            self.start = seq
+        buf.append(value)
+        if len(buf) < self.block:
+            return None
+        w = self.watch
+        self.buf = []
+        median, mad = median_and_mad(buf)
+        medians = self.medians
+        medians.append(median)
+        self.starts.append(self.start)
+        self.mads.append(mad)
+        if self.first is None:
+            self.first = median
+        self.best = max(self.best, median)
+        if len(medians) < w.blocks:
+            return None
+        flat = w.z * _median_sd(self.mads, w.block)
+        rise = medians[-1] - medians[0]
+        # A return that rose earlier and now sits at its ceiling is not "flat": only one that
+        # never got clearly above its first block is.
+        if rise > flat or self.best - self.first > _PROGRESSED * flat:
+            self.armed = True
+            return None
+        span, middle = self.starts[0], self.starts[len(self.starts) // 2]
+        for (source, name), loss in sorted(self.losses.items()):
+            found = loss.drop_since(span, middle)
+            if found is None:
+                continue
+            start, end, noise = found
+            drop = start - end
+            if drop <= w.loss_drop * abs(start) or drop <= w.z * noise:
+                continue
+            if not self.armed:  # the same divergence, one block later
+                return None
+            self.armed = False
+            window = tuple(medians)
+            related = name if source == self.source else f"{source}/{name}"
+            message = (
+                f"{related} fell {100 * drop / abs(start):.0f}% ({start:.4g} -> {end:.4g}) while "
+                f"{self.name} stayed flat (rise {rise:.4g} <= {flat:.4g}) over {len(window)} blocks"
+            )
+            return message, drop / abs(start), w.loss_drop, window, related
+        self.armed = True
+        return None
+
+
+class _CounterState:
+    __slots__ = (
+        "armed",
+        "baseline",
+        "check",
+        "count",
+        "counter0",
+        "reference",
+        "reference0",
+        "severity",
+        "watch",
+        "window",
+    )
+
+    def __init__(self, watch: CounterStall) -> None:
+        self.watch = watch
+        self.check, self.severity = watch.check, watch.severity
+        self.reference, self.window = watch.reference, watch.window
+        self.count = 0
+        self.counter0 = 0.0
+        self.reference0 = 0.0
+        self.baseline: float | None = watch.expected_ratio
+        self.armed = True
+
+    def update(
+        self, seq: int, step: int, value: float, values: Mapping[str, float]
+    ) -> Finding | None:
+        count = self.count
+        if count and count + 1 < self.window:  # inside a window: only the ends matter
+            self.count = count + 1
+            return None
+        w = self.watch
+        reference = float(step) if self.reference is None else values.get(self.reference)
+        if reference is None or not math.isfinite(reference):
+            return None
+        if count == 0:
+            self.counter0, self.reference0, self.count = value, reference, 1
+            return None
+        counter0, reference0 = self.counter0, self.reference0
+        self.counter0, self.reference0, self.count = value, reference, 1
+        advance = reference - reference0
+        if advance <= 0:
+            return None
+        ratio = (value - counter0) / advance
+        if self.baseline is None:
+            if ratio > 0:
+                self.baseline = ratio
+            return None
+        limit = (1.0 - w.tolerance) * self.baseline
+        if ratio >= limit:
+            self.armed = True
+            return None
+        if not self.armed:
+            return None
+        self.armed = False
+        against = w.reference or "step"
+        message = (
+            f"advanced {value - counter0:.4g} per {advance:.4g} of {against}: ratio {ratio:.3g} "
+            f"< {limit:.3g} ({1 - w.tolerance:.0%} of the expected {self.baseline:.3g})"
+        )
+        return message, ratio, limit, (counter0, value, reference0, reference), against
+
+
+def make_states(
+    watch: object, source: str, name: str, hub: dict[tuple[str, str], _LossState]
+) -> list[SeriesState]:
+    """The states ``watch`` keeps for ``name`` of ``source`` (``hub``: that watch's losses)."""
+    if isinstance(watch, Growth):
+        return [_GrowthState(watch)] if watch.matches(name) else []
+    if isinstance(watch, Collapse):
+        return [_CollapseState(watch)] if watch.matches(name) else []
+    if isinstance(watch, CounterStall):
+        return [_CounterState(watch)] if watch.matches(name) else []
+    if isinstance(watch, Divergence):
+        states: list[SeriesState] = []
+        if watch.is_loss(name):
+            loss = hub[(source, name)] = _LossState(watch)
+            states.append(loss)
+        if watch.matches(name):
+            states.append(_ProgressState(watch, source, name, hub))
+        return states
+    return []
