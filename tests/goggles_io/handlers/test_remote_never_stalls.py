@@ -178,3 +178,22 @@ class TestLossesInFinishReport:
         assert "unsent" in capsys.readouterr().err
         collector.response_delay_s = 0.0
         wait_until(lambda: len(collector.points(handler.run_id)) == 2000, what="drained later")
+
+
+class TestFileAndWandBLosses:
+    def test_wandb_row_refused_by_run_log_is_counted(self, tmp_path: Path) -> None:
+        """A row W&B refuses is dropped and counted in losses(), the next rows still logged."""
+        pytest.importorskip("wandb")
+        from goggles_io.handlers.wandb import WandBHandler
+
+        handler = WandBHandler(project="p", mode="offline", dir=str(tmp_path))
+        handler.handle(Event(kind=Kind.METRIC, scope="global", payload={"loss": 1.0}, step=0))
+        state = handler._runs["global"]
+        real_log = state.run.log
+        state.run.log = None  # the W&B run itself fails (e.g. its service died): log is unusable
+        handler.handle(Event(kind=Kind.METRIC, scope="global", payload={"loss": 2.0}, step=1))
+        handler.handle(Event(kind=Kind.METRIC, scope="global", payload={"loss": 3.0}, step=2))
+        state.run.log = real_log
+        handler.close()
+
+        assert {"log_failed": 2} == handler.losses()
