@@ -28,6 +28,8 @@ run "goggles_io transport vs robo-goggles and stdlib QueueHandler (issue #4)" py
 run "W&B producer cost: our handler vs wandb.log in the loop (issue #5)" python3 benchmarks/sinks.py
 run "RecognitionAggregator cost per runtime event (issue #6)" python3 benchmarks/aggregator.py --episodes 200 --repeats 7
 run "Device-resident history update vs T, CPU (issue #7)" python3 benchmarks/history.py
+run "Collector ingest through RemoteHandler, 1 and 4 producers (issue #15)" python3 benchmarks/ingest.py
+run "Demo scaling: episodes/s and event sizes at 3 and 300 epochs (issue #15)" python3 benchmarks/demo_scaling.py
 
 {
   printf '# Benchmarks\n\n'

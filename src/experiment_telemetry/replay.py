@@ -20,7 +20,7 @@ from experiment_telemetry.exceptions import ReplayError
 from experiment_telemetry.harness import make_aggregators
 from experiment_telemetry.recorder import RUNTIME_EVENTS_FILE, STATS_FILE
 from experiment_telemetry.stats import StatEvent
-from runtime_telemetry import TelemetrySchema, read_jsonl
+from runtime_telemetry import TelemetrySchema, from_json
 from runtime_telemetry.exceptions import SchemaDecodeError, UnknownKindError
 
 __all__ = ["read_config", "read_log", "read_stats", "replay", "replay_run"]
@@ -35,24 +35,55 @@ def _file(run_dir: str | os.PathLike[str], name: str) -> Path:
     return path
 
 
-def read_log(path: str | os.PathLike[str]) -> Iterator[TelemetrySchema]:
+def read_log(
+    path: str | os.PathLike[str], *, tolerant: bool = False, skipped: list[int] | None = None
+) -> Iterator[TelemetrySchema]:
     """Yield the schemas of a JSON-lines log (a run directory means its runtime event log).
 
+    Args:
+        path: the log, or a run directory.
+        tolerant: skip a torn last line (no final newline and not decodable: what a killed
+            writer leaves) instead of refusing the whole log.
+        skipped: when given, the 1-based numbers of skipped lines are appended to it.
+
     Raises:
-        ReplayError: the file is missing or a line does not decode (the message names it).
+        ReplayError: the file is missing or unreadable, or a line is not valid UTF-8 or does
+            not decode (the message names the file and line).
     """
     file = _file(path, RUNTIME_EVENTS_FILE)
     try:
-        yield from read_jsonl(file)
-    except (SchemaDecodeError, UnknownKindError) as exc:
-        msg = f"{str(file)!r}: {exc}"
-        raise ReplayError(msg, str(file)) from None
+        handle = open(file, "rb")
+    except OSError as exc:
+        raise ReplayError(
+            f"{str(file)!r}: cannot be read ({exc.strerror or exc})", str(file)
+        ) from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                schema = from_json(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                problem = f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+            except (SchemaDecodeError, UnknownKindError, ValueError) as exc:
+                problem = str(exc)
+            else:
+                yield schema
+                continue
+            if tolerant and not raw.endswith(b"\n"):  # a torn last line: count and stop
+                if skipped is not None:
+                    skipped.append(number)
+                return
+            msg = f"{str(file)!r}: line {number}: {problem}"
+            raise ReplayError(msg, str(file))
 
 
-def read_stats(run_dir: str | os.PathLike[str]) -> list[StatEvent]:
-    """The stat events recorded live in ``run_dir``, in order."""
+def read_stats(
+    run_dir: str | os.PathLike[str], *, tolerant: bool = False, skipped: list[int] | None = None
+) -> list[StatEvent]:
+    """The stat events recorded live in ``run_dir``, in order (``tolerant``: see :func:`read_log`)."""
     file = _file(run_dir, STATS_FILE)
-    stats = list(read_log(file))
+    stats = list(read_log(file, tolerant=tolerant, skipped=skipped))
     bad = [s for s in stats if not isinstance(s, StatEvent)]
     if bad:
         msg = f"{str(file)!r} holds a non-stat schema {bad[0]!r}."
@@ -96,15 +127,24 @@ def replay(
 
 
 def replay_run(
-    run_dir: str | os.PathLike[str], aggregators: Sequence[Aggregator] | None = None
+    run_dir: str | os.PathLike[str],
+    aggregators: Sequence[Aggregator] | None = None,
+    *,
+    tolerant: bool = False,
+    skipped: list[int] | None = None,
 ) -> list[StatEvent]:
     """Replay ``run_dir``'s event log through ``aggregators`` (default: the standard ones,
-    configured from the run's recorded config).
+    configured from the run's recorded config). ``tolerant``/``skipped``: see :func:`read_log`.
 
     Raises:
-        ReplayError: the run directory has no event log, or the log is damaged.
+        ReplayError: the run directory has no event log, or the log (or config) is damaged.
     """
     log = _file(run_dir, RUNTIME_EVENTS_FILE)
     if aggregators is None:
-        aggregators = make_aggregators(read_config(run_dir))
-    return replay(read_log(log), aggregators)
+        try:
+            config = read_config(run_dir)
+        except (OSError, ValueError) as exc:  # yaml errors are ValueErrors; bad UTF-8 too
+            msg = f"{str(Path(run_dir) / 'config.yaml')!r}: {exc}"
+            raise ReplayError(msg, str(run_dir)) from None
+        aggregators = make_aggregators(config)
+    return replay(read_log(log, tolerant=tolerant, skipped=skipped), aggregators)

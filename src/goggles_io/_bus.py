@@ -39,12 +39,20 @@ class FinishReport:
         """Total events dropped across handlers."""
         return sum(s.dropped for s in self.handlers.values())
 
+    @property
+    def lost(self) -> int:
+        """Total the handlers themselves refused or could not write (their ``losses()``)."""
+        return sum(s.lost for s in self.handlers.values())
+
     def summary(self) -> str:
-        """One line: ``name: delivered/dropped/errors`` per handler."""
-        parts = [
-            f"{name}: {s.delivered} delivered, {s.dropped} dropped, {s.errors} errors"
-            for name, s in sorted(self.handlers.items())
-        ]
+        """One line: ``name: delivered/dropped/errors`` (and its own losses) per handler."""
+        parts = []
+        for name, s in sorted(self.handlers.items()):
+            part = f"{name}: {s.delivered} delivered, {s.dropped} dropped, {s.errors} errors"
+            if s.losses:
+                own = ", ".join(f"{n} {reason}" for reason, n in sorted(s.losses.items()))
+                part += f" (handler: {own})"
+            parts.append(part)
         return "; ".join(parts) or "no handlers"
 
 
@@ -333,7 +341,7 @@ class EventBus:
                 handlers={name: lane.stats() for name, lane in self._lanes.items()},
                 timed_out=not ok,
             )
-        if report.dropped or not ok:
+        if report.dropped or report.lost or not ok:
             print(f"goggles_io: finish: {report.summary()}", file=sys.stderr)
         return report
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Mapping
 from queue import SimpleQueue
 from typing import Any
 
@@ -19,7 +20,7 @@ import attrs
 from goggles_io._records import Event, Kind, approx_nbytes
 from goggles_io.handlers.base import Handler
 
-__all__ = ["HandlerStats", "Lane", "handler_kinds"]
+__all__ = ["HandlerStats", "Lane", "handler_kinds", "handler_losses"]
 
 _KIND_VALUES = frozenset(k.value for k in Kind)
 
@@ -31,6 +32,13 @@ class HandlerStats:
     delivered: int = 0
     dropped: int = 0
     errors: int = 0
+    losses: Mapping[str, int] = attrs.field(factory=dict)
+    """The handler's own refusals and losses by reason (``BaseHandler.losses()``)."""
+
+    @property
+    def lost(self) -> int:
+        """Total of :attr:`losses`: what the handler itself refused or could not write."""
+        return sum(self.losses.values())
 
 
 class _Control:
@@ -387,5 +395,22 @@ class Lane:
         _report(message)
 
     def stats(self) -> HandlerStats:
-        """Return the tally so far."""
-        return HandlerStats(delivered=self.delivered, dropped=self.dropped, errors=self.errors)
+        """Return the tally so far, with the handler's own ``losses()`` when it has them."""
+        return HandlerStats(
+            delivered=self.delivered,
+            dropped=self.dropped,
+            errors=self.errors,
+            losses=handler_losses(self.handler),
+        )
+
+
+def handler_losses(handler: object) -> dict[str, int]:
+    """``handler.losses()`` as ``{reason: count > 0}``; ``{}`` when absent, broken or malformed."""
+    method = getattr(handler, "losses", None)
+    if not callable(method):
+        return {}
+    try:
+        found = method()
+        return {str(k): int(v) for k, v in dict(found).items() if int(v) > 0}
+    except Exception:  # a diagnostics hook must never break finish()
+        return {}

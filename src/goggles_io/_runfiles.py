@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["last_metrics", "last_step", "read_kv", "write_kv"]
+__all__ = ["RunFileError", "last_metrics", "last_step", "overwrite_kv", "read_kv", "write_kv"]
 
 _TAIL_BYTES = 256 * 1024  # enough for the last rows of any metrics file
 
@@ -39,22 +39,67 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
+class RunFileError(ValueError):
+    """A run file cannot be read; the message names the file and line (``path``, ``line``)."""
+
+    def __init__(self, msg: str, path: str, line: int | None = None) -> None:
+        super().__init__(msg)
+        self.path = path
+        self.line = line
+
+
+def _kv_text(mapping: Mapping[str, Any]) -> bytes:
+    text = "".join(f"{k}={_escape(v)}\n" for k, v in mapping.items())
+    return text.encode("utf-8", errors="backslashreplace")
+
+
 def write_kv(path: str | os.PathLike[str], mapping: Mapping[str, Any]) -> None:
-    """Write ``mapping`` as ``key=value`` lines, atomically (temp file + ``os.replace``)."""
+    """Write ``mapping`` as ``key=value`` lines, atomically (temp file + ``os.replace``).
+
+    On failure (a full disk) the temporary file is removed and the error raised; the old file
+    is untouched.
+    """
     target = Path(path)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    text = "".join(f"{k}={_escape(v)}\n" for k, v in mapping.items())
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(_kv_text(mapping))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def overwrite_kv(path: str | os.PathLike[str], mapping: Mapping[str, Any]) -> None:
+    """Rewrite an existing ``.kv`` file in place: the last resort when the disk is full.
+
+    Not atomic, but it reuses the file's blocks, so it usually succeeds where a new file
+    cannot be created.
+    """
+    with open(path, "r+b") as fh:
+        fh.write(_kv_text(mapping))
+        fh.truncate()
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, target)
 
 
 def read_kv(path: str | os.PathLike[str]) -> dict[str, str]:
-    """Read a ``.kv`` file; lines without ``=`` are skipped, values stay strings."""
+    """Read a ``.kv`` file; lines without ``=`` are skipped, values stay strings.
+
+    Raises:
+        RunFileError: a line is not valid UTF-8 (the message names the file and line).
+        OSError: the file cannot be read.
+    """
     result: dict[str, str] = {}
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    raw_lines = Path(path).read_bytes().splitlines()
+    for number, raw in enumerate(raw_lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            msg = f"{os.fspath(path)}: line {number}: not valid UTF-8 ({exc.reason})"
+            raise RunFileError(msg, os.fspath(path), number) from None
         key, sep, value = line.partition("=")
         if sep and key:
             result[key] = _unescape(value)
@@ -139,8 +184,8 @@ def _scan(run_dir: Path) -> tuple[int | None, dict[str, float]]:
     for path in _metric_files(run_dir):
         try:
             got_step, got = (_csv_last if path.suffix == ".csv" else _jsonl_last)(path)
-        except (OSError, StopIteration):
-            continue
+        except (OSError, StopIteration, ValueError, csv.Error):
+            continue  # unreadable or damaged: the other files still count
         values.update(got)
         if got_step is not None:
             step = got_step if step is None else max(step, got_step)

@@ -22,6 +22,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -30,11 +31,19 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from goggles_io._api import call_handler, is_attached
-from goggles_io._runfiles import last_metrics, last_step, read_kv, write_kv
+from goggles_io._runfiles import (
+    RunFileError,
+    last_metrics,
+    last_step,
+    overwrite_kv,
+    read_kv,
+    write_kv,
+)
 from goggles_io.exceptions import ConfigConflictError, ConfigurationError
 
 __all__ = [
     "RunContext",
+    "RunFileError",
     "RunStatus",
     "last_metrics",
     "list_runs",
@@ -239,16 +248,54 @@ class RunContext:
         for handler in handlers:
             _record_config(handler, fresh)
 
-    def close(self, status: str = RunStatus.DONE) -> None:
-        """Stop the heartbeat and write the final ``status`` and ``finished`` time (idempotent)."""
+    def close(self, status: str = RunStatus.DONE, reason: str | None = None) -> None:
+        """Stop the heartbeat and write the final ``status`` and ``finished`` time (idempotent).
+
+        A run whose registered handlers could not write everything (``losses()`` reports
+        ``write_failed``: a full disk) is closed ``failed`` with that ``reason``. When
+        ``run.kv`` itself cannot be replaced (the disk is full), it is rewritten in place with
+        ``status=failed`` and the reason; the error is reported once on stderr, never raised,
+        so the run reads as failed, not crashed.
+        """
         if self._closed.is_set():
             return
         self._closed.set()
+        if status == RunStatus.DONE and reason is None:
+            reason = self._write_failures()
+            status = RunStatus.FAILED if reason else status
         self._info["status"] = status
         self._info["finished"] = _now_iso()
-        write_kv(self.dir / "run.kv", self._info)
+        if reason:
+            self._info["reason"] = reason
+        try:
+            write_kv(self.dir / "run.kv", self._info)
+        except OSError as exc:
+            self._info["status"] = RunStatus.FAILED
+            self._info["reason"] = f"could not write run.kv: {exc.strerror or exc}" + (
+                f"; {reason}" if reason else ""
+            )
+            try:
+                overwrite_kv(self.dir / "run.kv", self._info)
+            except OSError as again:
+                exc = again
+            _report(f"run {self.id}: {self._info['reason']} ({exc!r}); closed as failed")
         if self._beat is not threading.current_thread():
             self._beat.join(timeout=2.0)
+
+    def _write_failures(self) -> str | None:
+        """What registered handlers could not write (``losses()["write_failed"]``), if any."""
+        with self._lock:
+            handlers = list(self._handlers)
+        found = []
+        for handler in handlers:
+            method = getattr(handler, "losses", None)
+            try:
+                lost = int(method().get("write_failed", 0)) if callable(method) else 0
+            except Exception:
+                continue
+            if lost:
+                found.append(f"{getattr(handler, 'name', handler)!s}: {lost} not written")
+        return "disk full or unwritable: " + "; ".join(found) if found else None
 
     def __enter__(self) -> RunContext:
         if threading.current_thread() is threading.main_thread():
@@ -294,6 +341,14 @@ class RunContext:
         with self._lock:
             if handler not in self._handlers:
                 self._handlers.append(handler)
+
+
+def _report(message: str) -> None:
+    try:
+        sys.stderr.write(f"goggles_io: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 class _Terminated(SystemExit):
@@ -353,36 +408,75 @@ def read_run(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     ``status`` is ``crashed`` when ``run.kv`` says ``running`` but the heartbeat is older than
     three periods, or the pid is dead on this host.
 
+    Damaged fields never raise: a ``heartbeat_s`` that is not a positive finite number means
+    the default period, a ``pid`` that is not a plausible pid is ignored, a ``started`` without
+    a time zone is taken as UTC.
+
     Raises:
         FileNotFoundError: ``run_dir`` holds no ``run.kv``.
+        RunFileError: ``run.kv`` is not valid UTF-8 (the message names the file and line).
     """
     path = Path(run_dir)
     info: dict[str, Any] = dict(read_kv(path / "run.kv"))
     info["run_dir"] = str(path)
     if info.get("status") == RunStatus.RUNNING:
-        period = float(info.get("heartbeat_s") or _DEFAULT_HEARTBEAT_S)
+        period = _period(info.get("heartbeat_s"))
         try:
             beat_age = time.time() - (path / "heartbeat").stat().st_mtime
         except OSError:
             beat_age = float("inf")
         same_host = info.get("host") == socket.gethostname()
-        pid = int(info["pid"]) if str(info.get("pid", "")).isdigit() else None
+        pid = _pid(info.get("pid"))
         dead = same_host and pid is not None and not _pid_alive(pid)
         if dead or beat_age > _STALE_FACTOR * period + 1.0:
             info["status"] = RunStatus.CRASHED
-    try:
-        started = _dt.datetime.fromisoformat(str(info.get("started")))
-        info["age_s"] = (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds()
-    except ValueError:
-        info["age_s"] = None
+    info["age_s"] = _age_s(info.get("started"))
     info["last_step"] = last_step(path)
     return info
 
 
+def _period(text: Any) -> float:
+    try:
+        period = float(text)
+    except (TypeError, ValueError):
+        return _DEFAULT_HEARTBEAT_S
+    return period if 0 < period < float("inf") else _DEFAULT_HEARTBEAT_S  # nan fails both
+
+
+def _pid(text: Any) -> int | None:
+    raw = str(text or "")
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 10:
+        return None
+    pid = int(raw)
+    return pid if 0 < pid < 2**31 else None
+
+
+def _age_s(text: Any) -> float | None:
+    try:
+        started = _dt.datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=_dt.timezone.utc)
+    return (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds()
+
+
 def list_runs(root: str | os.PathLike[str] = "runs") -> list[dict[str, Any]]:
-    """Every run under ``root`` (directories with a ``run.kv``), oldest first."""
+    """Every run under ``root`` (directories with a ``run.kv``), oldest first.
+
+    A run whose files cannot be read is still listed, with ``status="unreadable"`` and the
+    reason in ``error`` (naming the file and line), so one damaged run hides no other.
+    """
     base = Path(root)
     if not base.is_dir():
         return []
-    runs = [read_run(p) for p in sorted(base.iterdir()) if (p / "run.kv").is_file()]
+    runs = []
+    for p in sorted(base.iterdir()):
+        if not (p / "run.kv").is_file():
+            continue
+        try:
+            runs.append(read_run(p))
+        except (OSError, ValueError) as exc:
+            runs.append({"run_id": p.name, "run_dir": str(p), "status": "unreadable",
+                         "error": str(exc), "age_s": None, "last_step": None})  # fmt: skip
     return sorted(runs, key=lambda r: str(r.get("started", "")))

@@ -106,11 +106,11 @@ class TestCollector:
         assert 400 == status
         assert "JSON" in reply["error"]
 
-    def test_malformed_point_400(self, collector: Collector) -> None:
-        """A point without a sequence number is rejected with 400 and nothing is stored."""
+    def test_malformed_point_422(self, collector: Collector) -> None:
+        """A point without a sequence number is rejected with 422 and nothing is stored."""
         status, _ = request(collector, "POST", "/runs/r1/points", {"points": [{"name": "x"}]})
 
-        assert 400 == status
+        assert 422 == status
         assert [] == collector.points("r1")
 
 

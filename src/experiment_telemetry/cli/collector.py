@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from goggles_io.collector import Collector
+from goggles_io.exceptions import ConfigurationError
 
 __all__ = ["ENV_COLLECTOR_API_KEY", "add_parser", "run"]
 
@@ -15,12 +17,23 @@ ENV_COLLECTOR_API_KEY = "TELEMETRY_COLLECTOR_API_KEY"
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve on ``args.host:args.port`` storing into ``args.db``."""
+    """Serve on ``args.host:args.port`` storing into ``args.db``; exit 2 when bound beyond
+    loopback without ``TELEMETRY_COLLECTOR_API_KEY``."""
     api_key = os.environ.get(ENV_COLLECTOR_API_KEY) or None
-    collector = Collector(db_path=args.db, host=args.host, port=args.port, api_key=api_key)
+    try:
+        collector = Collector(db_path=args.db, host=args.host, port=args.port, api_key=api_key)
+    except ConfigurationError as exc:
+        print(f"telemetry collector: {exc}", file=sys.stderr)
+        return 2
     collector.start()
     auth = "on" if api_key else f"off (set {ENV_COLLECTOR_API_KEY} to require a key)"
     print(f"collector listening on {collector.url}, db {args.db}, auth {auth}", flush=True)
+    if collector.exposed:
+        print(
+            f"warning: {args.host} is reachable from other machines; traffic is plain HTTP",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         collector.serve_forever()
     except KeyboardInterrupt:

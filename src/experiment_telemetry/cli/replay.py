@@ -6,22 +6,31 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["add_parser", "run"]
+__all__ = ["EXIT_DIFFERENT", "EXIT_UNREADABLE", "add_parser", "run"]
+
+EXIT_DIFFERENT = 1
+"""The replayed stats differ from the live ones."""
+EXIT_UNREADABLE = 2
+"""A file is missing, unreadable or damaged: nothing was compared."""
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the replayed totals; exit 1 when they differ from the live stats, 2 on bad input."""
+    """Print the replayed totals; exit 1 when they differ from the live stats, 2 when a file is
+    missing or unreadable (one line naming the file and line, never a traceback)."""
     from experiment_telemetry.exceptions import ReplayError
     from experiment_telemetry.replay import read_stats, replay_run
     from experiment_telemetry.stats import OverallStats
     from experiment_telemetry.transforms.console import format_overall_table
 
+    skipped: list[int] = []
     try:
-        replayed = replay_run(args.run_dir)
-        live = read_stats(args.run_dir)
+        replayed = replay_run(args.run_dir, tolerant=args.tolerant, skipped=skipped)
+        live = read_stats(args.run_dir, tolerant=args.tolerant, skipped=skipped)
     except ReplayError as exc:
         print(f"telemetry replay: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_UNREADABLE
+    if skipped:
+        print(f"skipped {len(skipped)} torn last line(s) (--tolerant)", file=sys.stderr)
     latest: dict[str, OverallStats] = {}
     for stat in replayed:
         if isinstance(stat, OverallStats):
@@ -37,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         min(len(replayed), len(live)),
     )
     print(f"DIFFERENT from the live stats, first at index {first}", file=sys.stderr)
-    return 1
+    return EXIT_DIFFERENT
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -46,5 +55,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "replay", help="recompute a run's stats from its recorded events and compare"
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by the harness")
+    parser.add_argument(
+        "--tolerant",
+        action="store_true",
+        help="skip a torn last line (a killed writer leaves one) instead of refusing the run",
+    )
     parser.set_defaults(handler=run)
     return parser

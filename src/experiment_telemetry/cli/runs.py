@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,15 @@ def _alerts(info: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print one line per run under ``args.root``; exit 0 even when there are none."""
+    """Print one line per run under ``args.root``; exit 0 even when there are none.
+
+    A damaged run is listed as ``unreadable`` and its reason printed on stderr (one line,
+    naming the file and line); the other runs are listed as usual.
+    """
     runs = list_runs(args.root)
+    for info in runs:
+        if info.get("error"):
+            print(f"telemetry runs: {info['error']}", file=sys.stderr)
     if not runs:
         print(f"no runs under {args.root}")
         return 0

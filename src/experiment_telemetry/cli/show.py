@@ -7,27 +7,33 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from goggles_io.runs import last_metrics, read_kv, read_run
+from goggles_io.runs import RunFileError, last_metrics, read_kv, read_run
 
 __all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the run; exit 2 when ``RUN_DIR`` holds no ``run.kv``."""
+    """Print the run; exit 2 when ``RUN_DIR`` holds no ``run.kv`` or a run file is unreadable."""
     run_dir = Path(args.run_dir)
     if not (run_dir / "run.kv").is_file():
         print(
             f"telemetry show: {str(run_dir)!r} is not a run directory (no run.kv)", file=sys.stderr
         )
         return 2
-    info = read_run(run_dir)
+    try:
+        info = read_run(run_dir)
+        config = read_kv(run_dir / "config.kv") if (run_dir / "config.kv").is_file() else {}
+    except (RunFileError, OSError) as exc:
+        print(f"telemetry show: {exc}", file=sys.stderr)
+        return 2
     print(
         f"run {info.get('run_id')}  status={info.get('status')}  last_step={info.get('last_step')}"
     )
     for key in ("project", "driver", "slug", "seed", "git_commit", "started", "finished"):
         if key in info:
             print(f"  {key}: {info[key]}")
-    config = read_kv(run_dir / "config.kv") if (run_dir / "config.kv").is_file() else {}
+    if info.get("reason"):
+        print(f"  reason: {info['reason']}")
     print("config:" if config else "config: (none recorded)")
     for key, value in sorted(config.items()):
         print(f"  {key} = {value}")

@@ -316,16 +316,22 @@ class _Episode:
         if self.missed or not self.seen:
             return
         memory = self.module.memory
-        features = self.seen | set(self.obj.features)
-        # Exploring shows whether the recognised graph really is this object; if not, the
-        # object is new to this module (never merge two objects into one graph).
+        # Exploring reveals the object's own features (a noisy observation is not one of
+        # them), and whether a stored graph already is this object: then that graph is kept,
+        # recognised or not. So a module holds at most one graph per object it has seen, and
+        # its memory (and the events that list its matches) stays bounded however long it
+        # runs; two objects are never merged into one graph.
+        features = set(self.obj.features)
         if self.recognized is not None and memory[self.recognized] == features:
             graph, created = self.recognized, False
         else:
-            graph, created = f"graph_{self.module.created}", True
-            self.module.created += 1
-            memory[graph] = set()
-        memory[graph] |= features
+            known = next((g for g in sorted(memory) if memory[g] == features), None)
+            if known is not None:
+                graph, created = known, False
+            else:
+                graph, created = f"graph_{self.module.created}", True
+                self.module.created += 1
+                memory[graph] = set(features)
         _telemetry.emit(
             GraphMemoryUpdated(
                 lm_id=self.spec.lm_id,

@@ -1,11 +1,18 @@
-"""File helpers shared by the file-writing handlers (``storage``, ``csv``)."""
+"""File helpers shared by the file-writing handlers (``storage``, ``csv``).
+
+:class:`LineFile` is how they append: whole lines only. A write that fails part-way (a full
+disk) is truncated back to the last complete line, so the file never holds a torn line of
+ours; the lines that did not fit are counted, and the first failure is reported once on stderr
+with the count (the final count is in the handler's ``losses()`` and so in ``finish()``).
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-__all__ = ["ends_without_newline"]
+__all__ = ["LineFile", "ends_without_newline", "report"]
 
 
 def ends_without_newline(path: Path) -> bool:
@@ -19,3 +26,120 @@ def ends_without_newline(path: Path) -> bool:
             return handle.read(1) != b"\n"
     except FileNotFoundError:
         return False
+
+
+def report(message: str) -> None:
+    """Straight to stderr: a handler must not log through goggles_io, and must be seen."""
+    try:
+        sys.stderr.write(f"goggles_io: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class LineFile:
+    """Buffered appends of whole lines to one file, truncated back when a write fails.
+
+    Args:
+        path: the file (created on :meth:`open`, appended to).
+        owner: who writes it, for messages (the handler's name).
+        buffer_bytes: buffered bytes that trigger a write without waiting for :meth:`flush`.
+    """
+
+    def __init__(self, path: Path, owner: str, buffer_bytes: int = 1 << 16) -> None:
+        self.path = path
+        self.owner = owner
+        self.buffer_bytes = buffer_bytes
+        self.lost_lines = 0
+        self._fd: int | None = None
+        self._chunks: list[bytes] = []
+        self._lines = 0
+        self._buffered = 0
+        self._reported = False
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the file is open."""
+        return self._fd is not None
+
+    def open(self) -> None:
+        """Open for appending; a torn last line left by a crash is ended first."""
+        if self._fd is not None:
+            return
+        torn = ends_without_newline(self.path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        if torn:
+            self._append(b"\n", 0)  # so our first line is not glued to the torn one
+
+    def size(self) -> int:
+        """Bytes in the file (what is buffered not included)."""
+        return os.fstat(self._fd).st_size if self._fd is not None else 0
+
+    def add(self, data: bytes, lines: int = 1) -> None:
+        """Buffer ``data`` (``lines`` whole lines, each ending in ``\\n``); write when enough."""
+        self._chunks.append(data)
+        self._lines += lines
+        self._buffered += len(data)
+        if self._buffered >= self.buffer_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is buffered, as whole lines; count (and report once) what did not fit."""
+        if not self._chunks or self._fd is None:
+            return
+        data, lines = b"".join(self._chunks), self._lines
+        self._chunks, self._lines, self._buffered = [], 0, 0
+        self._append(data, lines)
+
+    def sync(self) -> None:
+        """Flush and fsync (a failure to sync is reported, not raised)."""
+        self.flush()
+        if self._fd is None:
+            return
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            self._fail(exc, 0)
+
+    def close(self) -> None:
+        """Flush, fsync and close; a later :meth:`open` appends."""
+        if self._fd is None:
+            return
+        try:
+            self.sync()
+        finally:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+        if self.lost_lines:
+            report(
+                f"{self.owner}: {self.lost_lines} lines were not written to {self.path} "
+                "(see the error above)"
+            )
+
+    def _append(self, data: bytes, lines: int) -> None:
+        assert self._fd is not None
+        start = os.fstat(self._fd).st_size
+        done = 0
+        try:
+            while done < len(data):
+                written = os.write(self._fd, data[done:])
+                if written <= 0:
+                    raise OSError(28, "short write")
+                done += written
+        except OSError as exc:
+            keep = data.rfind(b"\n", 0, done) + 1  # whole lines that made it
+            try:
+                os.ftruncate(self._fd, start + keep)
+            except OSError:
+                pass
+            self._fail(exc, lines - data.count(b"\n", 0, keep))
+
+    def _fail(self, exc: OSError, lost: int) -> None:
+        self.lost_lines += lost
+        if not self._reported:
+            self._reported = True
+            report(
+                f"{self.owner}: could not write {self.path} ({exc.strerror or exc}); "
+                f"{lost} lines not written; further failures are counted and reported in "
+                "finish(), nothing is torn"
+            )

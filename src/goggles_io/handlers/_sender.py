@@ -5,6 +5,12 @@ thread owns the ``http.client`` connection and sends in order. Transient failure
 refused or reset, timeouts, 5xx, 429) are retried with capped exponential backoff on the same
 message, so order is kept; the collector's sequence numbers make the retries idempotent. Other
 4xx answers are reported once and not retried.
+
+The sender never stalls on one point (ADR 0021): consecutive queued batches are sent as one
+request while they fit, a body over ``max_body_bytes`` (or answered 413) is split in halves,
+and a 422 naming the points the collector cannot store drops exactly those (counted as
+rejected) and sends the rest. A keep-alive connection the server closed while idle is reopened
+once at once, without counting a retry.
 """
 
 from __future__ import annotations
@@ -18,15 +24,48 @@ import time
 from typing import Any
 from urllib.parse import SplitResult
 
-__all__ = ["Message", "Sender"]
+__all__ = ["Message", "Point", "Sender", "encode_points"]
 
 _logger = logging.getLogger("goggles_io.handlers.remote")
 
 _BACKOFF_START_S = 0.05
 _BACKOFF_MAX_S = 1.0
+_COALESCE_POINTS = 5000  # points per request when batches queue up behind a slow request
+_STALE_CONNECTION = (
+    http.client.RemoteDisconnected,
+    ConnectionResetError,
+    BrokenPipeError,
+    ConnectionAbortedError,
+)
 
 # A message is (kind, path, payload, points in it); kind in register/points/heartbeat/finish.
+# A points message's payload is {"points": [Point, ...]}, encoded only on the sender thread.
 Message = tuple[str, str, Any, int]
+# (seq, name, value or None, step or None, time): validated by RemoteHandler.log_scalar.
+Point = tuple[int, str, "float | None", "int | None", float]
+
+_NAMES: dict[str, str] = {}  # metric name -> its JSON string literal (a handful of names)
+
+
+def encode_points(points: list[Point]) -> list[str]:
+    """One JSON object text per point, as the protocol spells it.
+
+    About 3x cheaper than building a dict per point for ``json.dumps``: the name's JSON literal
+    is cached, and ``repr`` of a finite float is its shortest JSON number.
+    """
+    out: list[str] = []
+    append = out.append
+    names = _NAMES
+    for seq, name, value, step, when in points:
+        literal = names.get(name)
+        if literal is None:
+            literal = json.dumps(name)
+            if len(names) < 10_000:
+                names[name] = literal
+        v = "null" if value is None else repr(value)
+        s = "null" if step is None else str(step)
+        append(f'{{"seq":{seq},"name":{literal},"value":{v},"step":{s},"time":{when!r}}}')
+    return out
 
 
 class Sender:
@@ -41,6 +80,7 @@ class Sender:
         heartbeat_s: float,
         heartbeat: Any,
         reregister: Any,
+        max_body_bytes: int = 4 * 1024 * 1024,
     ) -> None:
         self._url = url
         self._base = url.path.rstrip("/")
@@ -50,6 +90,8 @@ class Sender:
         self._heartbeat_s = heartbeat_s
         self._heartbeat = heartbeat
         self._reregister = reregister
+        self._max_body = max_body_bytes
+        self._inflight = 0  # points taken off the queue and not yet settled
         self._queue: collections.deque[Message] = collections.deque()
         self._cond = threading.Condition()
         self._stopping = False
@@ -64,6 +106,7 @@ class Sender:
         self.retries = 0
         self.rejected_points = 0
         self.lost_points = 0
+        self.split_requests = 0
         self._thread = threading.Thread(target=self._run, name="goggles-remote-sender", daemon=True)
         self._thread.start()
 
@@ -90,6 +133,11 @@ class Sender:
     def pending(self) -> int:
         with self._cond:
             return len(self._queue)
+
+    def unsent_points(self) -> int:
+        """Points queued or in flight: what a timed-out ``close()`` has not got through yet."""
+        with self._cond:
+            return sum(m[3] for m in self._queue) + self._inflight
 
     def shutdown(self, timeout_s: float) -> None:
         """Send what is queued, then stop; after ``timeout_s`` give up and count the rest lost."""
@@ -123,10 +171,33 @@ class Sender:
                         break
                     self._cond.wait(self._heartbeat_s - quiet)
                 if self._queue:
-                    message = self._queue.popleft()
+                    message = self._take_locked()
                 elif self._stopping:
                     return
-            self._deliver(message or self._heartbeat())
+            try:
+                self._deliver(message or self._heartbeat())
+            finally:
+                with self._cond:
+                    self._inflight = 0
+
+    def _take_locked(self) -> Message:
+        """Pop the next message; consecutive point batches of one run travel as one request."""
+        kind, path, payload, n_points = self._queue.popleft()
+        if kind == "points":
+            merged = None
+            while self._queue and n_points < _COALESCE_POINTS:
+                nkind, npath, npayload, nn = self._queue[0]
+                if nkind != "points" or npath != path or n_points + nn > _COALESCE_POINTS:
+                    break
+                self._queue.popleft()
+                if merged is None:
+                    merged = list(payload["points"])
+                merged.extend(npayload["points"])
+                n_points += nn
+            if merged is not None:
+                payload = {"points": merged}
+        self._inflight = n_points
+        return kind, path, payload, n_points
 
     def _deliver(self, message: Message) -> None:
         kind, path, payload, n_points = message
@@ -136,7 +207,75 @@ class Sender:
             else:
                 self.lost_points += n_points
             return
-        body = json.dumps(payload).encode()
+        if kind == "points":
+            self._deliver_points(path, encode_points(payload["points"]))
+            return
+        status, reply = self._exchange(kind, path, json.dumps(payload).encode(), n_points)
+        if 400 <= status < 500:
+            self._reject(kind, status, reply, n_points)
+
+    def _deliver_points(self, path: str, points: list[str]) -> None:
+        """Send encoded points (see :func:`encode_points`), splitting or dropping as answered."""
+        size = sum(map(len, points)) + len(points) + 16
+        if size > self._max_body:
+            self._split(path, points, f"{size} bytes over max_body_bytes={self._max_body}")
+            return
+        body = ('{"points":[' + ",".join(points) + "]}").encode()
+        status, reply = self._exchange("points", path, body, len(points))
+        if status == 413:
+            self._split(path, points, "HTTP 413")
+        elif status == 422:
+            self._drop_invalid(path, points, reply)
+        elif 400 <= status < 500:
+            self._reject("points", status, reply, len(points))
+
+    def _split(self, path: str, points: list[str], why: str) -> None:
+        if len(points) == 1:
+            self.rejected_points += 1
+            self.report_once(
+                "too-large",
+                "remote: a point is too large to send alone (%s): %s...; dropped and counted",
+                why,
+                points[0][:120],
+                level=logging.ERROR,
+            )
+            return
+        self.split_requests += 1
+        half = len(points) // 2
+        self._deliver_points(path, points[:half])
+        self._deliver_points(path, points[half:])
+
+    def _drop_invalid(self, path: str, points: list[str], reply: str) -> None:
+        """Drop the points a 422 names, count them, and send the rest of the batch."""
+        try:
+            details = json.loads(reply)
+            bad = {int(item["index"]) for item in details["invalid"]}
+            error = str(details.get("error", ""))
+        except (ValueError, KeyError, TypeError):
+            self._reject("points", 422, reply, len(points))
+            return
+        bad &= set(range(len(points)))
+        if not bad:
+            self._reject("points", 422, reply, len(points))
+            return
+        self.rejected_points += len(bad)
+        self.report_once(
+            "invalid-points",
+            "remote collector cannot store some points (%s); they are dropped and counted, "
+            "the rest is sent",
+            error[:300],
+            level=logging.ERROR,
+        )
+        rest = [p for i, p in enumerate(points) if i not in bad]
+        if rest:
+            self._deliver_points(path, rest)
+
+    def _exchange(self, kind: str, path: str, body: bytes, n_points: int) -> tuple[int, str]:
+        """POST until an answer that is not transient; ``(0, "")`` when given up (counted lost).
+
+        A 2xx counts the points sent; a 4xx (other than 429) is returned for the caller to
+        handle; a 404 for an unknown run registers it again and retries once.
+        """
         delay = _BACKOFF_START_S
         reregistered = False
         while True:
@@ -147,14 +286,13 @@ class Sender:
             self._last_sent = time.monotonic()
             if 200 <= status < 300:
                 self.points_sent += n_points
-                return
+                return status, reply
             if status == 404 and kind != "register" and not reregistered:
                 reregistered = True  # the collector lost the run (fresh database): announce again
                 self._deliver(self._reregister())
                 continue
             if 400 <= status < 500 and status != 429:
-                self._reject(kind, status, reply, n_points)
-                return
+                return status, reply
             self._close_conn()
             self.report_once(
                 "transient",
@@ -164,7 +302,7 @@ class Sender:
             )
             if self._give_up.wait(delay):
                 self.lost_points += n_points
-                return
+                return 0, ""
             self.retries += 1
             delay = min(delay * 2.0, _BACKOFF_MAX_S)
 
@@ -191,6 +329,16 @@ class Sender:
         )
 
     def _post(self, path: str, body: bytes) -> tuple[int, str]:
+        reused = self._conn is not None
+        try:
+            return self._post_once(path, body)
+        except _STALE_CONNECTION:
+            if not reused:
+                raise
+            self._close_conn()  # the server closed the idle keep-alive connection: reopen once
+            return self._post_once(path, body)
+
+    def _post_once(self, path: str, body: bytes) -> tuple[int, str]:
         if self._conn is None:
             cls = (
                 http.client.HTTPSConnection
@@ -198,9 +346,13 @@ class Sender:
                 else http.client.HTTPConnection
             )
             self._conn = cls(self._url.hostname or "", self._url.port, timeout=self._timeout_s)
-        self._conn.request("POST", self._base + path, body=body, headers=self._headers)
-        response = self._conn.getresponse()
-        text = response.read().decode("utf-8", errors="replace")
+        try:
+            self._conn.request("POST", self._base + path, body=body, headers=self._headers)
+            response = self._conn.getresponse()
+            text = response.read().decode("utf-8", errors="replace")
+        except BaseException:
+            self._close_conn()
+            raise
         if response.will_close:
             self._close_conn()
         return response.status, text

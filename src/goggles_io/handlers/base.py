@@ -28,6 +28,10 @@ Contract for handler authors:
   :func:`goggles_io.call_handler` may invoke by handler name, with one msgpack-safe payload
   argument, on the instance the bus runs (possibly in the host process). They may be replayed
   after a host restart, so they must be idempotent (``record_config``, ``register_run``).
+* ``losses()`` (optional) returns what the handler itself refused or could not write, as
+  ``{reason: count}`` (``{"refused": 86600}``); the bus adds it to its ``FinishReport`` so a
+  loss inside a sink is counted where the user looks. It must be cheap and thread-safe: it is
+  read after ``close()`` and also when ``close()`` did not finish in time.
 * Classes are found by :func:`register_handler` key ``"<module>:<qualname>"``; built-in handlers
   register themselves. A spec whose class is not registered raises
   :class:`~goggles_io.exceptions.HandlerNotRegisteredError`.
@@ -126,6 +130,14 @@ class BaseHandler:
 
     def close(self) -> None:
         """Release resources; the handler may be opened again later."""
+
+    def losses(self) -> dict[str, int]:
+        """What this handler refused or could not write so far, by reason (empty: nothing).
+
+        Counted in the handler's own units (points for ``RemoteHandler``, lines for files);
+        ``finish()`` reports it per handler beside the bus's own drops.
+        """
+        return {}
 
     def config(self) -> dict[str, Any]:
         """Constructor keyword arguments that rebuild this handler (msgpack-safe values)."""

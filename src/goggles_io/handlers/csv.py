@@ -18,12 +18,12 @@ import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import Any, ClassVar
 
 from goggles_io._records import Event, Kind
 from goggles_io._runfiles import read_kv, write_kv
 from goggles_io.exceptions import ConfigurationError
-from goggles_io.handlers._files import ends_without_newline
+from goggles_io.handlers._files import LineFile, report
 from goggles_io.handlers.base import BaseHandler, register_handler
 
 __all__ = ["CONFIG_FILE", "METRICS_FILE", "STEP_COLUMN", "CsvHandler"]
@@ -91,8 +91,9 @@ class CsvHandler(BaseHandler):
         self.rows_per_batch = rows_per_batch
         self._columns: list[str] = []
         self._pending: dict[int | None, dict[str, Any]] = {}
-        self._file: IO[str] | None = None
+        self._file: LineFile | None = None
         self._config_lock = threading.Lock()
+        self._rows_lost = 0  # rows lost to a failed header rewrite (a full disk)
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "path": str(self.path), "rows_per_batch": self.rows_per_batch}
@@ -119,10 +120,21 @@ class CsvHandler(BaseHandler):
             )
             raise ConfigurationError(msg, key="path", value=str(self.path))
         self._columns = header[1:]
-        torn = ends_without_newline(self.csv_path)
-        self._file = open(self.csv_path, "a", encoding="utf-8", newline="")
-        if torn:
-            self._file.write("\n")  # close a row torn by a crash; readers see a short row
+        self._file = self._line_file()  # a row torn by a crash is ended: readers see a short row
+
+    def _line_file(self) -> LineFile:
+        lines = LineFile(self.csv_path, self.name)
+        lines.lost_lines = self._lost_lines()
+        lines.open()
+        return lines
+
+    def _lost_lines(self) -> int:
+        return self._file.lost_lines if self._file is not None else getattr(self, "_lost", 0)
+
+    def losses(self) -> dict[str, int]:
+        """Rows not written (``write_failed``: a full disk), whole rows only, never torn."""
+        lost = self._lost_lines() + self._rows_lost
+        return {"write_failed": lost} if lost else {}
 
     def handle(self, event: Event) -> None:
         """Merge the event's values into the pending row of its step."""
@@ -152,9 +164,9 @@ class CsvHandler(BaseHandler):
         self._write_pending()
         file, self._file = self._file, None
         try:
-            os.fsync(file.fileno())
-        finally:
             file.close()
+        finally:
+            self._lost = file.lost_lines
 
     def record_config(self, mapping: Mapping[str, Any]) -> None:
         """Merge ``mapping`` into ``metrics.config.kv`` (``key=value`` lines), atomically.
@@ -192,7 +204,15 @@ class CsvHandler(BaseHandler):
         known = set(self._columns)
         fresh = [m for row in pending.values() for m in row if m not in known]
         if fresh:
-            self._extend_header(list(dict.fromkeys(fresh)))
+            try:
+                self._extend_header(list(dict.fromkeys(fresh)))
+            except OSError as exc:
+                self._rows_lost += len(pending)
+                report(
+                    f"{self.name}: could not add columns to {self.csv_path} ({exc.strerror or exc});"
+                    f" {len(pending)} rows not written (counted in finish())"
+                )
+                return
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         ordered = sorted(pending.items(), key=lambda item: (item[0] is None, item[0] or 0))
@@ -200,7 +220,7 @@ class CsvHandler(BaseHandler):
             cells = ["" if step is None else str(step)]
             cells.extend(_cell(row[c]) if c in row else "" for c in self._columns)
             writer.writerow(cells)
-        self._file.write(buffer.getvalue())
+        self._file.add(buffer.getvalue().encode("utf-8", errors="backslashreplace"), len(ordered))
         self._file.flush()
 
     def _extend_header(self, fresh: list[str]) -> None:
@@ -209,10 +229,16 @@ class CsvHandler(BaseHandler):
         self._file.flush()
         columns = [*self._columns, *fresh]
         header = [STEP_COLUMN, *columns]
-        if self.csv_path.stat().st_size == 0:
+        if self._file.size() == 0:
+            text = io.StringIO()
+            csv.writer(text, lineterminator="\n").writerow(header)
+            self._file.add(text.getvalue().encode("utf-8", errors="backslashreplace"), 0)
+            self._file.flush()
+            if self._file.size() == 0:
+                raise OSError(28, "the header could not be written")
             self._columns = columns
-            csv.writer(self._file, lineterminator="\n").writerow(header)
             return
+        self._lost = self._file.lost_lines
         self._file.close()
         self._file = None
         fd, tmp = tempfile.mkstemp(prefix=f".{self.csv_path.name}.", dir=self.csv_path.parent)
@@ -232,10 +258,10 @@ class CsvHandler(BaseHandler):
             os.replace(tmp, self.csv_path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
-            self._file = open(self.csv_path, "a", encoding="utf-8", newline="")
+            self._file = self._line_file()
             raise
         self._columns = columns
-        self._file = open(self.csv_path, "a", encoding="utf-8", newline="")
+        self._file = self._line_file()
 
 
 def _cell(value: Any) -> str:

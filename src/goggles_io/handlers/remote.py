@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 import os
 import sys
 import threading
@@ -33,6 +34,7 @@ from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 from goggles_io._records import Event, Kind
+from goggles_io._remote_protocol import INT64_MAX, INT64_MIN, MAX_BODY_BYTES, MAX_NAME_CHARS
 from goggles_io._secret import Secret
 from goggles_io.exceptions import ConfigurationError, InvalidNameError, InvalidPayloadError
 from goggles_io.handlers._sender import Message, Sender
@@ -61,6 +63,41 @@ def _setting(explicit: str | None, var: str, dotenv: dict[str, str | None]) -> s
     return os.environ.get(var) or dotenv.get(var) or None
 
 
+def _check_name(name: Any) -> str:
+    """``name`` if the protocol can carry it: non-empty UTF-8 text of bounded length."""
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
+        msg = f"metric name must be a non-empty str of at most {MAX_NAME_CHARS} characters (got {name!r:.80})."
+        raise InvalidNameError(msg, name=name)
+    if not name.isascii():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            msg = f"metric name {name!r:.80} is not valid UTF-8 (it holds a lone surrogate)."
+            raise InvalidNameError(msg, name=name) from None
+    return name
+
+
+def _check_step(name: str, step: Any) -> int | None:
+    """``step`` as a 64-bit int (or ``None``); the protocol carries nothing else."""
+    if step is None:
+        return None
+    if isinstance(step, float):
+        if not math.isfinite(step) or not step.is_integer():
+            msg = f"step of metric {name!r} must be a whole number (got {step!r})."
+            raise InvalidPayloadError(msg, value=step)
+        step = int(step)
+    else:
+        try:
+            step = operator.index(step)
+        except TypeError:
+            msg = f"step of metric {name!r} must be an int or None (got {step!r:.80})."
+            raise InvalidPayloadError(msg, value=step) from None
+    if not INT64_MIN <= step <= INT64_MAX:
+        msg = f"step of metric {name!r} must fit in 64 bits (got {step!r})."
+        raise InvalidPayloadError(msg, value=step)
+    return int(step)
+
+
 def _positive(name: str, value: Any, kind: type = int) -> None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
     if not ok or (kind is int and not isinstance(value, int)):
@@ -85,6 +122,8 @@ class RemoteHandler(BaseHandler):
         run_id: Id to register; default a fresh one, or the one ``register_run`` brings.
         timeout_s: Socket timeout of one HTTP request (on the sender thread only).
         close_timeout_s: How long ``close()`` may wait for the queue to drain.
+        max_body_bytes: Largest request body sent; bigger batches are split (keep it under the
+            collector's limit, 16 MiB for the reference one).
         config: Run config to register with (merged with :meth:`record_config` calls).
         run_info: Run identity from :meth:`register_run`; when given, :meth:`open` registers.
         read_env: ``False`` uses the arguments only (no environment, no ``.env``): how the
@@ -115,9 +154,15 @@ class RemoteHandler(BaseHandler):
         config: Mapping[str, Any] | None = None,
         run_info: Mapping[str, Any] | None = None,
         read_env: bool = True,
+        max_body_bytes: int = 4 * 1024 * 1024,
     ) -> None:
         super().__init__(name=name, level=level)
         _positive("buffer_size", buffer_size)
+        _positive("max_body_bytes", max_body_bytes)
+        if max_body_bytes > MAX_BODY_BYTES:
+            msg = f"max_body_bytes must be at most {MAX_BODY_BYTES} (got {max_body_bytes!r})."
+            raise ConfigurationError(msg, key="max_body_bytes", value=max_body_bytes)
+        self.max_body_bytes = max_body_bytes
         _positive("queue_batches", queue_batches)
         for pname, pvalue in (("heartbeat_s", heartbeat_s), ("timeout_s", timeout_s)):
             _positive(pname, pvalue, float)
@@ -141,8 +186,10 @@ class RemoteHandler(BaseHandler):
         self._pending: list[tuple[int, str, float | None, int | None, float]] = []
         self._seq = 0
         self._logged = 0
+        self._invalid = 0
         self._registered = False
         self._sender: Sender | None = None
+        self._closing: Sender | None = None
         self._last_stats: dict[str, int] = {}
         if run_info:
             self._adopt_locked(run_info)
@@ -202,6 +249,7 @@ class RemoteHandler(BaseHandler):
             "queue_batches": self.queue_batches,
             "timeout_s": self.timeout_s,
             "close_timeout_s": self.close_timeout_s,
+            "max_body_bytes": self.max_body_bytes,
         }
 
     def secrets(self) -> dict[str, str]:
@@ -214,14 +262,15 @@ class RemoteHandler(BaseHandler):
         """Add one point to the current batch; a full batch is queued (or refused), never sent here.
 
         Raises:
-            InvalidNameError: ``name`` is not a non-empty str.
-            InvalidPayloadError: ``value`` is not a real number.
+            InvalidNameError: ``name`` is not non-empty UTF-8 text of at most 1024 characters.
+            InvalidPayloadError: ``value`` is not a real number, or ``step`` is not ``None`` or
+                a whole number that fits in 64 bits (NaN, 2**70 and 1.5 are refused here, at
+                the call, instead of being lost later at the collector).
         """
         if self.server_url is None:
             return
-        if not isinstance(name, str) or not name:
-            msg = f"metric name must be a non-empty str (got {name!r})."
-            raise InvalidNameError(msg, name=name)
+        _check_name(name)
+        step = _check_step(name, step)
         try:
             number = float(value)
         except (TypeError, ValueError):
@@ -236,9 +285,20 @@ class RemoteHandler(BaseHandler):
                 self._flush_locked()
 
     def handle(self, event: Event) -> None:
-        """Enqueue every metric of a ``METRIC`` event as a point at the event's step."""
+        """Enqueue every metric of a ``METRIC`` event as a point at the event's step.
+
+        A metric the protocol cannot carry is skipped and counted (``invalid`` in
+        :meth:`losses`); the event's other metrics still go out.
+        """
         for name, value in event.payload.items():
-            self.log_scalar(name, value, event.step)
+            try:
+                self.log_scalar(name, value, event.step)
+            except (InvalidNameError, InvalidPayloadError) as exc:
+                with self._lock:
+                    self._invalid += 1
+                    first = self._invalid == 1
+                if first:
+                    _logger.error("remote handler %r: %s Skipped and counted.", self.name, exc)
 
     def total_logged(self) -> int:
         """Points logged so far (sent, queued, refused or pending)."""
@@ -312,15 +372,36 @@ class RemoteHandler(BaseHandler):
             self._registered = False
         if sender is None:
             return
-        sender.shutdown(self.close_timeout_s)
-        self._last_stats = self._stats_of(sender)
+        self._closing = sender  # losses() keeps seeing its queue while it drains
+        try:
+            sender.shutdown(self.close_timeout_s)
+        finally:
+            self._last_stats = self._stats_of(sender)
+            self._closing = None
         s = self._last_stats
         print(
             f"goggles_io remote [{self.name}]: {s['points_sent']} points sent, "
             f"{s['refused_batches']} batches refused ({s['refused_points']} points), "
-            f"{s['retries']} retries, {s['rejected_points']} rejected, {s['lost_points']} lost",
+            f"{s['retries']} retries, {s['rejected_points']} rejected, {s['lost_points']} lost"
+            + (f", {self._invalid} invalid" if self._invalid else ""),
             file=sys.stderr,
         )
+
+    def losses(self) -> dict[str, int]:
+        """Points not stored, by reason: ``refused`` (queue full), ``rejected`` (by the
+        collector), ``invalid`` (not sendable), ``lost`` (close deadline), ``unsent`` (still
+        queued or in flight: ``finish()`` timed out while the sender was draining)."""
+        with self._lock:
+            sender, invalid = self._sender or self._closing, self._invalid
+        stats = self._stats_of(sender) if sender is not None else dict(self._last_stats)
+        counts = {
+            "refused": stats.get("refused_points", 0),
+            "rejected": stats.get("rejected_points", 0),
+            "invalid": invalid,
+            "lost": stats.get("lost_points", 0),
+            "unsent": sender.unsent_points() if sender is not None else 0,
+        }
+        return {reason: n for reason, n in counts.items() if n}
 
     def stats(self) -> dict[str, int]:
         """Counters: points sent / refused / rejected / lost, batches refused, retries, queued."""
@@ -333,7 +414,7 @@ class RemoteHandler(BaseHandler):
     @staticmethod
     def _stats_of(sender: Sender) -> dict[str, int]:
         names = ("points_sent", "refused_batches", "refused_points", "retries")
-        names += ("rejected_points", "lost_points")
+        names += ("rejected_points", "lost_points", "split_requests")
         return {**{n: getattr(sender, n) for n in names}, "queued": sender.pending()}
 
     def _register_message(self) -> Message:
@@ -342,6 +423,7 @@ class RemoteHandler(BaseHandler):
             "name": self.run_name,
             "config": dict(self._config),
             "info": dict(self._info),
+            "heartbeat_s": self.heartbeat_s,
         }
         return ("register", "/runs", payload, 0)
 
@@ -362,6 +444,7 @@ class RemoteHandler(BaseHandler):
                 self.heartbeat_s,
                 self._heartbeat_message,
                 self._register_message,
+                self.max_body_bytes,
             )
         return self._sender
 
@@ -372,10 +455,6 @@ class RemoteHandler(BaseHandler):
     def _flush_locked(self) -> None:
         if not self._registered:
             self._register_locked()  # lazy registration on the first flush
-        batch, self._pending = self._pending, []
-        points = [
-            {"seq": seq, "name": name, "value": value, "step": step, "time": t}
-            for seq, name, value, step, t in batch
-        ]
+        batch, self._pending = self._pending, []  # tuples: the sender thread encodes them
         path = f"/runs/{quote(self.run_id, safe='')}/points"
-        self._sender_locked().put(("points", path, {"points": points}, len(points)))
+        self._sender_locked().put(("points", path, {"points": batch}, len(batch)))

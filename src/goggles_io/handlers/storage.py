@@ -26,14 +26,14 @@ import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import Any, ClassVar
 
 import attrs
 
 from goggles_io._records import Event, Kind
 from goggles_io.exceptions import ConfigurationError, InvalidNameError
 from goggles_io.handlers import _media
-from goggles_io.handlers._files import ends_without_newline
+from goggles_io.handlers._files import LineFile
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
 
 __all__ = ["EVENTS_FILE", "EventLog", "LocalStorageHandler", "read_events", "safe_filename"]
@@ -121,7 +121,11 @@ class LocalStorageHandler(BaseHandler):
 
     Lines are written through a buffer that is pushed to the OS at every ``flush()`` and at
     least every half second while events arrive; ``close()`` also fsyncs, so a finished run is
-    on disk. Re-opening appends. File names come from :func:`safe_filename` and an existing file
+    on disk. Re-opening appends. Only whole lines are written: when the disk is full, a write
+    is truncated back to its last complete line, the lines that did not fit are counted
+    (``losses()["write_failed"]``, also in ``finish()``) and the first failure is reported once
+    on stderr with the count. A media file that cannot be written is counted as
+    ``media_failed`` and its line says why. File names come from :func:`safe_filename` and an existing file
     is never overwritten (a ``-1``, ``-2`` suffix is added), so nothing lands outside ``path``.
 
     Args:
@@ -163,7 +167,8 @@ class LocalStorageHandler(BaseHandler):
         super().__init__(name=f"storage:{self.path}" if name is None else name, level=level)
         self.video_format = video_format
         self.media_errors = 0
-        self._file: IO[str] | None = None
+        self.media_lost = 0
+        self._file: LineFile | None = None
         self._last_flush = 0.0
 
     def config(self) -> dict[str, Any]:
@@ -174,12 +179,20 @@ class LocalStorageHandler(BaseHandler):
         if self._file is not None:
             return
         self.path.mkdir(parents=True, exist_ok=True)
-        events = self.path / EVENTS_FILE
-        torn = ends_without_newline(events)
-        self._file = open(events, "a", encoding="utf-8", newline="\n")
-        if torn:
-            self._file.write("\n")  # end a torn line from a crash so ours are not glued to it
+        lines = LineFile(self.path / EVENTS_FILE, self.name)
+        if self._lost_before:
+            lines.lost_lines = self._lost_before  # counts survive a close/re-open
+        lines.open()
+        self._file = lines
         self._last_flush = time.monotonic()
+
+    _lost_before = 0
+
+    def losses(self) -> dict[str, int]:
+        """Events not written (``write_failed``: a full disk) and media files not written."""
+        lost = self._file.lost_lines if self._file is not None else self._lost_before
+        counts = {"write_failed": lost, "media_failed": self.media_lost}
+        return {reason: n for reason, n in counts.items() if n}
 
     def handle(self, event: Event) -> None:
         """Append one line; media payloads go to their own file first."""
@@ -196,7 +209,8 @@ class LocalStorageHandler(BaseHandler):
         if nonfinite:
             line = line[:-1] + ', "_nonfinite": ' + json.dumps(nonfinite) + "}"
         assert self._file is not None
-        self._file.write(line + "\n")
+        # backslashreplace turns a lone surrogate into its JSON escape: lossless, valid UTF-8
+        self._file.add((line + "\n").encode("utf-8", errors="backslashreplace"))
         now = time.monotonic()
         if now - self._last_flush >= _FLUSH_INTERVAL_S:
             self._file.flush()
@@ -214,10 +228,9 @@ class LocalStorageHandler(BaseHandler):
             return
         file, self._file = self._file, None
         try:
-            file.flush()
-            os.fsync(file.fileno())
-        finally:
             file.close()
+        finally:
+            self._lost_before = file.lost_lines
 
     # -- media --------------------------------------------------------------------------------
     def _write_media(self, event: Event, record: dict[str, Any]) -> None:
@@ -255,8 +268,8 @@ class LocalStorageHandler(BaseHandler):
         write: Any,
         array: Any = None,
     ) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
         try:
+            folder.mkdir(parents=True, exist_ok=True)
             target = _media.claim(folder, stem, ext)
             try:
                 write(target)
@@ -269,10 +282,16 @@ class LocalStorageHandler(BaseHandler):
             if self.media_errors == 1:
                 _logger.warning("%s: could not write a %s file (%s)", self.name, ext, exc)
             if array is None or ext == "npy":
+                self.media_lost += 1  # nothing of it is on disk; the line says why
                 return
             # Keep the pixels: a raw .npy always works without optional dependencies.
-            target = _media.claim(folder, stem, "npy")
-            _media.write_npy(array, target)
+            try:
+                target = _media.claim(folder, stem, "npy")
+                _media.write_npy(array, target)
+            except OSError as npy_exc:
+                self.media_lost += 1
+                record["error"] += f"; .npy fallback: {type(npy_exc).__name__}: {npy_exc}"
+                return
             ext = "npy"
         record["file"] = target.relative_to(self.path).as_posix()
         record["format"] = ext

@@ -191,6 +191,7 @@ class WandBHandler(BaseHandler):
         self._reported: set[str] = set()
         self.backward_steps = 0
         self.alert_errors = 0
+        self.log_failed = 0
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
 
     def config(self) -> dict[str, Any]:
@@ -392,7 +393,15 @@ class WandBHandler(BaseHandler):
         state.row = {}
         row[self.step_key] = step
         state.last_step = step
-        state.run.log(row)
+        try:
+            state.run.log(row)
+        except Exception as exc:  # a W&B failure loses this row, counted; the run goes on
+            self.log_failed += 1
+            self._report_once("log", "W&B run.log failed (%r); rows are dropped and counted", exc)
+
+    def losses(self) -> dict[str, int]:
+        """Rows ``run.log`` refused (``log_failed``); shown per handler by ``finish()``."""
+        return {"log_failed": self.log_failed} if self.log_failed else {}
 
     def _report_once(self, key: str, msg: str, *args: Any) -> None:
         if key not in self._reported:

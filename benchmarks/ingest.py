@@ -1,0 +1,175 @@
+"""Collector ingest through ``RemoteHandler``: points/s with 1 and 4 producer processes.
+
+Run: ``python3 benchmarks/ingest.py [--points 100000] [--repeats 3]``
+
+A collector runs in its own process (SQLite file in a temp dir), and 1 or 4 producer processes
+each log ``--points`` scalars through a ``RemoteHandler`` with its default batch size, then
+``close()`` it. The clock runs from releasing the producers until the collector holds every
+point; the script then checks that every point is stored exactly once (count, no gaps, every
+``seq`` 1..N present once: the table's primary key). The queue is made big enough that nothing
+is refused, so the figure is the collector's ingest rate, not the handler's refusal policy.
+
+"new" is this checkout's handler and collector; "old" is both as of the commit given by
+``--old-rev`` (default: the one before issue 15: headers and body in two writes without
+``TCP_NODELAY``, one request per 200-point batch), unpacked from git into a temp dir. The old
+side logs ``--old-points`` per producer (its rate does not depend on it, and it is slow). The
+sides run alternately, so machine noise hits them alike. Target: >= 100,000 points/s with 4
+producers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+TARGET = 100_000
+_ROOT = Path(__file__).resolve().parent.parent
+
+_COLLECTOR = """
+import sys
+from goggles_io.collector import Collector
+c = Collector(db_path=sys.argv[1], port=0).start()
+print(c.port, flush=True)
+sys.stdin.read()
+c.close()
+"""
+
+_PRODUCER = """
+import json, sys
+from goggles_io.handlers.remote import RemoteHandler
+url, run_id, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+h = RemoteHandler(server_url=url, run_id=run_id, queue_batches=1_000_000, close_timeout_s=600.0,
+                  read_env=False, enabled=True)
+h.register()
+sys.stdin.readline()  # the start signal
+for i in range(n):
+    h.log_scalar("loss", i * 0.5, step=i)
+h.close()
+print(json.dumps(h.stats()), flush=True)
+"""
+
+
+def _old_tree(rev: str, into: Path) -> str:
+    """``rev``'s ``src`` directory unpacked from git; its ``goggles_io`` is the old side."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(_ROOT), "archive", rev, "src/goggles_io"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return str(into / "src")
+
+
+def _runs(url: str) -> list[dict]:
+    with urllib.request.urlopen(f"{url}/runs", timeout=30) as reply:
+        return json.loads(reply.read())["runs"]
+
+
+def measure(side_src: str, producers: int, points: int, workdir: Path) -> float:
+    """Points/s for one trial; raises when anything is missing or duplicated.
+
+    ``side_src``: a ``src`` directory put first on the path of every process ("" for this
+    checkout's).
+    """
+    path = [side_src, *sys.path] if side_src else sys.path
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    db = workdir / f"collector-{time.monotonic_ns()}.sqlite"
+    server = subprocess.Popen(
+        [sys.executable, "-c", _COLLECTOR, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert server.stdout is not None
+        url = f"http://127.0.0.1:{int(server.stdout.readline())}"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _PRODUCER, url, f"p{i}", str(points)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,  # each prints its tally at close()
+                text=True,
+                env=env,
+            )
+            for i in range(producers)
+        ]
+        while len(_runs(url)) < producers:  # every producer imported and registered
+            time.sleep(0.01)
+        t0 = time.perf_counter()
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        total = producers * points
+        while sum(r["points"] for r in _runs(url)) < total:
+            time.sleep(0.002)
+        elapsed = time.perf_counter() - t0
+        for proc in procs:
+            out, _ = proc.communicate(timeout=600)
+            stats = json.loads(out.strip().splitlines()[-1])
+            if stats["refused_points"] or stats["lost_points"] or stats["rejected_points"]:
+                raise AssertionError(f"producer lost points: {stats}")
+        for run in _runs(url):
+            if (run["points"], run["last_seq"], run["gaps"]) != (points, points, 0):
+                raise AssertionError(f"run {run['run_id']} not stored exactly once: {run}")
+        return total / elapsed
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait(timeout=60)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=100_000, help="points per producer")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--old-points", type=int, default=20_000, help="points per old producer")
+    parser.add_argument("--old-rev", default="8a0c351", help="git revision of the old side")
+    parser.add_argument("--no-old", action="store_true", help="measure the new side only")
+    args = parser.parse_args()
+    results: dict[tuple[str, int], list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="ingest-bench-") as tmp:
+        work = Path(tmp)
+        sides = {"new": ""}  # "": this checkout's goggles_io
+        if not args.no_old:
+            sides["old"] = _old_tree(args.old_rev, (work / "old").resolve())
+        for repeat in range(args.repeats):
+            for producers in (1, 4):
+                for side, folder in sides.items():
+                    n = args.points if side == "new" else args.old_points
+                    rate = measure(folder, producers, n, work)
+                    results.setdefault((side, producers), []).append(rate)
+                    print(f"# repeat {repeat}: {side} x{producers}: {rate:,.0f} points/s",
+                          file=sys.stderr)  # fmt: skip
+    print(
+        f"# collector ingest via RemoteHandler: new {args.points}, old {args.old_points} points/producer"
+    )
+    print(f"{'side':<6} {'producers':>9} {'median points/s':>16}")
+    for (side, producers), rates in sorted(results.items()):
+        print(f"{side:<6} {producers:>9} {statistics.median(rates):>16,.0f}")
+    for producers in (1, 4):
+        if ("old", producers) in results:
+            ratio = statistics.median(results[("new", producers)]) / statistics.median(
+                results[("old", producers)]
+            )
+            print(f"new/old with {producers} producer(s): {ratio:.1f}x")
+    best4 = statistics.median(results[("new", 4)])
+    verdict = "PASS" if best4 >= TARGET else "FAIL"
+    print(f"{verdict}: {best4:,.0f} points/s with 4 producers (target >= {TARGET:,}); "
+          "every point stored exactly once")  # fmt: skip
+    return 0 if best4 >= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
