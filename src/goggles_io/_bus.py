@@ -29,15 +29,21 @@ __all__ = ["EventBus", "FinishReport", "Transport", "check_scope", "scope_matche
 
 @attrs.frozen
 class FinishReport:
-    """What ``finish()`` delivered and dropped, per handler name."""
+    """What ``finish()`` delivered and dropped, per handler name, and this process's transport.
+
+    ``transport`` is the socket client's own tally (events it could not hand to the host: queue
+    full, lost with a dead host, unencodable, not sent in time), so ``dropped`` counts every
+    loss the user should hear of, wherever it happened.
+    """
 
     handlers: Mapping[str, HandlerStats] = attrs.field(factory=dict)
     timed_out: bool = False
+    transport: HandlerStats = attrs.field(factory=HandlerStats)
 
     @property
     def dropped(self) -> int:
-        """Total events dropped across handlers."""
-        return sum(s.dropped for s in self.handlers.values())
+        """Total events dropped across handlers and this process's transport."""
+        return sum(s.dropped for s in self.handlers.values()) + self.transport.dropped
 
     @property
     def lost(self) -> int:
@@ -53,6 +59,9 @@ class FinishReport:
                 own = ", ".join(f"{n} {reason}" for reason, n in sorted(s.losses.items()))
                 part += f" (handler: {own})"
             parts.append(part)
+        if self.transport.dropped:
+            why = ", ".join(f"{n} {r}" for r, n in sorted(self.transport.losses.items()))
+            parts.append(f"transport: {self.transport.dropped} dropped ({why})")
         return "; ".join(parts) or "no handlers"
 
 

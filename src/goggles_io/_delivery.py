@@ -121,6 +121,7 @@ class Lane:
         self._bytes_in = 0  # bytes queued, ever (producer side)
         self._bytes_out = 0  # bytes taken by the worker, ever
         self._handle_batch = getattr(handler, "handle_batch", None)
+        self._unfinished = 0  # events of the list being delivered now, not handled yet
         self.name: str = handler.name
         self.kinds = handler_kinds(handler)
         # Only ``name`` and ``handle`` are required; the rest of the lifecycle is optional.
@@ -188,7 +189,7 @@ class Lane:
         if done and self._thread is not None:
             self._thread.join(timeout_s)
         if not done:
-            pending = self.backlog()
+            pending = self.backlog() + self._unfinished
             with self._lock:
                 self.dropped += pending
             self._report_once(
@@ -325,6 +326,9 @@ class Lane:
             self.delivered += 1
 
     def _deliver_many(self, events: list[Event]) -> None:
+        # ``_unfinished`` is what of this list is not handled yet: a close that times out counts
+        # it as dropped, so an event is never both unhandled and unreported.
+        self._unfinished = len(events)
         if self._handle_batch is not None:
             try:
                 self._handle_batch(events)
@@ -336,20 +340,21 @@ class Lane:
                 )
             else:
                 self.delivered += len(events)
+            self._unfinished = 0
             return
         handle = self.handler.handle
-        errors = 0
         for event in events:
             try:
                 handle(event)
             except Exception as exc:
-                errors += 1
+                self.errors += 1
                 self._report_once(
                     f"handle:{type(exc).__name__}",
                     f"handler {self.name!r} raised {exc!r} (further errors counted, not shown)",
                 )
-        self.errors += errors
-        self.delivered += len(events) - errors
+            else:
+                self.delivered += 1
+            self._unfinished -= 1
 
     def _run(self) -> None:
         queue = self._queue

@@ -39,6 +39,15 @@ from goggles_io._transport.shm import ShmPool, ShmRef, sweep_dead_segments
 
 __all__ = ["SocketClient"]
 
+
+def _handler_stats(raw: Any) -> HandlerStats:
+    """A handler's tally from the host's finish reply: ``[delivered, dropped, errors, losses]``."""
+    losses = raw[3] if len(raw) > 3 and isinstance(raw[3], dict) else {}
+    return HandlerStats(
+        int(raw[0]), int(raw[1]), int(raw[2]), {str(k): int(v) for k, v in losses.items()}
+    )
+
+
 _BATCH_EVENTS = 1024
 _BATCH_BYTES = 4 * 1024 * 1024  # a batch's events, so encoding one never doubles a big backlog
 _IDLE_WAIT_S = 0.05
@@ -165,27 +174,41 @@ class SocketClient(HandlerOperations, HostLink):
             return FinishReport()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         local = self._local.finish_fed(self, timeout_s)
-        marker = self._control("finish", {"timeout_s": timeout_s})
+        # The host gets most of the budget, so its tally (per-handler losses included) reaches
+        # us before we stop waiting even when a handler does not finish in time.
+        args: dict[str, Any] = {"timeout_s": None}
+        if timeout_s is not None:  # a wall-clock deadline: the call may wait behind a cold start
+            args = {"timeout_s": timeout_s * 0.8, "deadline": time.time() + timeout_s * 0.8}
+        marker = self._control("finish", args)
         marker.done.wait(timeout_s)
         handlers: dict[str, HandlerStats] = {}
         timed_out = marker.result is None
         if marker.result is not None and isinstance(marker.result.result, dict):
             timed_out = bool(marker.result.result.get("timed_out"))
             for name, stats in (marker.result.result.get("handlers") or {}).items():
-                with contextlib.suppress(TypeError, ValueError):
-                    handlers[str(name)] = HandlerStats(*[int(x) for x in stats])
+                with contextlib.suppress(TypeError, ValueError, AttributeError):
+                    handlers[str(name)] = _handler_stats(stats)
         self._close(deadline)
-        dropped = self.dropped_full + self.lost_in_flight + self.unencodable
-        dropped += self.undelivered_at_finish
-        if dropped or self.host_dropped or (self.settings.verbose and self.delivered):
-            say(
-                f"pid {os.getpid()}: {self.delivered} delivered to the host, {dropped} dropped "
-                f"({self.dropped_full} queue full, {self.lost_in_flight} lost with a dead host, "
-                f"{self.unencodable} unencodable, {self.undelivered_at_finish} not sent in time)"
-                f"; the host's handler queues dropped {self.host_dropped} of ours"
-            )
         handlers.update(local.handlers)
-        return FinishReport(handlers=handlers, timed_out=timed_out or local.timed_out)
+        report = FinishReport(
+            handlers=handlers, timed_out=timed_out or local.timed_out, transport=self._tally()
+        )
+        if report.dropped or report.lost or self.host_dropped or timed_out:
+            say(f"pid {os.getpid()}: finish: {report.summary()}")
+        elif self.settings.verbose:
+            say(f"pid {os.getpid()}: {self.delivered} delivered to the host, nothing lost")
+        return report
+
+    def _tally(self) -> HandlerStats:
+        """This process's own losses, by reason, as the report's ``transport`` entry."""
+        reasons = {
+            "queue full": self.dropped_full,
+            "lost with a dead host": self.lost_in_flight,
+            "unencodable": self.unencodable,
+            "not sent in time": self.undelivered_at_finish,
+        }
+        losses = {reason: n for reason, n in reasons.items() if n}
+        return HandlerStats(self.delivered, sum(losses.values()), 0, losses)
 
     def _close(self, deadline: float | None) -> None:
         with self._lock:

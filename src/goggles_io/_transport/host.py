@@ -350,6 +350,9 @@ class Host:
             return None
         timeout_s = args.get("timeout_s")
         timeout_s = float(timeout_s) if isinstance(timeout_s, (int, float)) else None
+        deadline = args.get("deadline")
+        if isinstance(deadline, (int, float)) and timeout_s is not None:
+            timeout_s = max(0.0, min(timeout_s, float(deadline) - time.time()))
         if op == "flush":
             return bool(bus.flush(timeout_s))
         if op == "finish":
@@ -361,7 +364,10 @@ class Host:
                 timed_out = bool(report.timed_out)
             else:
                 timed_out = not bus.flush(timeout_s)
-            stats = {name: [s.delivered, s.dropped, s.errors] for name, s in bus.stats().items()}
+            stats = {
+                name: [s.delivered, s.dropped, s.errors, dict(s.losses)]
+                for name, s in bus.stats().items()
+            }
             return {"timed_out": timed_out, "handlers": stats}
         msg = f"unknown host operation {op!r}"
         raise ValueError(msg)

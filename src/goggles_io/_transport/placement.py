@@ -107,7 +107,7 @@ class LocalHandlers:
         if not lost:
             return report
         handlers = {
-            name: HandlerStats(s.delivered, s.dropped + lost, s.errors)
+            name: HandlerStats(s.delivered, s.dropped + lost, s.errors, s.losses)
             for name, s in report.handlers.items()
         }
         return FinishReport(handlers=handlers, timed_out=report.timed_out)

@@ -132,3 +132,28 @@ def test_get_bus_is_host_reports_the_election(monkeypatch: pytest.MonkeyPatch, b
     reset_defaults()
 
     assert [False, True] == seen
+
+
+class TestFinishReportOverTheSocket:
+    def test_handler_losses_reach_the_report_under_the_dedicated_host(
+        self, bus: Bus, finished: Callable[..., Any]
+    ) -> None:
+        """A host-side handler's own refusals (losses()) are in FinishReport and on stderr."""
+        out, err = finished(bus.run("report.py", 1000, 0, 30, GOGGLES_HOST_IMPORTS="lossy_sink"))
+        got = _json_line(out)
+
+        assert {"refused": 500} == got["handler"][2]
+        assert 500 == got["lost"]
+        assert "500 refused" in err
+
+    def test_timed_out_finish_still_reports_what_was_not_handled(
+        self, bus: Bus, finished: Callable[..., Any]
+    ) -> None:
+        """finish(timeout) against a slow handler: timed_out, and the unhandled rest is counted."""
+        out, err = finished(bus.run("report.py", 400, 0.01, 1.5, GOGGLES_HOST_IMPORTS="lossy_sink"))
+        got = _json_line(out)
+        delivered, dropped, _ = got["handler"]
+
+        assert got["timed_out"] is True
+        assert dropped > 0 and delivered + dropped + got["transport"][0] >= 400, got
+        assert "finish:" in err
