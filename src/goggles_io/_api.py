@@ -9,6 +9,7 @@ from typing import Any
 from goggles_io import _validate as v
 from goggles_io._bus import FinishReport
 from goggles_io._config import STATE, get_settings, get_transport
+from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers.base import Handler
 
 __all__ = [
@@ -35,18 +36,50 @@ def _scopes(scopes: Sequence[str] | str | None) -> list[str]:
     return list(scopes)
 
 
-def attach(handler: Handler, scopes: Sequence[str] | None = None) -> None:
-    """Route events of ``scopes`` (default ``["global"]``) to ``handler``.
+def attach(
+    handler: Handler, scopes: Sequence[str] | None = None, *, from_broker: bool = False
+) -> None:
+    """Route events of ``scopes`` (default ``["global"]``; ``"*"`` is every scope) to ``handler``.
 
     Handler names are bus-wide: if ``handler.name`` is already attached, the first handler is
     kept, this one is ignored (one warning on stderr when its options differ) and ``scopes``
     are merged onto the kept one. Takes effect before returning.
+
+    With ``from_broker=True`` the handler runs in this process on the events every machine
+    forwarded to the broker (``GOGGLES_BROKER``; see ``docs/cross-machine.md``), read through
+    a consumer group: at-least-once, de-duplicated, so each is handled once.
     """
     for attr in ("name", "handle"):
         if not hasattr(handler, attr):
             msg = f"handler must implement the goggles_io Handler protocol; {handler!r} lacks {attr!r}."
             raise TypeError(msg)
+    if from_broker:
+        broker_consumer().attach(handler, _scopes(scopes))
+        return
     get_transport().attach(handler, _scopes(scopes))
+
+
+def broker_consumer() -> Any:
+    """This process's consumer of the broker stream, made on first use.
+
+    Raises:
+        ConfigurationError: no broker is configured (``GOGGLES_BROKER`` / ``configure(broker=)``).
+    """
+    with STATE.lock:
+        if STATE.consumer is None:
+            from goggles_io._broker.consumer import BrokerConsumer
+            from goggles_io._broker.settings import read_broker_settings
+
+            settings = read_broker_settings()
+            url = STATE.broker_url or settings.url
+            if url is None:
+                msg = (
+                    "from_broker=True needs a broker: set GOGGLES_BROKER=redis://host:port/db "
+                    "or call goggles_io.configure(broker=...) first."
+                )
+                raise ConfigurationError(msg, key="GOGGLES_BROKER", value=None)
+            STATE.consumer = BrokerConsumer(url, settings)
+        return STATE.consumer
 
 
 def detach(handler_name: str, scope: str = "global") -> None:
@@ -96,12 +129,21 @@ def configure(
     console_level: int | str | None = None,
     name: str | None = None,
     scopes: Sequence[str] | None = None,
+    broker: str | None = None,
 ) -> None:
     """Set up the console handler; the last call wins (unlike :func:`attach`).
 
     Without arguments this is a no-op, so it is safe to call unconditionally. Passing only
-    ``console_level`` / ``name`` / ``scopes`` implies ``enable_console=True``.
+    ``console_level`` / ``name`` / ``scopes`` implies ``enable_console=True``. ``broker=URL``
+    (the ``GOGGLES_BROKER`` form) forwards every event of this machine to that Redis and lets
+    ``attach(..., from_broker=True)`` read from it.
     """
+    if broker is not None:
+        from goggles_io._broker.settings import check_url
+        from goggles_io.handlers.broker import BrokerForwarder
+
+        STATE.broker_url = check_url(broker)
+        get_transport().attach(BrokerForwarder(url=broker), ["*"])
     if enable_console is None and console_level is None and name is None and scopes is None:
         return
     get_settings()
@@ -127,9 +169,18 @@ def finish(timeout: float | None = None) -> FinishReport:
     ``timeout`` (seconds) bounds the whole call, default ``GOGGLES_SHUTDOWN_TIMEOUT``. Logging
     afterwards re-opens the handlers (or counts and reports what a handler could not take).
     """
-    transport = STATE.transport
-    if transport is None:
-        return FinishReport()
     if timeout is None:
         timeout = get_settings().shutdown_timeout_s
-    return transport.finish(timeout)
+    consumer, STATE.consumer = STATE.consumer, None
+    from_broker = FinishReport() if consumer is None else consumer.finish(timeout)
+    transport = STATE.transport
+    if transport is None:
+        return from_broker
+    report = transport.finish(timeout)
+    if consumer is None:
+        return report
+    return FinishReport(
+        handlers={**report.handlers, **from_broker.handlers},
+        timed_out=report.timed_out or from_broker.timed_out,
+        transport=report.transport,
+    )

@@ -24,7 +24,7 @@ from goggles_io._secret import REDACTED, fingerprint
 from goggles_io.exceptions import InvalidNameError, UnknownHandlerError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, handler_from_dict
 
-__all__ = ["EventBus", "FinishReport", "Transport", "check_scope", "scope_matches"]
+__all__ = ["ALL_SCOPES", "EventBus", "FinishReport", "Transport", "check_scope", "scope_matches"]
 
 
 @attrs.frozen
@@ -91,8 +91,17 @@ class Transport(Protocol):
     def after_fork_in_child(self) -> None: ...
 
 
-def check_scope(scope: object) -> str:
-    """Validate a scope name: non-empty str of non-empty dot-separated parts."""
+ALL_SCOPES = "*"
+"""A handler (or subscription) scope that every event reaches, whatever its scope."""
+
+
+def check_scope(scope: object, *, wildcard: bool = False) -> str:
+    """Validate a scope name: non-empty str of non-empty dot-separated parts.
+
+    With ``wildcard`` (attaching a handler or subscribing), ``"*"`` means every scope.
+    """
+    if wildcard and scope == ALL_SCOPES:
+        return ALL_SCOPES
     if not isinstance(scope, str) or not scope or "" in scope.split("."):
         msg = (
             f"scope must be a non-empty str of dot-separated names such as 'global' or "
@@ -104,7 +113,11 @@ def check_scope(scope: object) -> str:
 
 def scope_matches(event_scope: str, handler_scope: str) -> bool:
     """Return whether an event in ``event_scope`` reaches a handler on ``handler_scope``."""
-    return event_scope == handler_scope or event_scope.startswith(handler_scope + ".")
+    return (
+        event_scope == handler_scope
+        or event_scope.startswith(handler_scope + ".")
+        or handler_scope == ALL_SCOPES
+    )
 
 
 def _spec(handler: Handler) -> dict[str, Any]:
@@ -167,7 +180,7 @@ class EventBus:
             for each in handler:
                 self.attach(each, scopes)
             return
-        scopes = [check_scope(s) for s in scopes]
+        scopes = [check_scope(s, wildcard=True) for s in scopes]
         with self._lock:
             self._reopen_locked()
             lane = self._lanes.get(handler.name)
@@ -234,7 +247,7 @@ class EventBus:
         The new instance also takes over any other scopes the old one kept, since the name is
         a bus-wide identity.
         """
-        scopes = [check_scope(s) for s in scopes]
+        scopes = [check_scope(s, wildcard=True) for s in scopes]
         with self._lock:
             old = self._lanes.pop(handler.name, None)
             remaining: set[str] = set()

@@ -13,7 +13,7 @@ import gc
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from goggles_io._settings import (
     ENV_ASYNC,
@@ -62,6 +62,8 @@ class _State:
         # metric name -> x-axis name declared with GogglesLogger.set_x_axis.
         self.x_axes: dict[str, str] = {}
         self.atexit_registered = False
+        self.broker_url: str | None = None  # configure(broker=...)
+        self.consumer: Any = None  # the broker consumer of from_broker handlers, if any
 
 
 STATE = _State()
@@ -110,6 +112,15 @@ def _default_factory(settings: Settings) -> Transport:
     return SocketClient(settings, transport)
 
 
+def _forward_to_broker(transport: Transport) -> None:
+    """With ``GOGGLES_BROKER`` set, every event of this machine also goes to that Redis."""
+    if not os.environ.get("GOGGLES_BROKER", "").strip():
+        return
+    from goggles_io.handlers.broker import BrokerForwarder
+
+    transport.attach(BrokerForwarder(), ["*"])
+
+
 def get_transport() -> Transport:
     """Return the active transport, building it on first use."""
     transport = STATE.transport
@@ -118,6 +129,7 @@ def get_transport() -> Transport:
             if STATE.transport is None:
                 settings = get_settings()
                 STATE.transport = (STATE.factory or _default_factory)(settings)
+                _forward_to_broker(STATE.transport)
                 if not STATE.atexit_registered:
                     atexit.register(_finish_at_exit)
                     STATE.atexit_registered = True
@@ -151,6 +163,10 @@ def reset_defaults() -> None:
             STATE.factory = None
             STATE.steps.clear()
             STATE.x_axes.clear()
+            STATE.broker_url = None
+            consumer, STATE.consumer = STATE.consumer, None
+            if consumer is not None:
+                consumer.finish(2.0, idle_s=0.0)
 
 
 def freeze() -> None:

@@ -82,7 +82,7 @@ def subscribe(
         ConnectionError: no host could be reached or started within 30 s.
     """
     settings = get_settings()
-    chosen = ["global"] if scopes is None else [check_scope(s) for s in scopes]
+    chosen = ["global"] if scopes is None else [check_scope(s, wildcard=True) for s in scopes]
     sub = Subscription(
         chosen,
         None if kinds is None else [Kind(k) for k in kinds],

@@ -135,7 +135,7 @@ class Subscription:
 
     def add_scopes(self, scopes: Sequence[str]) -> None:
         """Widen the subscription to more scopes (events from now on)."""
-        new = [check_scope(s) for s in scopes if s not in self.scopes]
+        new = [check_scope(s, wildcard=True) for s in scopes if s not in self.scopes]
         if not new:
             return
         self.scopes += new

@@ -1,0 +1,43 @@
+"""One stream entry: a batch of events from one producer, numbered, encoded without pickle.
+
+Fields: ``p`` the producer id (one per forwarder instance), ``s`` its sequence number (1, 2, ...
+in XADD order), ``d`` the batch as the transport's msgpack frame (arrays inline). Everything read
+back is untrusted: a malformed entry raises :class:`~goggles_io.exceptions.FrameError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from goggles_io._codec import Batch, Decoder, Encoder
+from goggles_io._records import Event
+from goggles_io.exceptions import FrameError
+
+__all__ = ["decode_entry", "encode_entry"]
+
+_MAX_PRODUCER = 256
+
+
+def encode_entry(encoder: Encoder, producer: str, seq: int, events: list[Event]) -> dict[str, Any]:
+    """The XADD fields of one batch; raises TypeError/ValueError when an event cannot be encoded."""
+    return {"p": producer, "s": seq, "d": encoder.encode(Batch(seq, events))}
+
+
+def decode_entry(decoder: Decoder, fields: Mapping[Any, Any]) -> tuple[str, int, list[Event]]:
+    """``(producer, seq, events)`` of an entry read back; FrameError when it is not one of ours."""
+    raw_p, raw_s, raw_d = fields.get(b"p"), fields.get(b"s"), fields.get(b"d")
+    if not isinstance(raw_p, bytes) or not 0 < len(raw_p) <= _MAX_PRODUCER:
+        raise FrameError("broker entry has no valid producer id (field p)", value=raw_p)
+    if not isinstance(raw_s, bytes) or not raw_s.isdigit() or len(raw_s) > 19:
+        raise FrameError("broker entry has no valid sequence number (field s)", value=raw_s)
+    if not isinstance(raw_d, bytes):
+        raise FrameError("broker entry has no payload (field d)", value=raw_d)
+    try:
+        producer = raw_p.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FrameError("broker entry's producer id is not UTF-8", value=raw_p) from None
+    message = decoder.decode(raw_d)
+    if type(message) is not Batch:
+        raise FrameError(f"broker entry holds a {type(message).__name__}, not a batch")
+    return producer, int(raw_s), message.events

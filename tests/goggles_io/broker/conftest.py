@@ -1,0 +1,150 @@
+"""A real ``redis-server`` per test, on a free loopback port, started and stopped by the test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from support import wait_until
+
+SCRIPTS = Path(__file__).parent / "scripts"
+_SRC = Path(__file__).parents[3] / "src"
+_TESTS = Path(__file__).parents[2]
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("redis-server") is None,
+    reason="redis-server is not installed (.ci/run installs Debian's redis-server)",
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisServer:
+    """One redis-server process on 127.0.0.1:<port>, no persistence; can be restarted."""
+
+    def __init__(self, root: Path, password: str | None = None) -> None:
+        self.root = root
+        self.port = _free_port()
+        self.password = password
+        self.proc: subprocess.Popen[bytes] | None = None
+        auth = f":{password}@" if password else ""
+        self.url = f"redis://{auth}127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
+        args += ["--save", "", "--appendonly", "no", "--dir", str(self.root)]
+        if self.password:
+            args += ["--requirepass", self.password]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(self.ping, timeout_s=30, what=f"redis-server on port {self.port} answers")
+
+    def ping(self) -> bool:
+        import redis
+
+        try:
+            return bool(redis.Redis.from_url(self.url, socket_connect_timeout=0.5).ping())
+        except redis.RedisError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+        self.proc = None
+
+    def client(self):  # type: ignore[no-untyped-def]
+        import redis
+
+        return redis.Redis.from_url(self.url)
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    root = Path(tempfile.mkdtemp(prefix="ggr-"))
+    server = RedisServer(root)
+    server.start()
+    yield server
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+class Machines:
+    """Scripts run as separate "machines": each its own socket (so its own host)."""
+
+    def __init__(self, root: Path, broker_url: str) -> None:
+        self.root = root
+        self.broker_url = broker_url
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def run(
+        self, script: str, *args: object, machine: str = "m0", **env: str
+    ) -> subprocess.Popen[str]:
+        sock_dir = self.root / machine
+        sock_dir.mkdir(exist_ok=True, mode=0o700)
+        full_env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("GOGGLES_")},
+            "GOGGLES_TRANSPORT": "socket",
+            "GOGGLES_SOCKET": str(sock_dir / "bus.sock"),
+            "GOGGLES_HOST_IDLE_TIMEOUT": "0.5",
+            "GOGGLES_HOST_LOG": str(sock_dir / "host.log"),
+            "GOGGLES_BROKER": self.broker_url,
+            "GOGGLES_BROKER_CLAIM_IDLE_MS": "300",
+            "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(_SRC), str(_TESTS)]),
+            **env,
+        }
+        proc = subprocess.Popen(
+            [sys.executable, str(SCRIPTS / script), *map(str, args)],
+            cwd=SCRIPTS,
+            env=full_env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def host_log(self, machine: str) -> str:
+        path = self.root / machine / "host.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+@pytest.fixture
+def machines(redis_server: RedisServer) -> Iterator[Machines]:
+    root = Path(tempfile.mkdtemp(prefix="ggm-"))
+    m = Machines(root, redis_server.url)
+    yield m
+    for proc in m.procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def password_redis() -> Iterator[tuple[RedisServer, Machines]]:
+    """A redis-server that requires a password, and machines whose URL carries it."""
+    root = Path(tempfile.mkdtemp(prefix="ggp-"))
+    server = RedisServer(root, password="s3cret")
+    server.start()
+    (root / "m").mkdir()
+    m = Machines(root / "m", server.url)
+    yield server, m
+    for proc in m.procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)
