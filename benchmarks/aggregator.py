@@ -1,7 +1,8 @@
 """Per-event cost of the RecognitionAggregator and of the WatchAggregator (every watch on)
 next to a no-op Subscriber, side by side.
 
-Run: ``python3 benchmarks/aggregator.py [--episodes 200] [--bundles 20000] [--repeats 7] [--markdown FILE]``
+Run: ``python3 benchmarks/aggregator.py [--episodes 200] [--bundles 20000] [--repeats 7]
+[--workers 1,2,4] [--worker-episodes 40] [--worker-steps 120] [--markdown FILE]``
 
 A recorded-style event stream (4 learning modules, 12 steps per episode: steps, most-likely
 hypotheses, sensor patches, terminal events) is emitted through ``runtime_telemetry`` into
@@ -14,6 +15,10 @@ The watcher table feeds ``MetricsBundle`` events the same way: a learner bundle 
 per step (``q_mean``, ``critic_loss``, ``policy_loss``, ``train_steps``, ``alpha``) and an actor
 bundle with ``episode_return`` and ``eval_return`` every 20 steps, healthy noisy values, so every
 default watch (non-finite, growth, collapse, divergence, counter, silence) sees its metrics.
+
+The worker tables (``_workers.py``, on a private goggles socket) run the same kind of stream in
+1, 2 and 4 worker processes into one experiment's aggregators, next to the in-process path, and
+time the producer-side cost of the ``EventForwarder`` against a no-op subscriber.
 """
 
 from __future__ import annotations
@@ -121,6 +126,9 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--bundles", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--workers", default="1,2,4", help="worker counts; '' skips the table")
+    parser.add_argument("--worker-episodes", type=int, default=40)
+    parser.add_argument("--worker-steps", type=int, default=120)
     parser.add_argument("--markdown", help="write the markdown section to this file")
     args = parser.parse_args()
     rt.configure({"telemetry": "INFO", "telemetry.experiment_telemetry": "OFF"})
@@ -160,10 +168,16 @@ def main() -> None:
             f"| {name} | {med:.0f} | {max(samples):.0f} | {1e9 / med:,.0f} | {med / wbase:.2f}x |"
         )
     wratio = statistics.median(watched["WatchAggregator (all watches)"]) / wbase
+    counts = [int(c) for c in args.workers.split(",") if c.strip()]
     cmd = (
         f"python3 benchmarks/aggregator.py --episodes {args.episodes} --bundles {args.bundles} "
         f"--repeats {args.repeats}"
     )
+    if counts:
+        cmd += (
+            f" --workers {args.workers} --worker-episodes {args.worker_episodes}"
+            f" --worker-steps {args.worker_steps}"
+        )
     text = "\n".join(
         [
             "## Aggregator: RecognitionAggregator cost per runtime event",
@@ -194,6 +208,12 @@ def main() -> None:
             f"{'met' if wratio <= 2.0 else 'NOT met'} ({wratio:.2f}x)",
         ]
     )
+    if counts:
+        from _workers import use_private_bus, worker_tables
+
+        use_private_bus()
+        tables = worker_tables(counts, args.worker_episodes, args.worker_steps, args.repeats)
+        text += "\n\n" + "\n".join(tables)
     print(text)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as fp:

@@ -69,6 +69,20 @@ class TestImportContracts:
         assert 0 != result.returncode
         assert "experiment_telemetry sits above" in result.stdout
 
+    def test_demo_runtime_importing_the_bridge_breaks_the_contract(self, tmp_path: Path) -> None:
+        """The worker bridge stays on the experiment side: the demo's runtime importing it fails."""
+        project = _copy_project(tmp_path)
+        runtime = project / "src" / "experiment_telemetry" / "demo" / "runtime.py"
+        runtime.write_text(
+            runtime.read_text() + "\nfrom experiment_telemetry.workers import forwarder\n"
+        )
+
+        result = _lint_imports(project)
+
+        assert 0 != result.returncode
+        assert "runtime code imports neither the worker bridge" in result.stdout
+        assert "BROKEN" in result.stdout
+
 
 def test_goggles_io_has_no_import_cycles() -> None:
     """No module of goggles_io imports (directly or not) one that imports it back.

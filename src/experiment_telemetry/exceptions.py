@@ -7,6 +7,7 @@ __all__ = [
     "ExperimentTypeError",
     "ExperimentValueError",
     "ReplayError",
+    "WorkerError",
 ]
 
 
@@ -36,3 +37,14 @@ class ReplayError(ExperimentTelemetryError, ValueError):
     def __init__(self, msg: str, path: str) -> None:
         super().__init__(msg)
         self.path = path
+
+
+class WorkerError(ExperimentTelemetryError, RuntimeError):
+    """A worker process failed in a way the run cannot go on from: it did not start, every
+    worker was lost, or the runtime raised in an episode. ``worker`` and ``episode`` name
+    where (``None`` when it does not apply)."""
+
+    def __init__(self, msg: str, worker: int | None, episode: int | None) -> None:
+        super().__init__(msg)
+        self.worker = worker
+        self.episode = episode

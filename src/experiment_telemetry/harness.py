@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +28,14 @@ from experiment_telemetry.aggregators import (
 )
 from experiment_telemetry.aggregators.watches import CounterStall, Watch, default_watches
 from experiment_telemetry.context import EpisodeContext
-from experiment_telemetry.exceptions import ExperimentValueError
+from experiment_telemetry.exceptions import ExperimentValueError, WorkerError
 from experiment_telemetry.recorder import (
     ALERTS_FILE,
     RUNTIME_EVENTS_FILE,
     STATS_FILE,
     EventRecorder,
 )
-from experiment_telemetry.stats import MetricAlert, StatEvent
+from experiment_telemetry.stats import MetricAlert, StatEvent, WorkerLost
 from experiment_telemetry.transforms import (
     ConsoleTransform,
     CsvTransform,
@@ -44,8 +44,17 @@ from experiment_telemetry.transforms import (
     WandbAlertTransform,
     WandbTransform,
 )
+from experiment_telemetry.workers import (
+    EpisodeOutcome,
+    EpisodeTask,
+    RuntimeSpec,
+    WorkerPool,
+    WorkerReport,
+    check_plain,
+    replay_episode,
+)
 from goggles_io.runs import RunContext, register_run
-from runtime_telemetry import configure
+from runtime_telemetry import configure, get_telemetry
 
 __all__ = ["SCOPE", "Experiment", "RunResult", "make_aggregators", "make_watches"]
 
@@ -100,6 +109,8 @@ class RunResult:
     """Every stat event the aggregators published, in order."""
     files: dict[str, Path]
     """Name -> path of the files written in the run directory."""
+    workers: WorkerReport | None = None
+    """With ``num_workers``: episodes and events lost, per worker (None in one process)."""
 
 
 class Experiment:
@@ -120,10 +131,13 @@ class Experiment:
         wandb: also log to W&B (``WandBHandler``; needs the ``[wandb]`` extra).
         progress: show a tqdm progress bar on stderr.
         telemetry_levels: levels set with ``runtime_telemetry.configure`` for the run and
-            restored afterwards (default: events at INFO).
+            restored afterwards (default: events at INFO); workers apply them too.
+        num_workers: 0 (default) runs episodes here with ``run_episode``; N >= 1 runs them in
+            N worker processes (``runtime_spec``, ``episode_kwargs`` and ``learns`` say how;
+            needs the goggles_io socket transport). See ``docs/experiment_telemetry.md``.
 
     Raises:
-        ExperimentValueError: ``num_epochs`` is not an int >= 1.
+        ExperimentValueError: ``num_epochs`` is not an int >= 1, or ``num_workers`` not >= 0.
     """
 
     def __init__(
@@ -139,14 +153,21 @@ class Experiment:
         wandb: bool = False,
         progress: bool = True,
         telemetry_levels: Mapping[str, str | int] | None = None,
+        num_workers: int = 0,
     ) -> None:
         if isinstance(num_epochs, bool) or not isinstance(num_epochs, int) or num_epochs < 1:
             msg = f"num_epochs must be an int >= 1 (got {num_epochs!r})."
             raise ExperimentValueError(msg, num_epochs)
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
+            msg = f"num_workers must be an int >= 0 (got {num_workers!r}); 0 runs episodes in this process."
+            raise ExperimentValueError(msg, num_workers)
+        self.num_workers = num_workers
         self.root = Path(root)
         self.num_epochs = num_epochs
         self.seed = seed
         self.config: dict[str, Any] = {"num_epochs": num_epochs, **dict(config or {})}
+        if num_workers:
+            self.config.setdefault("num_workers", num_workers)
         if seed is not None:
             self.config.setdefault("seed", seed)
         self.project = project
@@ -160,6 +181,7 @@ class Experiment:
         self.transforms: list[Transform] = []
         self.stats: list[StatEvent] = []
         self._recorder: EventRecorder | None = None
+        self.worker_report: WorkerReport | None = None
 
     # -- what to attach ------------------------------------------------------------------------
     def make_aggregators(self) -> list[Aggregator]:
@@ -204,6 +226,24 @@ class Experiment:
     def total_episodes(self) -> int | None:
         """Episodes in the whole run, for the progress bar (None: unknown)."""
         return None
+
+    def runtime_spec(self) -> RuntimeSpec:
+        """How each worker process builds the runtime (needed with ``num_workers``)."""
+        msg = f"{type(self).__name__} sets num_workers but does not override runtime_spec()."
+        raise NotImplementedError(msg)
+
+    def episode_kwargs(self, context: EpisodeContext) -> Mapping[str, Any]:
+        """Plain keyword arguments of the runtime's episode method for ``context`` (workers)."""
+        msg = f"{type(self).__name__} sets num_workers but does not override episode_kwargs()."
+        raise NotImplementedError(msg)
+
+    def learns(self, context: EpisodeContext) -> bool:
+        """Whether the episode changes the runtime's memory (default: training episodes).
+
+        Learning episodes run one after another in one worker; the others run in parallel,
+        each from the memory the learning episodes before them left.
+        """
+        return context.mode == "train"
 
     def pre_episode(self, context: EpisodeContext) -> None:
         """Called before ``run_episode``."""
@@ -259,7 +299,13 @@ class Experiment:
         for name in ("metrics.csv", "config.yaml", "run.kv"):
             if (run.dir / name).exists():
                 files[name] = run.dir / name
-        return RunResult(run_dir=run.dir, status=run.status, stats=self.stats, files=files)
+        return RunResult(
+            run_dir=run.dir,
+            status=run.status,
+            stats=self.stats,
+            files=files,
+            workers=self.worker_report,
+        )
 
     def _open(self, run: RunContext, opened: list[Any]) -> None:
         self._recorder = EventRecorder(run.dir / RUNTIME_EVENTS_FILE).subscribe()
@@ -291,6 +337,9 @@ class Experiment:
             leave=False,
         )
         with bar:
+            if self.num_workers:
+                self._loop_workers(bar)
+                return
             for epoch in range(self.num_epochs):
                 for context in self.episodes(epoch):
                     context = attrs.evolve(context, timestamp=time.time())
@@ -299,6 +348,61 @@ class Experiment:
                     self.post_episode(context)
                     bar.update(1)
                 self.post_epoch(epoch)
+
+    def _loop_workers(self, bar: Any) -> None:
+        """The same loop with episodes run in worker processes and scored here, in order."""
+        pool = WorkerPool(self.num_workers, self.runtime_spec(), levels=self.telemetry_levels)
+        self.worker_report = pool.report
+        try:
+            pool.start()
+            for epoch in range(self.num_epochs):
+                for outcome in pool.run(self._tasks(epoch)):
+                    self._score_outcome(outcome)
+                    bar.update(1)
+                self.post_epoch(epoch)
+        finally:
+            pool.close()
+            report = pool.report
+            if report.episodes_lost or report.events_missing or report.subscription_dropped:
+                _logger.warning("%s", report.summary())
+
+    def _tasks(self, epoch: int) -> Iterator[EpisodeTask]:
+        for context in self.episodes(epoch):
+            context = attrs.evolve(context, timestamp=time.time())
+            self.pre_episode(context)
+            kwargs = check_plain(dict(self.episode_kwargs(context)), "episode_kwargs()")
+            yield EpisodeTask(context, self.learns(context), kwargs)
+
+    def _score_outcome(self, outcome: EpisodeOutcome) -> None:
+        """Re-emit a finished episode's events here and score it; report a lost one."""
+        context = outcome.task.context
+        if outcome.error is not None:
+            msg = (
+                f"episode {context.episode} raised in worker {outcome.worker} "
+                f"(pid {outcome.pid}):\n{outcome.error}"
+            )
+            raise WorkerError(msg, outcome.worker, context.episode)
+        if outcome.lost:
+            lost = WorkerLost(
+                mode=context.mode,
+                epoch=context.epoch,
+                episode=context.episode,
+                target=context.target,
+                worker=outcome.worker,
+                pid=outcome.pid,
+                returncode=outcome.returncode,
+            )
+            _logger.warning(
+                "episode %d lost: worker %d (pid %d) ended with code %s; the run goes on",
+                context.episode, outcome.worker, outcome.pid, outcome.returncode,
+            )  # fmt: skip
+            if self._recorder is not None:
+                self._recorder.record(lost)
+            self.stats.append(lost)
+            get_telemetry(STATS_STREAM).emit(lost)
+            return
+        replay_episode(outcome.events, outcome.worker)
+        self.post_episode(attrs.evolve(context, timestamp=outcome.start))
 
     def _close(self, opened: list[Any]) -> None:
         """Close in order (aggregators, transforms, recorders), then finish goggles_io."""

@@ -23,6 +23,7 @@ __all__ = [
     "MetricWindowStats",
     "OverallStats",
     "StatEvent",
+    "WorkerLost",
 ]
 
 VERDICTS = (
@@ -197,3 +198,24 @@ class MetricAlert(StatEvent):
     ``counter_stall``)."""
     message: str = ""
     """One readable sentence for consoles and W&B."""
+
+
+@attrs.frozen(kw_only=True)
+class WorkerLost(StatEvent):
+    """An episode run in a worker process that ended (killed, crashed) before finishing it.
+
+    The episode is not scored (its partial events are discarded: a verdict from half an
+    episode would be wrong); the run goes on with the other workers. Recorded in both the
+    stats and the event log, so replay reproduces it.
+    """
+
+    mode: str
+    epoch: int
+    episode: int
+    target: str
+    worker: int
+    """The worker's index in the pool."""
+    pid: int
+    returncode: int | None = None
+    """The worker's exit status; negative: killed by that signal (-9: SIGKILL)."""
+    outcome: str = "worker_lost"

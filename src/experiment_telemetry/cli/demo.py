@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import sys
 from typing import Any
 
 __all__ = ["add_parser", "run"]
@@ -40,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo; exit 130 on Ctrl-C (the run is kept, marked interrupted)."""
     from experiment_telemetry.demo.experiment import run_demo
 
+    if args.workers and args.scenario != "recognition":
+        print("telemetry demo: --workers applies to the recognition demo only", file=sys.stderr)
+        return 2
     try:
         if args.scenario != "recognition":
             results = _run_scenarios(args)
@@ -50,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
                     seed=args.seed,
                     num_epochs=args.epochs,
                     wandb=False if args.no_wandb else None,
+                    workers=args.workers,
                 )
             ]
     except KeyboardInterrupt:
@@ -59,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"run {result.status}: {result.run_dir}")
     result = results[-1]
     print(f"\nrun {result.status}: {result.run_dir}")
+    if result.workers is not None:
+        print(result.workers.summary())
     for name, path in sorted(result.files.items()):
         print(f"  {name:<15} {path}")
     wandb_dir = result.run_dir / "wandb"
@@ -70,6 +77,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _workers(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        msg = f"must be >= 0 (got {value})"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``demo`` on the top-level subparsers."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -78,6 +93,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--root", default="runs", help="directory holding runs (default: runs)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument("--epochs", type=int, default=3, help="epochs to run (default: 3)")
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=0,
+        help="run the simulated runtime in N worker processes (default: 0, in this process)",
+    )
     parser.add_argument("--no-wandb", action="store_true", help="do not write a W&B offline run")
     parser.add_argument(
         "--scenario",

@@ -12,10 +12,12 @@ import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from experiment_telemetry.context import NO_LABEL, EpisodeContext
 from experiment_telemetry.demo.runtime import LIBRARY, SimulatedRuntime, random_rotation
 from experiment_telemetry.harness import Experiment, RunResult
+from experiment_telemetry.workers import RuntimeSpec
 
 __all__ = ["CONSISTENT_CHILDREN", "DemoExperiment", "run_demo"]
 
@@ -24,7 +26,13 @@ CONSISTENT_CHILDREN = {"mug": ("handle",)}
 
 
 class DemoExperiment(Experiment):
-    """``Experiment`` over ``SimulatedRuntime``: train then eval episodes in every epoch."""
+    """``Experiment`` over ``SimulatedRuntime``: train then eval episodes in every epoch.
+
+    With ``num_workers`` the runtime runs in worker processes: training in one (it learns),
+    evaluation in all of them, each episode from the memory training left. Each episode's
+    metric bundles are numbered from ``episode * max_steps``, so its events, and the stats,
+    do not depend on where or after what it ran.
+    """
 
     def __init__(
         self,
@@ -36,6 +44,7 @@ class DemoExperiment(Experiment):
         console: bool = True,
         wandb: bool = False,
         progress: bool = True,
+        num_workers: int = 0,
     ) -> None:
         config = {
             "demo.objects": [obj.name for obj in LIBRARY],
@@ -54,7 +63,9 @@ class DemoExperiment(Experiment):
             console=console,
             wandb=wandb,
             progress=progress,
+            num_workers=num_workers,
         )
+        self.max_steps = max_steps
         self.runtime = SimulatedRuntime(max_steps=max_steps)
         self._next_episode = 0
         self._shown: dict[int, str] = {}
@@ -82,13 +93,23 @@ class DemoExperiment(Experiment):
                 seed=(self.seed or 0) * 100_000 + episode,
             )
 
-    def run_episode(self, context: EpisodeContext) -> None:
-        self.runtime.run_episode(
-            self._shown[context.episode],
-            context.target_rotation,
-            learn=context.mode == "train",
-            seed=context.seed or 0,
+    def runtime_spec(self) -> RuntimeSpec:
+        return RuntimeSpec(
+            factory="experiment_telemetry.demo.runtime:SimulatedRuntime",
+            kwargs={"max_steps": self.max_steps},
         )
+
+    def episode_kwargs(self, context: EpisodeContext) -> dict[str, Any]:
+        return {
+            "object_name": self._shown[context.episode],
+            "rotation": list(context.target_rotation),
+            "learn": self.learns(context),
+            "seed": context.seed or 0,
+            "first_step": context.episode * self.max_steps,
+        }
+
+    def run_episode(self, context: EpisodeContext) -> None:
+        self.runtime.run_episode(**self.episode_kwargs(context))
 
 
 def run_demo(
@@ -99,13 +120,20 @@ def run_demo(
     wandb: bool | None = None,
     console: bool = True,
     progress: bool = True,
+    workers: int = 0,
 ) -> RunResult:
     """Run the demo and return its ``RunResult``.
 
     ``wandb=None`` logs to W&B when the package is installed, in offline mode unless
     ``WANDB_MODE`` is set. goggles_io runs in-process unless ``GOGGLES_TRANSPORT`` is set: the
     demo is one process, and its lines belong on this terminal, not in a shared host's log.
+    With ``workers`` >= 1 the runtime runs in that many worker processes, which reach this one
+    over the goggles socket; unless ``GOGGLES_DEDICATED_HOST`` is set, this process hosts the
+    bus in a thread, so the lines still come out here.
     """
+    if workers:
+        os.environ.setdefault("GOGGLES_TRANSPORT", "socket")
+        os.environ.setdefault("GOGGLES_DEDICATED_HOST", "0")
     os.environ.setdefault("GOGGLES_TRANSPORT", "inprocess")
     if wandb is None:
         try:
@@ -124,5 +152,6 @@ def run_demo(
         console=console,
         wandb=wandb,
         progress=progress,
+        num_workers=workers,
     )
     return experiment.run()

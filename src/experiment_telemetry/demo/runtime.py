@@ -6,6 +6,9 @@ learning module looks at the object through its own patch (wide or narrow view),
 noise, off-object steps and a step limit; it narrows its possible matches among the graphs in
 its memory, resolves the pose (longer for symmetric objects), and learns new graphs when told
 to. Every outcome the experiment side scores can happen, driven by one seed.
+
+Its memory (the graphs each module learned) is plain data (``dump_memory``/``load_memory``), so
+an experiment can hand the same trained memory to several worker processes.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from __future__ import annotations
 import math
 import random
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from runtime_telemetry import get_telemetry
 from runtime_telemetry.events import (
@@ -152,17 +156,28 @@ class SimulatedRuntime:
         self._all_features = sorted({f for obj in library for f in obj.features})
 
     def run_episode(
-        self, object_name: str, rotation: Sequence[float], *, learn: bool, seed: int
+        self,
+        object_name: str,
+        rotation: Sequence[float],
+        *,
+        learn: bool,
+        seed: int,
+        first_step: int | None = None,
     ) -> None:
         """Show ``object_name`` at ``rotation`` to every module for one episode.
 
         ``learn`` lets modules store what they saw (training). The world knows the object;
         the modules only see features, and report graph ids of their own making.
+        ``first_step`` restarts the global step counter of the metric bundles (default: go on
+        from the last episode), so an episode's bundles do not depend on which episodes ran
+        before it in this process.
 
         Raises:
             KeyError: ``object_name`` is not in the library.
         """
         obj = self.library[object_name]
+        if first_step is not None:
+            self.global_step = first_step
         states = [self._start(m, obj, seed) for m in self.modules]
         for step in range(1, self.max_steps + 1):
             active = [s for s in states if not s.done]
@@ -186,6 +201,32 @@ class SimulatedRuntime:
                 state.time_out()
             if learn:
                 state.learn()
+
+    def dump_memory(self) -> dict[str, Any]:
+        """The modules' learned graphs as plain data (JSON-safe: lists and str)."""
+        return {
+            m.spec.lm_id: {
+                "created": m.created,
+                "graphs": {g: sorted(f) for g, f in sorted(m.memory.items())},
+            }
+            for m in self.modules
+        }
+
+    def load_memory(self, memory: Mapping[str, Any]) -> None:
+        """Replace the modules' graphs with ``dump_memory()`` output (a module not named forgets).
+
+        Raises:
+            KeyError: ``memory`` names a module this runtime does not have.
+        """
+        by_id = {m.spec.lm_id: m for m in self.modules}
+        unknown = sorted(set(memory) - set(by_id))
+        if unknown:
+            msg = f"memory names modules {unknown!r} this runtime lacks (it has {sorted(by_id)!r})."
+            raise KeyError(msg)
+        for lm_id, module in by_id.items():
+            entry = memory.get(lm_id, {"created": 0, "graphs": {}})
+            module.created = int(entry["created"])
+            module.memory = {g: set(f) for g, f in entry["graphs"].items()}
 
     def _start(self, module: _Module, obj: ObjectModel, seed: int) -> _Episode:
         salt = zlib.crc32(module.spec.lm_id.encode())

@@ -1,0 +1,36 @@
+"""Runtime in worker processes: their events reach the experiment's aggregators over the bus.
+
+The experiment side of the bridge (``docs/experiment_telemetry.md``, "Workers"): a
+``RuntimeSpec`` names the runtime as plain data, a ``WorkerPool`` runs episodes in worker
+processes whose ``EventForwarder`` puts every runtime event on the goggles bus, and an
+``EventCollector`` hands them back to this process's ``telemetry.*`` loggers in plan order.
+Runtime code imports none of this (an import-linter contract holds it).
+"""
+
+from __future__ import annotations
+
+from experiment_telemetry.workers.collector import EpisodeEvents, EventCollector, replay_episode
+from experiment_telemetry.workers.forwarder import BRIDGE_LOGGER, EventForwarder
+from experiment_telemetry.workers.outcomes import (
+    EpisodeOutcome,
+    EpisodeTask,
+    WorkerLoss,
+    WorkerReport,
+)
+from experiment_telemetry.workers.pool import WorkerPool
+from experiment_telemetry.workers.spec import RuntimeSpec, check_plain
+
+__all__ = [
+    "BRIDGE_LOGGER",
+    "EpisodeEvents",
+    "EpisodeOutcome",
+    "EpisodeTask",
+    "EventCollector",
+    "EventForwarder",
+    "RuntimeSpec",
+    "WorkerLoss",
+    "WorkerPool",
+    "WorkerReport",
+    "check_plain",
+    "replay_episode",
+]

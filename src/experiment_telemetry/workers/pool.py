@@ -1,0 +1,412 @@
+"""``WorkerPool``: episodes run in worker processes, their outcomes come back in plan order.
+
+Workers are fresh interpreters (``python -m experiment_telemetry.workers.process``, the
+"spawn" model without multiprocessing's pickled bootstrap), each building the runtime from a
+``RuntimeSpec`` and forwarding its events to the goggles bus. The pool keeps one episode per
+worker in flight. Learning episodes run one after another on the *learner* (the lowest live
+worker), since each changes the memory the next one starts from. Before the first
+non-learning episode after learning, the learner's memory is dumped (plain data) and loaded
+into every worker, and each non-learning episode starts by reloading it: its outcome depends
+only on that memory and its own arguments, whichever worker runs it.
+
+An episode is complete when its worker said ``done`` (after flushing its goggles client) and
+its end marker arrived through the subscription (or, if the marker itself was dropped, after
+``Subscription.sync``); what never arrived is counted. A worker whose pipe closes mid-episode
+(killed, crashed) makes that episode *lost*; the others go on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import goggles_io
+from experiment_telemetry.exceptions import ExperimentValueError, WorkerError
+from experiment_telemetry.workers.collector import EventCollector
+from experiment_telemetry.workers.outcomes import (
+    EpisodeOutcome,
+    EpisodeTask,
+    WorkerLoss,
+    WorkerReport,
+)
+from experiment_telemetry.workers.spec import RuntimeSpec
+
+__all__ = ["WorkerPool"]
+
+_START_TIMEOUT_S = 120.0
+_AGAIN = object()
+
+
+class _Slot:
+    """An episode of the plan, from submission to outcome."""
+
+    __slots__ = ("deadline", "done", "lost", "synced", "task", "worker")
+
+    def __init__(self, task: EpisodeTask) -> None:
+        self.task = task
+        self.worker: _Worker | None = None
+        self.done: dict[str, Any] | None = None
+        self.lost = False
+        self.synced = False
+        self.deadline: float | None = None
+
+
+class _Worker:
+    """One worker process, its pipes and the reader thread of its replies."""
+
+    def __init__(self, index: int, proc: subprocess.Popen[str]) -> None:
+        self.index = index
+        self.proc = proc
+        self.pid = proc.pid
+        self.alive = True
+        self.ready = False
+        self.slot: _Slot | None = None
+        self.replies: deque[dict[str, Any]] = deque()
+
+    def send(self, message: Mapping[str, Any]) -> bool:
+        stdin = self.proc.stdin
+        if stdin is None or not self.alive:
+            return False
+        try:
+            stdin.write(json.dumps(message) + "\n")
+            stdin.flush()
+        except (OSError, ValueError):  # its pipe closed: the reader thread reports the death
+            return False
+        return True
+
+
+class WorkerPool:
+    """``num_workers`` worker processes running one runtime's episodes for one experiment.
+
+    Needs the goggles_io socket transport (workers and experiment share its host). Use as a
+    context manager or call ``start()`` and ``close()``.
+
+    Args:
+        num_workers: worker processes (>= 1).
+        spec: how each worker builds and drives the runtime.
+        levels: ``runtime_telemetry.configure`` levels applied in every worker.
+        flush_timeout_s: bound of a worker's flush after each episode, and of the wait for a
+            complete episode's events after that.
+
+    Raises:
+        ExperimentValueError: ``num_workers`` < 1, or goggles_io runs in-process.
+    """
+
+    def __init__(
+        self,
+        num_workers: int,
+        spec: RuntimeSpec,
+        *,
+        levels: Mapping[str, str | int] | None = None,
+        flush_timeout_s: float = 30.0,
+    ) -> None:
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+            msg = f"num_workers must be an int >= 1 (got {num_workers!r})."
+            raise ExperimentValueError(msg, num_workers)
+        self.num_workers = num_workers
+        self.spec = spec
+        self.levels = dict(levels or {"telemetry": "INFO"})
+        self.flush_timeout_s = flush_timeout_s
+        self.scope = f"experiment_workers.p{os.getpid()}x{secrets.token_hex(4)}"
+        self.report = WorkerReport(num_workers=num_workers)
+        self._cond = threading.Condition()
+        self._version = 0
+        self._workers: list[_Worker] = []
+        self._readers: list[threading.Thread] = []
+        self._collector: EventCollector | None = None
+        self._dirty = True  # the workers' shared memory must come from the learner first
+        self._learner: _Worker | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> WorkerPool:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Subscribe to the bridge scope, start the workers and wait until each is ready.
+
+        Raises:
+            ExperimentValueError: goggles_io runs in-process (workers could not reach it).
+            WorkerError: a worker exited or stayed silent during start.
+        """
+        if isinstance(goggles_io.get_bus(), goggles_io.EventBus):
+            msg = (
+                "num_workers needs the goggles_io socket transport, but GOGGLES_TRANSPORT="
+                f"{os.environ.get('GOGGLES_TRANSPORT')!r} keeps it in this process; unset it "
+                "or set it to 'socket'."
+            )
+            raise ExperimentValueError(msg, os.environ.get("GOGGLES_TRANSPORT"))
+        self._collector = EventCollector(self.scope, self._cond)
+        env = dict(os.environ)
+        # Workers import what this process can: the runtime factory may live on sys.path only.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+        setup = {
+            "scope": self.scope,
+            "runtime": self.spec.to_dict(),
+            "levels": self.levels,
+            "flush_timeout_s": self.flush_timeout_s,
+        }
+        for index in range(self.num_workers):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "experiment_telemetry.workers.process"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                env=env,
+            )
+            worker = _Worker(index, proc)
+            self._workers.append(worker)
+            worker.send({**setup, "worker": index})
+            reader = threading.Thread(
+                target=self._read, args=(worker,), name=f"experiment:worker-{index}", daemon=True
+            )
+            reader.start()
+            self._readers.append(reader)
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        with self._cond:
+            while not all(w.ready for w in self._workers):
+                dead = [w for w in self._workers if not w.alive and not w.ready]
+                if dead:
+                    w = dead[0]
+                    msg = (
+                        f"worker {w.index} (pid {w.pid}) exited with code {w.proc.returncode} "
+                        f"while starting; its stderr above says why (runtime {self.spec.factory!r})."
+                    )
+                    raise WorkerError(msg, w.index, None)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    msg = f"workers did not start within {_START_TIMEOUT_S:.0f} s."
+                    raise WorkerError(msg, None, None)
+                self._cond.wait(left)
+        self._learner = self._workers[0]
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """End the workers (EOF on their stdin: they finish goggles_io and exit; killed after
+        ``timeout_s``), then the subscription. Idempotent."""
+        for worker in self._workers:
+            stdin = worker.proc.stdin
+            if stdin is not None and not stdin.closed:
+                try:
+                    stdin.close()
+                except OSError:
+                    pass
+        deadline = time.monotonic() + timeout_s
+        for worker in self._workers:
+            try:
+                worker.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                worker.proc.kill()
+                worker.proc.wait()
+        for reader in self._readers:
+            reader.join(timeout=5.0)
+        if self._collector is not None:
+            self.report.subscription_dropped = self._collector.dropped
+            self._collector.close()
+            self._collector = None
+
+    # -- running episodes --------------------------------------------------------------------
+    def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeOutcome]:
+        """Run ``tasks`` and yield their outcomes in the order given.
+
+        ``tasks`` is consumed lazily, at most two per worker ahead of the outcome yielded.
+
+        Raises:
+            WorkerError: every worker is gone while episodes remain.
+        """
+        source = iter(tasks)
+        pending: deque[_Slot] = deque()
+        todo: deque[_Slot] = deque()
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < 2 * self.num_workers:
+                task = next(source, None)
+                if task is None:
+                    exhausted = True
+                    break
+                slot = _Slot(task)
+                pending.append(slot)
+                todo.append(slot)
+            with self._cond:
+                seen = self._changes()
+            self._dispatch(todo)
+            if not pending:
+                return
+            outcome = self._finish(pending[0])
+            if outcome is _AGAIN:
+                continue
+            if isinstance(outcome, EpisodeOutcome):
+                pending.popleft()
+                self._count(outcome)
+                yield outcome
+                continue
+            with self._cond:
+                if not any(w.alive for w in self._workers):
+                    msg = f"all {self.num_workers} workers were lost; {len(pending)} episodes not run."
+                    raise WorkerError(msg, None, pending[0].task.context.episode)
+                while self._changes() == seen:
+                    self._cond.wait(self._wait_s(pending[0]))
+                    if pending[0].deadline is not None and time.monotonic() > pending[0].deadline:
+                        break
+
+    def _changes(self) -> int:
+        collector = self._collector
+        return self._version + (0 if collector is None else collector.arrivals)
+
+    @staticmethod
+    def _wait_s(slot: _Slot) -> float | None:
+        return None if slot.deadline is None else max(0.0, slot.deadline - time.monotonic())
+
+    def _count(self, outcome: EpisodeOutcome) -> None:
+        self.report.episodes += 1
+        if outcome.lost:
+            self.report.episodes_lost += 1
+        else:
+            per_worker = self.report.episodes_per_worker
+            per_worker[outcome.worker] = per_worker.get(outcome.worker, 0) + 1
+            self.report.events_sent += len(outcome.events) + outcome.missing
+            self.report.events_missing += outcome.missing
+
+    def _live(self) -> list[_Worker]:
+        return [w for w in self._workers if w.alive]
+
+    def _get_learner(self) -> _Worker | None:
+        if self._learner is None or not self._learner.alive:
+            live = self._live()
+            self._learner = live[0] if live else None
+        return self._learner
+
+    def _dispatch(self, todo: deque[_Slot]) -> None:
+        """Send episodes in plan order while a suitable worker is idle."""
+        while todo:
+            slot = todo[0]
+            if slot.task.learns:
+                worker = self._get_learner()
+                if worker is None or worker.slot is not None:
+                    return
+                self._dirty = True
+            else:
+                if self._dirty and not self._share_memory():
+                    return
+                worker = next((w for w in self._workers if w.alive and w.slot is None), None)
+                if worker is None:
+                    return
+            message = {
+                "op": "episode",
+                "episode": slot.task.context.episode,
+                "kwargs": dict(slot.task.kwargs),
+                "reload": not slot.task.learns,
+            }
+            with self._cond:
+                worker.slot = slot
+                slot.worker = worker
+            todo.popleft()
+            worker.send(message)  # a dead pipe shows as the worker's death: the slot is lost
+
+    def _share_memory(self) -> bool:
+        """Dump the learner's memory and load it into every live worker; False: not yet."""
+        learner = self._get_learner()
+        if learner is None or learner.slot is not None:
+            return False
+        with self._cond:
+            learner.replies.clear()
+        learner.send({"op": "dump"})
+        with self._cond:
+            while learner.alive and not learner.replies:
+                self._cond.wait()
+            if not learner.replies:
+                return False  # the learner died; the next call picks another one
+            reply = learner.replies.popleft()
+        if "memory" not in reply:
+            msg = (
+                f"worker {learner.index} (pid {learner.pid}) could not dump the runtime's "
+                f"memory for the parallel episodes:\n{reply.get('error')}"
+            )
+            raise WorkerError(msg, learner.index, None)
+        memory = reply["memory"]
+        for worker in self._live():
+            worker.send({"op": "load", "memory": memory})
+        self._dirty = False
+        return True
+
+    def _finish(self, slot: _Slot) -> EpisodeOutcome | object | None:
+        """The head slot's outcome once it is complete, ``_AGAIN`` to look again at once,
+        else None (wait for a change)."""
+        collector = self._collector
+        assert collector is not None
+        worker = slot.worker
+        episode = slot.task.context.episode
+        with self._cond:
+            if worker is None:
+                return None
+            if slot.lost:
+                collector.discard(worker.index, episode)
+                return EpisodeOutcome(
+                    slot.task, worker.index, worker.pid, 0.0, lost=True,
+                    returncode=worker.proc.returncode,
+                )  # fmt: skip
+            done = slot.done
+            if done is None:
+                return None
+            complete = collector.ended(worker.index, episode)
+        if not complete and not slot.synced:
+            slot.synced = True
+            # The worker flushed before saying done, so the host holds the rest: sync fetches it.
+            collector.sync(self.flush_timeout_s)
+            if not done.get("flushed"):
+                slot.deadline = time.monotonic() + self.flush_timeout_s
+            return _AGAIN
+        if not complete and slot.deadline is not None and time.monotonic() < slot.deadline:
+            return None
+        with self._cond:
+            arrived = collector.take(worker.index, episode)
+        events = arrived.decode()  # here, not on the subscription's reader thread
+        missing = max(0, int(done["sent"]) - (len(events) - arrived.loose))
+        return EpisodeOutcome(
+            slot.task, worker.index, worker.pid, float(done["start"]), events=events,
+            missing=missing, error=done.get("error"),
+        )  # fmt: skip
+
+    # -- the reader thread of each worker ----------------------------------------------------
+    def _read(self, worker: _Worker) -> None:
+        stdout = worker.proc.stdout
+        assert stdout is not None
+        for line in stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            with self._cond:
+                op = message.get("op")
+                if op == "ready":
+                    worker.ready = True
+                elif op == "done" and worker.slot is not None:
+                    worker.slot.done = message
+                    worker.slot = None
+                else:
+                    worker.replies.append(message)
+                self._version += 1
+                self._cond.notify_all()
+        returncode = worker.proc.wait()
+        with self._cond:
+            worker.alive = False
+            slot, worker.slot = worker.slot, None
+            closing = worker.proc.stdin is None or worker.proc.stdin.closed
+            if slot is not None:
+                slot.lost = True
+            if not closing or slot is not None:
+                episode = None if slot is None else slot.task.context.episode
+                self.report.losses.append(WorkerLoss(worker.index, worker.pid, returncode, episode))
+            self._version += 1
+            self._cond.notify_all()

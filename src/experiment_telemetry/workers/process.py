@@ -1,0 +1,97 @@
+"""The worker process: ``python -m experiment_telemetry.workers.process``, driven over its pipes.
+
+The experiment writes one JSON object per line on the worker's stdin: first the setup
+(``worker``, ``runtime`` as a ``RuntimeSpec`` dict, ``levels``, ``scope``, ``flush_timeout_s``),
+then commands: ``{"op": "episode", "episode", "kwargs", "reload"}``, ``{"op": "dump"}``,
+``{"op": "load", "memory"}``. Replies go, one JSON line each, on the original stdout, which the
+worker keeps for itself: fd 1 is pointed at stderr, so a ``print`` in runtime code cannot
+corrupt the protocol. EOF on stdin ends the worker after ``goggles_io.finish()``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from typing import IO, Any
+
+__all__ = ["main"]
+
+
+def _reply(out: IO[str], message: dict[str, Any]) -> None:
+    out.write(json.dumps(message) + "\n")
+    out.flush()
+
+
+def main() -> int:
+    """Serve one experiment until its stdin closes; return the exit status."""
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # runtime prints go to stderr; the protocol keeps the real stdout
+    sys.stdout = sys.stderr
+    setup = json.loads(sys.stdin.readline() or "null")
+    if not isinstance(setup, dict):
+        return 2
+
+    import goggles_io
+    from experiment_telemetry.workers.forwarder import EventForwarder
+    from experiment_telemetry.workers.spec import RuntimeSpec
+    from runtime_telemetry import configure
+
+    configure(setup.get("levels") or {"telemetry": "INFO"})
+    forwarder = EventForwarder(setup["scope"], int(setup["worker"])).subscribe(
+        "telemetry", "snapshots"
+    )
+    spec = RuntimeSpec.from_dict(setup["runtime"])
+    flush_timeout_s = float(setup.get("flush_timeout_s", 30.0))
+    runtime = spec.build()
+    method = getattr(runtime, spec.episode_method)
+    base: Any = None
+    load_error: str | None = None  # a memory that failed to load fails the episodes after it
+    _reply(out, {"op": "ready", "pid": os.getpid()})
+    for line in sys.stdin:
+        message = json.loads(line)
+        op = message.get("op")
+        if op == "episode":
+            episode = int(message["episode"])
+            error = None
+            start = time.time()
+            forwarder.begin(episode)
+            try:
+                if message.get("reload") and load_error is not None:
+                    error = f"the shared memory did not load:\n{load_error}"
+                else:
+                    if message.get("reload") and base is not None:
+                        runtime.load_memory(base)
+                    method(**message.get("kwargs", {}))
+            except Exception:
+                error = traceback.format_exc()
+            sent = forwarder.end()
+            flushed = goggles_io.flush(flush_timeout_s)
+            _reply(
+                out,
+                {"op": "done", "episode": episode, "start": start, "sent": sent,
+                 "flushed": flushed, "error": error},
+            )  # fmt: skip
+        elif op == "dump":
+            try:
+                _reply(out, {"op": "memory", "memory": runtime.dump_memory()})
+            except Exception:
+                _reply(out, {"op": "memory", "error": traceback.format_exc()})
+        elif op == "load":
+            base = message["memory"]
+            try:
+                runtime.load_memory(base)
+                load_error = None
+            except Exception:
+                load_error = traceback.format_exc()
+        else:
+            _reply(out, {"op": "error", "error": f"unknown op {op!r}"})
+    forwarder.close()
+    goggles_io.finish()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
