@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 from typing import Any
 
@@ -44,6 +45,15 @@ def run(args: argparse.Namespace) -> int:
     if args.workers and args.scenario != "recognition":
         print("telemetry demo: --workers applies to the recognition demo only", file=sys.stderr)
         return 2
+    if args.broker is not None:
+        if not args.workers:
+            print("telemetry demo: --broker needs --workers N", file=sys.stderr)
+            return 2
+        if not args.broker.startswith(("redis://", "rediss://", "unix://")):
+            print("telemetry demo: --broker must be a redis:// or rediss:// URL", file=sys.stderr)
+            return 2
+        # The workers stand for other machines: they reach this process only through Redis.
+        os.environ["GOGGLES_BROKER"] = args.broker
     try:
         if args.scenario != "recognition":
             results = _run_scenarios(args)
@@ -98,6 +108,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=_workers,
         default=0,
         help="run the simulated runtime in N worker processes (default: 0, in this process)",
+    )
+    parser.add_argument(
+        "--broker",
+        metavar="URL",
+        help="with --workers: the workers run as other machines (their own goggles host) and "
+        "reach this process only through this Redis (redis://host:port/db)",
     )
     parser.add_argument("--no-wandb", action="store_true", help="do not write a W&B offline run")
     parser.add_argument(

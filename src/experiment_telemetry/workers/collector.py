@@ -74,21 +74,34 @@ class EventCollector:
     Args:
         scope: the bridge scope the workers send to.
         cond: notified whenever something arrives (the harness waits on it).
+        from_broker: read the workers' events from the broker (``GOGGLES_BROKER``: workers on
+            other machines) instead of subscribing to this machine's host. There is no
+            ``sync`` then: an episode is complete when its end marker arrived.
     """
 
-    def __init__(self, scope: str, cond: threading.Condition) -> None:
+    def __init__(self, scope: str, cond: threading.Condition, *, from_broker: bool = False) -> None:
         self.scope = scope
+        self.remote = from_broker
         self._cond = cond
         self._episodes: dict[_Key, EpisodeEvents] = {}
         self._discarded: set[_Key] = set()
         self.undecodable = 0
         self.arrivals = 0
         """Events received so far (the harness waits for it to change)."""
-        self.subscription = goggles_io.subscribe(
-            [scope], kinds=["artifact"], callback=self._on_event
-        )
+        self.subscription: Any = None
+        self._closed = False
+        if from_broker:
+            goggles_io.attach(
+                _Feed(f"experiment.collector.{scope}", self), [scope], from_broker=True
+            )
+        else:
+            self.subscription = goggles_io.subscribe(
+                [scope], kinds=["artifact"], callback=self._on_event
+            )
 
     def _on_event(self, event: goggles_io.Event) -> None:
+        if self._closed:
+            return
         extra = event.extra
         try:
             key = (int(extra["w"]), extra["e"])
@@ -137,17 +150,33 @@ class EventCollector:
         return 0 if entry is None else entry.received
 
     def sync(self, timeout_s: float) -> bool:
-        """Wait until everything the host routed to us so far has arrived."""
-        return self.subscription.sync(timeout_s)
+        """Wait until everything the host routed to us so far has arrived (False from a broker:
+        there the end markers tell)."""
+        return False if self.subscription is None else self.subscription.sync(timeout_s)
 
     @property
     def dropped(self) -> int:
         """Events the subscription lost (host lane or local buffer full), counted by goggles."""
-        return self.subscription.dropped
+        return 0 if self.subscription is None else self.subscription.dropped
 
     def close(self) -> None:
         """Stop receiving."""
-        self.subscription.close()
+        self._closed = True
+        if self.subscription is not None:
+            self.subscription.close()
+
+
+class _Feed(goggles_io.BaseHandler):
+    """Hands the broker consumer's events of the bridge scope to an :class:`EventCollector`."""
+
+    capabilities = frozenset({goggles_io.Kind.ARTIFACT})
+
+    def __init__(self, name: str, collector: EventCollector) -> None:
+        super().__init__(name=name)
+        self.collector = collector
+
+    def handle(self, event: goggles_io.Event) -> None:
+        self.collector._on_event(event)
 
 
 def replay_episode(events: Iterable[Sequence[Any]], worker: int) -> int:

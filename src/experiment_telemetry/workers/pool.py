@@ -20,8 +20,10 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -123,6 +125,7 @@ class WorkerPool:
         self._readers: list[threading.Thread] = []
         self._collector: EventCollector | None = None
         self._dirty = True  # the workers' shared memory must come from the learner first
+        self._remote_dir: str | None = None  # the workers' own socket dir, via a broker
         self._learner: _Worker | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -147,8 +150,17 @@ class WorkerPool:
                 "or set it to 'socket'."
             )
             raise ExperimentValueError(msg, os.environ.get("GOGGLES_TRANSPORT"))
-        self._collector = EventCollector(self.scope, self._cond)
         env = dict(os.environ)
+        via_broker = bool(env.get("GOGGLES_BROKER", "").strip())
+        if via_broker:
+            # Workers stand for other machines: their own host (socket), reaching this process
+            # only through the broker, on a stream of this pool's own.
+            self._remote_dir = tempfile.mkdtemp(prefix="experiment-workers-")
+            env["GOGGLES_SOCKET"] = os.path.join(self._remote_dir, "workers.sock")
+            env["GOGGLES_DEDICATED_HOST"] = "1"
+            run = env.get("GOGGLES_BROKER_RUN") or self.scope.replace("experiment_workers.", "w")
+            env["GOGGLES_BROKER_RUN"] = os.environ["GOGGLES_BROKER_RUN"] = run
+        self._collector = EventCollector(self.scope, self._cond, from_broker=via_broker)
         # Workers import what this process can: the runtime factory may live on sys.path only.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         setup = {
@@ -215,6 +227,9 @@ class WorkerPool:
             self.report.subscription_dropped = self._collector.dropped
             self._collector.close()
             self._collector = None
+        if self._remote_dir is not None:
+            shutil.rmtree(self._remote_dir, ignore_errors=True)
+            self._remote_dir = None
 
     # -- running episodes --------------------------------------------------------------------
     def run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeOutcome]:
@@ -364,7 +379,7 @@ class WorkerPool:
             slot.synced = True
             # The worker flushed before saying done, so the host holds the rest: sync fetches it.
             collector.sync(self.flush_timeout_s)
-            if not done.get("flushed"):
+            if not done.get("flushed") or collector.remote:
                 slot.deadline = time.monotonic() + self.flush_timeout_s
             return _AGAIN
         if not complete and slot.deadline is not None and time.monotonic() < slot.deadline:
