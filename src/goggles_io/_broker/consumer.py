@@ -45,7 +45,7 @@ end
 redis.call('XACK', KEYS[3], ARGV[3], ARGV[4])
 return hwm
 """
-_READ_COUNT = 64
+_READ_COUNT = 256
 _BLOCK_MS = 200
 _CLAIM_EVERY_S = 1.0
 

@@ -90,6 +90,7 @@ class BrokerForwarder(BaseHandler):
         self._thread: threading.Thread | None = None
         self._stop = False
         self._gave_up = False
+        self._last_progress = time.monotonic()
         self._reported: set[str] = set()
 
     def config(self) -> dict[str, Any]:
@@ -152,10 +153,16 @@ class BrokerForwarder(BaseHandler):
         self.handle_batch([event])
 
     def flush(self) -> None:
-        """Wait (bounded by ``close_timeout_s``) until the buffer reached Redis."""
-        deadline = time.monotonic() + self.close_timeout_s
+        """Wait until the buffer reached Redis, as long as sending makes progress.
+
+        Gives up once ``close_timeout_s`` passed without an entry reaching Redis (it is down),
+        not while it is merely slower than the producers.
+        """
         with self._cond:
-            while self._buffer and time.monotonic() < deadline and self._thread is not None:
+            self._last_progress = time.monotonic()
+            while self._buffer and self._thread is not None:
+                if time.monotonic() - self._last_progress > self.close_timeout_s:
+                    break
                 self._cond.wait(0.05)
             self._gave_up = bool(self._buffer)
 
@@ -236,6 +243,7 @@ class BrokerForwarder(BaseHandler):
                     down = False
                 backoff = 0.05
             with self._cond:
+                self._last_progress = time.monotonic()
                 for _ in chunk:
                     if not self._buffer:  # close() already counted and cleared them
                         break
