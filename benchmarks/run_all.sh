@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate docs/benchmarks.md: every benchmark, run side by side with its peers, in one go.
-# Numbers are never edited by hand; rerun this script instead. Takes ~6 minutes on 2 cores.
+# Numbers are never edited by hand; rerun this script instead. Takes ~11 minutes on 2 cores
+# (bus.py alone ~5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=docs/benchmarks.md
