@@ -94,6 +94,8 @@ class SocketClient(HandlerOperations, HostLink):
         self.delivered = 0
         self.host_dropped = 0  # of ours, refused by a full handler queue in the host
         self.dropped_full = 0
+        self.dropped_bytes = 0
+        self._prewarmed = False
         self.lost_in_flight = 0
         self.unencodable = 0
         self.undelivered_at_finish = 0
@@ -132,13 +134,11 @@ class SocketClient(HandlerOperations, HostLink):
             self._start()
         queue = self._queue
         size = approx_nbytes(event)
-        if (
-            len(queue) >= self.queue_size
-            or self._bytes_in - self._bytes_out + size > self.queue_bytes
-        ):
-            self._drop_full()
-            if type(event.payload) is ShmRef:
-                self._release([event.payload])  # its staged slot goes back to the pool
+        if len(queue) >= self.queue_size:
+            self._drop(event, "queue full")
+            return
+        if self._bytes_in - self._bytes_out + size > self.queue_bytes:
+            self._drop(event, "byte budget full")
             return
         self._bytes_in += size
         queue.append(event)
@@ -147,13 +147,19 @@ class SocketClient(HandlerOperations, HostLink):
         if not self.settings.async_mode:
             self.flush(self.settings.shutdown_timeout_s)
 
-    def _drop_full(self) -> None:
+    def _drop(self, event: Event, reason: str) -> None:
+        """Count a refused event by reason (once on stderr per reason); free its staged slot."""
         with self._lock:
-            self.dropped_full += 1
+            if reason == "queue full":
+                self.dropped_full += 1
+            else:
+                self.dropped_bytes += 1
+        if type(event.payload) is ShmRef:
+            self._release([event.payload])  # its staged slot goes back to the pool
         self._warn_once(
-            "full",
-            f"pid {os.getpid()}: transport queue full ({self.queue_size} events, GOGGLES_QUEUE_SIZE, "
-            f"or {self.queue_bytes} bytes, GOGGLES_QUEUE_BYTES); dropping events and counting them",
+            reason,
+            f"pid {os.getpid()}: transport {reason} ({self.queue_size} events, GOGGLES_QUEUE_SIZE; "
+            f"{self.queue_bytes} bytes, GOGGLES_QUEUE_BYTES); dropping events and counting them",
         )
 
     def flush(self, timeout_s: float | None = None) -> bool:
@@ -203,6 +209,7 @@ class SocketClient(HandlerOperations, HostLink):
         """This process's own losses, by reason, as the report's ``transport`` entry."""
         reasons = {
             "queue full": self.dropped_full,
+            "byte budget full": self.dropped_bytes,
             "lost with a dead host": self.lost_in_flight,
             "unencodable": self.unencodable,
             "not sent in time": self.undelivered_at_finish,
@@ -230,6 +237,7 @@ class SocketClient(HandlerOperations, HostLink):
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+            self._prewarmed = False
         self._elector.close(1.0)
 
     def after_fork_in_child(self) -> None:
@@ -348,4 +356,9 @@ class SocketClient(HandlerOperations, HostLink):
         if array.nbytes < self.transport.shm_threshold or array.dtype.kind not in "biuf":
             return None
         pool = self._pool or self._get_pool()
-        return None if pool is None else pool.put(array)
+        if pool is None:
+            return None
+        if not self._prewarmed:
+            self._prewarmed = True
+            pool.prewarm()
+        return pool.put(array)

@@ -320,6 +320,7 @@ class Host:
                 sink = SubscriberSink(name, writer, list(kinds) if kinds else None)
                 sink.queue_size = _positive(args.get("max_events"))
                 sink.queue_bytes = _positive(args.get("max_bytes"))
+                sink.backpressure = args.get("backpressure") is True
                 subscribed.append(name)
             bus.attach(sink, scopes)
             lane = bus._lanes.get(sink.name)

@@ -20,6 +20,8 @@ from goggles_io.handlers.base import Handler, check_remote_method, get_handler_c
 
 __all__ = ["HandlerOperations", "Marker", "say"]
 
+_FIRST_ATTACH_WAIT_S = 10.0
+
 
 class Marker:
     """A control operation travelling through the queue, in order with the events around it."""
@@ -49,6 +51,7 @@ class HandlerOperations:
     _tokens: Any
     _wake: threading.Event
     _elector: Any
+    _sock: Any
     settings: Any
     socket_path: str
 
@@ -93,9 +96,15 @@ class HandlerOperations:
             cls, known = self._attached.get(handler.name, (type(handler), set()))
             self._attached[handler.name] = (cls, known | set(scopes))
             return
-        self._control("attach", {"spec": self._spec(handler), "scopes": list(scopes)})
+        cold = self._sock is None
+        marker = self._control("attach", {"spec": self._spec(handler), "scopes": list(scopes)})
         cls, known = self._attached.get(handler.name, (type(handler), set()))
         self._attached[handler.name] = (cls, known | set(scopes))  # the first class wins
+        if cold:
+            # The first attach waits (bounded) for the host to start and take the handler, so
+            # a burst logged right after it meets a running host rather than filling the
+            # bounded queue and losing the rest (robo-goggles waits here too).
+            marker.done.wait(_FIRST_ATTACH_WAIT_S)
 
     @property
     def is_host(self) -> bool:

@@ -68,6 +68,7 @@ class LocalHandlers:
             max_events=settings.queue_size,
             max_bytes=settings.queue_bytes,
         )
+        sub.backpressure = True
         self.client.open_subscription(sub)
         self.sub = sub
 

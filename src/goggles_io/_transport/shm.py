@@ -202,6 +202,32 @@ class ShmPool:
         segment = min(_DEFAULT_SEGMENT_BYTES, nbytes)
         return cls(segment_bytes=segment, max_segments=max(1, nbytes // segment))
 
+    def prewarm(self) -> None:
+        """Create (and pre-fault) the regular segments not made yet, in a background thread.
+
+        Called on the first staged array, so image users never pay a segment's creation inside
+        a log call later, and scalar-only processes never allocate the pool at all.
+        """
+
+        def fill() -> None:
+            while True:
+                with self._lock:
+                    regular = len(self._segments) - len(self._oneoff)
+                    if self._closed or regular >= self.max_segments:
+                        return
+                    name = f"{SEGMENT_PREFIX}{os.getuid()}-{self.owner_pid}-{next(self._counter)}"
+                try:
+                    seg = _Segment(os.path.join(self.dir, name), self.segment_bytes)
+                except OSError:
+                    return
+                with self._lock:
+                    if self._closed or len(self._segments) - len(self._oneoff) >= self.max_segments:
+                        seg.close(unlink=True)
+                        return
+                    self._segments[seg.name] = seg
+
+        threading.Thread(target=fill, name="goggles_io:shm-prewarm", daemon=True).start()
+
     def _new_segment(self, size: int) -> _Segment:
         name = f"{SEGMENT_PREFIX}{os.getuid()}-{self.owner_pid}-{next(self._counter)}"
         seg = _Segment(os.path.join(self.dir, name), size)

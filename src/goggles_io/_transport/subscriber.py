@@ -43,7 +43,7 @@ class SubscriberSink:
     """A bus handler that forwards what it is routed to one subscriber connection."""
 
     level = 0
-    backpressure = False
+    backpressure = False  # True for the feed of handlers placed in the subscriber's process
     remote_methods: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, name: str, writer: ConnWriter, kinds: Iterable[str] | None) -> None:

@@ -66,6 +66,9 @@ class Subscription:
         self._reader: threading.Thread | None = None
         self._inprocess: tuple[EventBus, str] | None = None
         self.host_bounds: tuple[int | None, int | None] = (None, None)
+        # True for the feed of handlers placed here: they are real handlers, so the host slows
+        # its producers for them as for its own, rather than dropping what they could not take.
+        self.backpressure = False
 
     @property
     def dropped(self) -> int:
