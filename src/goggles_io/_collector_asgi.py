@@ -98,7 +98,7 @@ class CollectorApp:
             await self._wait_delay()
             parts = [unquote(p) for p in path.strip("/").split("/") if p]
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            status, reply = await asyncio.to_thread(self._handle, method, parts, raw, query)
+            status, reply = self._handle(method, parts, raw, query)
         except ProtocolError as exc:
             status, reply = exc.status, exc.body
         await send_json(send, status, reply, close=close)

@@ -188,6 +188,11 @@ async function loadCharts() {
 }
 
 // -- experiment stats ------------------------------------------------------------------------
+function cell(value) {
+  if (value === undefined || value === null) return "";
+  if (typeof value === "number" && !Number.isInteger(value)) return value.toPrecision(4);
+  return typeof value === "object" ? JSON.stringify(value) : value;
+}
 function table(rows, columns) {
   const t = el("table");
   const head = el("tr");
@@ -195,7 +200,7 @@ function table(rows, columns) {
   t.append(head);
   for (const row of rows) {
     const tr = el("tr");
-    for (const c of columns) tr.append(el("td", {}, row[c] === undefined || row[c] === null ? "" : row[c]));
+    for (const c of columns) tr.append(el("td", {}, cell(row[c])));
     t.append(tr);
   }
   return t;
@@ -227,7 +232,7 @@ async function loadStats() {
       }
     }
     Plotly.newPlot(chart, traces, { margin: { l: 40, r: 10, t: 6, b: 36 }, xaxis: { title: { text: "episodes" } },
-      yaxis: { range: [0, 100] } }, { responsive: true, displaylogo: false });
+      yaxis: { range: [-2, 105] } }, { responsive: true, displaylogo: false });
     const latest = {};
     for (const o of data.overall) latest[o.mode] = o;
     const overall = el("div", { className: "panel" });
