@@ -33,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
         collector.start()
     except (OSError, ImportError) as exc:
         collector.close()
-        print(f"telemetry collector: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        print(
+            f"telemetry collector: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr
+        )
         return 2
     auth = "on" if api_key else f"off (set {ENV_COLLECTOR_API_KEY} to require a key)"
     print(f"collector listening on {collector.url}, db {args.db}, auth {auth}", flush=True)
@@ -56,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``collector`` on the top-level subparsers."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "collector", help="run the collector for RemoteHandler (serves the dashboard of its runs too)"
+        "collector",
+        help="run the collector for RemoteHandler (serves the dashboard of its runs too)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind")
     parser.add_argument("--port", type=int, default=8765, help="port to bind (0: any free)")

@@ -17,14 +17,13 @@ EXIT_UNREADABLE = 2
 def run(args: argparse.Namespace) -> int:
     """Print the replayed totals; exit 1 when they differ from the live stats, 2 when a file is
     missing, unreadable or empty (one line naming the file and line, never a traceback)."""
+    from pathlib import Path
+
     from experiment_telemetry.exceptions import ReplayError
+    from experiment_telemetry.recorder import RUNTIME_EVENTS_FILE
     from experiment_telemetry.replay import read_stats, replay_run
     from experiment_telemetry.stats import OverallStats
     from experiment_telemetry.transforms.console import format_overall_table
-
-    from pathlib import Path
-
-    from experiment_telemetry.recorder import RUNTIME_EVENTS_FILE
 
     log = Path(args.run_dir) / RUNTIME_EVENTS_FILE
     if log.is_file() and not _has_events(log):

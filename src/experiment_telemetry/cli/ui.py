@@ -62,7 +62,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "ui", help="serve a live web dashboard of runs (and collect RemoteHandler runs)"
     )
     parser.add_argument(
-        "paths", nargs="*", metavar="RUN_DIR_OR_ROOT", help="run directories or roots (default: runs)"
+        "paths",
+        nargs="*",
+        metavar="RUN_DIR_OR_ROOT",
+        help="run directories or roots (default: runs)",
     )
     parser.add_argument("--collector-db", metavar="FILE", help="SQLite database of a collector")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")

@@ -13,7 +13,9 @@ import numpy as np
 __all__ = ["downsample", "window"]
 
 
-def window(x: np.ndarray, y: np.ndarray, x0: float | None, x1: float | None) -> tuple[np.ndarray, np.ndarray]:
+def window(
+    x: np.ndarray, y: np.ndarray, x0: float | None, x1: float | None
+) -> tuple[np.ndarray, np.ndarray]:
     """The finite points with ``x0 <= x <= x1`` (either bound may be ``None``), in x order."""
     keep = np.isfinite(x) & np.isfinite(y)
     x, y = x[keep], y[keep]

@@ -192,7 +192,9 @@ class _DirRun:
             if "name" in record and "value" in record:
                 pairs = [(record["name"], record["value"])]
             else:
-                pairs = [(k, v) for k, v in record.items() if k not in ("step", "time", "timestamp")]
+                pairs = [
+                    (k, v) for k, v in record.items() if k not in ("step", "time", "timestamp")
+                ]
             for name, text_value in pairs:
                 value = _float(text_value)
                 if value is None:

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("uvicorn")
 
-from goggles_io.collector import Collector  # noqa: E402
-from goggles_io.ui._downsample import downsample, window  # noqa: E402
+from goggles_io.collector import Collector
+from goggles_io.ui._downsample import downsample, window
 
 LOCAL_RUN = """
 import sys

@@ -23,9 +23,9 @@ import pytest
 pytest.importorskip("selenium")
 pytest.importorskip("uvicorn")
 
-from browser import chromium, chromium_paths  # noqa: E402
-from goggles_io.collector import Collector  # noqa: E402
-from goggles_io.runs import RunContext  # noqa: E402
+from browser import chromium, chromium_paths
+from goggles_io.collector import Collector
+from goggles_io.runs import RunContext
 
 pytestmark = [
     pytest.mark.slow,
