@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from goggles_io._remote_protocol import (
@@ -23,12 +23,10 @@ from goggles_io._remote_protocol import (
     parse_json,
 )
 
-if TYPE_CHECKING:
-    from goggles_io.collector import Collector
-
-__all__ = ["ALLOW", "CollectorApp", "send_json"]
+__all__ = ["ALLOW", "KEY_COOKIE", "CollectorApp", "send_json"]
 
 ALLOW = "GET, POST"
+KEY_COOKIE = "telemetry_key"  # the dashboard keeps the API key in this HttpOnly cookie
 _DRAIN_LIMIT = 4 * MAX_BODY_BYTES  # read away an oversize body up to this, so the 413 is seen
 
 
@@ -52,7 +50,8 @@ def _header_values(scope: dict[str, Any], name: bytes) -> list[str]:
 class CollectorApp:
     """ASGI callable: ingest endpoints and, for every other path, the dashboard app."""
 
-    def __init__(self, collector: Collector, ui: Any) -> None:
+    def __init__(self, collector: Any, ui: Any) -> None:
+        """``collector``: a :class:`goggles_io.collector.Collector` (not imported: no cycle)."""
         self.collector = collector
         self.ui = ui
 

@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from goggles_io._asgi_server import ServerThread, missing_ui_extra
-from goggles_io._collector_asgi import CollectorApp
+from goggles_io._collector_asgi import KEY_COOKIE, CollectorApp
 from goggles_io._remote_protocol import (
     MAX_BODY_BYTES,
     ProtocolError,
@@ -40,7 +40,6 @@ __all__ = ["Collector", "is_loopback"]
 _logger = logging.getLogger(__name__)
 
 _DEFAULT_HEARTBEAT_S = 60.0  # RemoteHandler's default, for runs registered without one
-KEY_COOKIE = "telemetry_key"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, name TEXT, config TEXT, info TEXT, status TEXT,

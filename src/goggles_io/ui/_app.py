@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
@@ -20,12 +20,10 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from goggles_io._collector_asgi import KEY_COOKIE
 from goggles_io._remote_protocol import dump_json
 from goggles_io.ui._downsample import downsample, window
 from goggles_io.ui._sources import Catalog, inside, stat_records
-
-if TYPE_CHECKING:
-    from goggles_io.collector import Collector
 
 __all__ = ["make_ui_app"]
 
@@ -61,8 +59,9 @@ def _float_arg(request: Request, name: str) -> float | None:
     return value if value == value else None
 
 
-def make_ui_app(collector: Collector, run_dirs: list[str]) -> Starlette:
-    """The dashboard over ``collector``'s database and the runs under ``run_dirs``."""
+def make_ui_app(collector: Any, run_dirs: list[str]) -> Starlette:
+    """The dashboard over ``collector``'s database (a :class:`~goggles_io.collector.Collector`)
+    and the runs under ``run_dirs``."""
     catalog = Catalog(collector, run_dirs)
     plotly_js = _plotly_js()
 
@@ -74,8 +73,6 @@ def make_ui_app(collector: Collector, run_dirs: list[str]) -> Starlette:
         response = Response(html, media_type="text/html; charset=utf-8", headers=_PLAIN)
         key = request.query_params.get("key")
         if key:  # already checked: keep it in a cookie so the page's own requests pass
-            from goggles_io.collector import KEY_COOKIE
-
             response.set_cookie(KEY_COOKIE, key, httponly=True, samesite="strict")
         return response
 

@@ -19,14 +19,11 @@ import time
 from array import array
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from goggles_io.runs import RunFileError, read_kv, read_run
-
-if TYPE_CHECKING:
-    from goggles_io.collector import Collector
 
 __all__ = ["Catalog", "Series", "inside", "stat_records"]
 
@@ -218,7 +215,7 @@ def _float(text: str) -> float | None:
 class _DbRuns:
     """The collector database's runs and points, read by rowid as points arrive."""
 
-    def __init__(self, collector: Collector) -> None:
+    def __init__(self, collector: Any) -> None:
         self.collector = collector
         self.runs: dict[str, dict[str, Any]] = {}
         self.series: dict[str, dict[str, Series]] = {}
@@ -252,7 +249,7 @@ _DB_STATUS = {"stale": "crashed"}
 class Catalog:
     """Every run the dashboard shows, keyed ``dir:<run id>`` or ``db:<run id>``."""
 
-    def __init__(self, collector: Collector, run_dirs: Iterable[str]) -> None:
+    def __init__(self, collector: Any, run_dirs: Iterable[str]) -> None:
         self.collector = collector
         self.roots = [Path(p) for p in run_dirs]
         self.dirs: dict[str, _DirRun] = {}
