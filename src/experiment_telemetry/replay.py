@@ -98,7 +98,10 @@ def read_config(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         return {}
     import yaml
 
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:  # a multi-line report with a caret: one line is enough
+        raise ValueError("not valid YAML: " + " ".join(str(exc).split())) from None
     return dict(data) if isinstance(data, Mapping) else {}
 
 

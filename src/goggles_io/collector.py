@@ -1,8 +1,8 @@
-"""The reference HTTP collector that :class:`~goggles_io.handlers.remote.RemoteHandler` talks to.
+"""The collector :class:`~goggles_io.handlers.remote.RemoteHandler` talks to, and the dashboard.
 
-Stdlib only (``http.server.ThreadingHTTPServer`` + ``sqlite3``, see ADR 0008): it exists so the
-remote protocol (``docs/remote-protocol.md``) has a real peer in tests, examples and on a lab
-box, not to be a dashboard. Each point carries a per-run sequence number; a point whose number
+One ASGI application on uvicorn (ADR 0023; the ``[ui]`` extra): the remote protocol
+(``docs/remote-protocol.md``) under ``/runs``, stored in SQLite, and the web dashboard of
+``telemetry ui`` everywhere else, over the same database plus any run directories. Each point carries a per-run sequence number; a point whose number
 was already stored is a duplicate (a retry after a lost response) and is skipped, so every point
 is stored exactly once. A gap in the numbers (batches the client refused) is counted per run.
 """
@@ -13,15 +13,18 @@ import hmac
 import ipaddress
 import json
 import logging
-import socket
+import os
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import IO, Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from http.cookies import SimpleCookie
+from typing import Any
+from urllib.parse import parse_qs
 
+from goggles_io._asgi_server import ServerThread, missing_ui_extra
+from goggles_io._collector_asgi import KEY_COOKIE, CollectorApp
 from goggles_io._remote_protocol import (
     MAX_BODY_BYTES,
     ProtocolError,
@@ -29,8 +32,6 @@ from goggles_io._remote_protocol import (
     check_points,
     check_register,
     dump_json,
-    parse_content_length,
-    parse_json,
 )
 from goggles_io.exceptions import ConfigurationError
 
@@ -38,11 +39,7 @@ __all__ = ["Collector", "is_loopback"]
 
 _logger = logging.getLogger(__name__)
 
-_DRAIN_LIMIT = (
-    4 * MAX_BODY_BYTES
-)  # read (and discard) an oversize body up to this, so the 413 is seen
 _DEFAULT_HEARTBEAT_S = 60.0  # RemoteHandler's default, for runs registered without one
-_ALLOW = "GET, POST"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, name TEXT, config TEXT, info TEXT, status TEXT,
@@ -66,163 +63,8 @@ def is_loopback(host: str) -> bool:
         return False  # "", "0.0.0.0"-like names and other host names reach beyond this machine
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 1024  # a burst of producers connecting at once waits, not SYN-retries
-    collector: Collector
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # a client hanging up mid-request is routine here, not worth a traceback on stderr
-        _logger.debug("connection from %s ended with an error", client_address, exc_info=True)
-
-
-def _read_chunked(rfile: IO[bytes], limit: int) -> bytes:
-    """Decode a ``Transfer-Encoding: chunked`` body, refusing more than ``limit`` bytes."""
-    parts: list[bytes] = []
-    total = 0
-    while True:
-        line = rfile.readline(1026)
-        size_text = line.split(b";", 1)[0].strip()
-        if not line.endswith(b"\n") or not size_text or len(size_text) > 16:
-            raise ProtocolError(HTTPStatus.BAD_REQUEST, "malformed chunk size line")
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise ProtocolError(HTTPStatus.BAD_REQUEST, "malformed chunk size line") from None
-        if size < 0:
-            raise ProtocolError(HTTPStatus.BAD_REQUEST, "malformed chunk size line")
-        if size == 0:
-            while rfile.readline(1026) not in (b"\r\n", b"\n", b""):
-                pass  # trailers: ignored
-            return b"".join(parts)
-        total += size
-        if total > limit:
-            msg = f"chunked body over the limit of {limit} bytes; send smaller batches"
-            raise ProtocolError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, msg, limit=limit)
-        chunk = rfile.read(size)
-        if len(chunk) != size or rfile.readline(3) not in (b"\r\n", b"\n"):
-            raise ProtocolError(HTTPStatus.BAD_REQUEST, "chunked body ended early")
-        parts.append(chunk)
-
-
-class _RequestHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive
-    disable_nagle_algorithm = True  # TCP_NODELAY: no 40 ms delayed-ACK stall per request
-    server: _Server
-
-    def setup(self) -> None:
-        self.timeout = self.server.collector.read_timeout_s  # StreamRequestHandler applies it
-        super().setup()
-        self.server.collector._track(self.connection, add=True)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.server.collector._track(self.connection, add=False)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        _logger.debug("%s " + format, self.address_string(), *args)
-
-    def do_GET(self) -> None:
-        self._dispatch("GET")
-
-    def do_POST(self) -> None:
-        self._dispatch("POST")
-
-    def _not_allowed(self) -> None:
-        self.close_connection = True  # the body (if any) is left unread
-        msg = f"method {self.command} is not allowed; the collector answers {_ALLOW}"
-        self._respond(HTTPStatus.METHOD_NOT_ALLOWED, {"error": msg}, allow=_ALLOW)
-
-    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = do_TRACE = do_CONNECT = _not_allowed
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """Answer protocol-level errors (bad request line, unknown method) as JSON, then close."""
-        self.close_connection = True
-        status = HTTPStatus(code)
-        if status is HTTPStatus.NOT_IMPLEMENTED:  # an unknown method
-            self._not_allowed()
-            return
-        self._respond(status, {"error": message or status.phrase})
-
-    def _respond(self, status: HTTPStatus, reply: Any, allow: str | None = None) -> None:
-        """Status line, headers and body in one write: one segment, no Nagle interplay."""
-        data = dump_json(reply)
-        head = [
-            f"HTTP/1.1 {status.value} {status.phrase}",
-            "Content-Type: application/json",
-            f"Content-Length: {len(data)}",
-        ]
-        if allow:
-            head.append(f"Allow: {allow}")
-        if self.close_connection:
-            head.append("Connection: close")
-        self.log_request(status.value, len(data))
-        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
-
-    def _dispatch(self, method: str) -> None:
-        collector = self.server.collector
-        collector.requests_received += 1
-        try:
-            try:
-                collector._authorise(self.headers.get("Authorization", ""))
-            except ProtocolError:
-                self.close_connection = True  # never read a body for a stranger
-                raise
-            body = self._read_body()
-            collector._wait_delay()
-            url = urlsplit(self.path)
-            parts = [unquote(p) for p in url.path.strip("/").split("/") if p]
-            status, reply = collector._route(method, parts, body, parse_qs(url.query))
-        except ProtocolError as exc:
-            status, reply = exc.status, exc.body
-        except TimeoutError:
-            self.close_connection = True
-            status = HTTPStatus.REQUEST_TIMEOUT
-            reply = {"error": f"body not received within {collector.read_timeout_s} s"}
-        self._respond(status, reply)
-
-    def _read_body(self) -> Any:
-        limit = self.server.collector.max_body_bytes
-        encoding = self.headers.get_all("Transfer-Encoding") or []
-        lengths = self.headers.get_all("Content-Length") or []
-        try:
-            if encoding:
-                if lengths or [e.strip().lower() for e in encoding] != ["chunked"]:
-                    msg = "only Transfer-Encoding: chunked is accepted, without Content-Length"
-                    raise ProtocolError(HTTPStatus.BAD_REQUEST, msg)
-                raw = _read_chunked(self.rfile, limit)
-            else:
-                try:
-                    length = parse_content_length(lengths, limit)
-                except ProtocolError as exc:
-                    if exc.status is HTTPStatus.REQUEST_ENTITY_TOO_LARGE:
-                        self._discard(lengths)
-                    raise
-                raw = self.rfile.read(length) if length else b""
-                if len(raw) != length:
-                    raise ProtocolError(HTTPStatus.BAD_REQUEST, "body shorter than Content-Length")
-        except ProtocolError:
-            self.close_connection = True
-            raise
-        return parse_json(raw)
-
-    def _discard(self, lengths: list[str]) -> None:
-        """Read an oversize body away (up to a bound) so the client gets to see the 413."""
-        left = int(lengths[0].strip())
-        if left > _DRAIN_LIMIT:
-            return
-        while left > 0:
-            chunk = self.rfile.read(min(left, 1 << 20))
-            if not chunk:
-                return
-            left -= len(chunk)
-
-
 class Collector:
-    """A small HTTP collector storing runs and points in SQLite.
+    """A small HTTP collector storing runs and points in SQLite, serving the dashboard too.
 
     Args:
         db_path: SQLite file, or ``":memory:"``. The database stays open across
@@ -240,6 +82,8 @@ class Collector:
             chunked bodies).
         stale_heartbeats: A ``running`` run silent for this many of its heartbeat periods is
             marked ``stale`` (its finish never came: the process died or could not reach us).
+        run_dirs: Run directories, or roots holding them, that the dashboard shows beside the
+            database's runs (read only, followed as they grow).
 
     Raises:
         ConfigurationError: ``host`` is beyond loopback and no ``api_key`` is given.
@@ -255,6 +99,7 @@ class Collector:
         read_timeout_s: float = 30.0,
         max_body_bytes: int = MAX_BODY_BYTES,
         stale_heartbeats: float = 3.0,
+        run_dirs: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         self.host = host
         self.port = port
@@ -266,12 +111,12 @@ class Collector:
                 "127.0.0.1."
             )
             raise ConfigurationError(msg, key="host", value=host)
-        self._delay_s = response_delay_s
-        self._delay_cond = threading.Condition()
+        self.response_delay_s = response_delay_s
         self.requests_received = 0  # counted before any delay: lets tests see a request in flight
         self.read_timeout_s = read_timeout_s
         self.max_body_bytes = max_body_bytes
         self.stale_heartbeats = stale_heartbeats
+        self.run_dirs = [os.fspath(p) for p in run_dirs]
         self._db = sqlite3.connect(db_path, check_same_thread=False)
         if db_path != ":memory:":
             # WAL + NORMAL: a commit per batch without an fsync each; a crash loses at most the
@@ -284,10 +129,10 @@ class Collector:
             self._db.execute("ALTER TABLE runs ADD COLUMN heartbeat_s REAL")
             self._db.commit()
         self._db_lock = threading.Lock()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._conns: set[socket.socket] = set()
+        self._conns: set[Any] = set()  # accepted sockets (tests look at their options)
         self._conns_lock = threading.Lock()
+        self.stopping = threading.Event()  # tells the dashboard's live streams to end
+        self._server: ServerThread | None = None
 
     @property
     def exposed(self) -> bool:
@@ -299,34 +144,29 @@ class Collector:
         return f"Collector(url={self.url!r}, {state}, auth={'on' if self._api_key else 'off'})"
 
     @property
-    def response_delay_s(self) -> float:
-        """Seconds each request waits before its answer."""
-        return self._delay_s
-
-    @response_delay_s.setter
-    def response_delay_s(self, value: float) -> None:
-        with self._delay_cond:
-            self._delay_s = value
-            self._delay_cond.notify_all()
-
-    def _wait_delay(self) -> None:
-        arrived = time.monotonic()
-        with self._delay_cond:
-            while (left := self._delay_s - (time.monotonic() - arrived)) > 0:
-                self._delay_cond.wait(left)
-
-    @property
     def url(self) -> str:
         """Base URL, e.g. ``http://127.0.0.1:8765``."""
         return f"http://{self.host}:{self.port}"
 
+    def _make_server(self) -> ServerThread:
+        try:
+            from goggles_io.ui import make_ui_app  # needs the [ui] extra, like the server
+        except ImportError as exc:
+            raise missing_ui_extra(exc) from None
+        app = CollectorApp(self, make_ui_app(self, self.run_dirs))
+        return ServerThread(app, self.host, self.port, self.read_timeout_s, self._track)
+
     def start(self) -> Collector:
-        """Bind (the same port again after a :meth:`shutdown`) and serve on a daemon thread."""
+        """Bind (the same port again after a :meth:`shutdown`) and serve on a daemon thread.
+
+        Raises:
+            ImportError: the ``[ui]`` extra (uvicorn, starlette) is not installed.
+        """
         if self._server is not None:
             return self
-        server = _Server((self.host, self.port), _RequestHandler)
-        server.collector = self
-        self.port = server.server_address[1]
+        server = self._make_server()
+        self.stopping.clear()
+        self.port = server.start()
         self._server = server
         if self.exposed:
             _logger.warning(
@@ -335,20 +175,15 @@ class Collector:
                 self.host,
                 self.port,
             )
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.name = f"collector-{self.port}"
-        self._thread.start()
         return self
 
     def serve_forever(self) -> None:
         """Serve on the calling thread until interrupted (the CLI's mode)."""
         self.start()
-        assert self._thread is not None
+        assert self._server is not None
         try:
-            while self._thread.is_alive():
-                self._thread.join(0.5)
+            while self._server.alive:
+                self._server.join(0.5)
         finally:
             self.shutdown()
 
@@ -357,17 +192,8 @@ class Collector:
         server, self._server = self._server, None
         if server is None:
             return
-        server.shutdown()
-        server.server_close()
-        with self._conns_lock:
-            conns = list(self._conns)
-        for conn in conns:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+        self.stopping.set()
+        server.stop(timeout_s)
 
     def close(self) -> None:
         """Shut down and close the database."""
@@ -435,16 +261,38 @@ class Collector:
 
     # -- request handling -----------------------------------------------------------------------
 
-    def _track(self, conn: socket.socket, *, add: bool) -> None:
+    def _track(self, conn: Any, add: bool) -> None:
         with self._conns_lock:
             (self._conns.add if add else self._conns.discard)(conn)
 
-    def _authorise(self, header: str) -> None:
+    def _authorise(self, header: str, cookie: str = "") -> None:
         if self._api_key is None:
             return
         scheme, _, token = header.partition(" ")
-        if scheme != "Bearer" or not hmac.compare_digest(token.encode(), self._api_key.encode()):
-            raise ProtocolError(HTTPStatus.UNAUTHORIZED, "missing or invalid API key")
+        key = self._api_key.encode()
+        if scheme == "Bearer" and hmac.compare_digest(token.encode(), key):
+            return
+        if cookie:
+            jar: SimpleCookie = SimpleCookie()
+            try:
+                jar.load(cookie)
+            except Exception:  # a garbled Cookie header is just no key
+                jar = SimpleCookie()
+            morsel = jar.get(KEY_COOKIE)
+            if morsel is not None and hmac.compare_digest(morsel.value.encode(), key):
+                return
+        raise ProtocolError(HTTPStatus.UNAUTHORIZED, "missing or invalid API key")
+
+    def _authorise_scope(self, scope: dict[str, Any]) -> None:
+        """Bearer header, the dashboard's cookie, or (the page only) ``/?key=``."""
+        if self._api_key is None:
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if scope["path"] == "/" and scope["method"] == "GET":
+            given = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("key", [""])
+            if hmac.compare_digest(given[0].encode(), self._api_key.encode()):
+                return
+        self._authorise(headers.get("authorization", ""), headers.get("cookie", ""))
 
     def _route(
         self, method: str, parts: list[str], body: Any, query: dict[str, list[str]]

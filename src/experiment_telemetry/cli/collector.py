@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from typing import Any
 
@@ -25,9 +26,20 @@ def run(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print(f"telemetry collector: {exc}", file=sys.stderr)
         return 2
-    collector.start()
+    except sqlite3.Error as exc:
+        print(f"telemetry collector: cannot open {args.db!r}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        collector.start()
+    except (OSError, ImportError) as exc:
+        collector.close()
+        print(
+            f"telemetry collector: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr
+        )
+        return 2
     auth = "on" if api_key else f"off (set {ENV_COLLECTOR_API_KEY} to require a key)"
     print(f"collector listening on {collector.url}, db {args.db}, auth {auth}", flush=True)
+    print(f"dashboard: {collector.url}/", flush=True)
     if collector.exposed:
         print(
             f"warning: {args.host} is reachable from other machines; traffic is plain HTTP",
@@ -46,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``collector`` on the top-level subparsers."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "collector", help="run the reference HTTP collector for RemoteHandler"
+        "collector",
+        help="run the collector for RemoteHandler (serves the dashboard of its runs too)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind")
     parser.add_argument("--port", type=int, default=8765, help="port to bind (0: any free)")

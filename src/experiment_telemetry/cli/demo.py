@@ -39,9 +39,26 @@ def _run_scenarios(args: argparse.Namespace) -> list[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the demo; exit 130 on Ctrl-C (the run is kept, marked interrupted)."""
-    from experiment_telemetry.demo.experiment import run_demo
+    """Run the demo; exit 130 on Ctrl-C (the run is kept, marked interrupted), 2 with one line
+    for bad input (``--epochs`` below 1, a ``--root`` that cannot be written)."""
+    from pathlib import Path
 
+    from experiment_telemetry.demo.experiment import run_demo
+    from experiment_telemetry.exceptions import ExperimentTelemetryError
+    from goggles_io.exceptions import GogglesIOError
+
+    if args.epochs < 1:
+        print(f"telemetry demo: --epochs must be >= 1 (got {args.epochs})", file=sys.stderr)
+        return 2
+    try:
+        Path(args.root).mkdir(parents=True, exist_ok=True)
+        probe = Path(args.root) / f".telemetry-write-check-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or exc
+        print(f"telemetry demo: cannot write runs under {args.root!r}: {reason}", file=sys.stderr)
+        return 2
     if args.workers and args.scenario != "recognition":
         print("telemetry demo: --workers applies to the recognition demo only", file=sys.stderr)
         return 2
@@ -70,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted: the run directory keeps everything emitted so far")
         return 130
+    except (OSError, ExperimentTelemetryError, GogglesIOError) as exc:
+        print(f"telemetry demo: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     for result in results[:-1]:
         print(f"run {result.status}: {result.run_dir}")
     result = results[-1]
@@ -84,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"next: telemetry show {result.run_dir}")
     print(f"      telemetry replay {result.run_dir}")
     print(f"      telemetry plot {result.run_dir} -o demo.png")
+    print(f"      telemetry ui {args.root}   (live dashboard: runs, charts, stats, media)")
     return 0
 
 

@@ -16,12 +16,19 @@ EXIT_UNREADABLE = 2
 
 def run(args: argparse.Namespace) -> int:
     """Print the replayed totals; exit 1 when they differ from the live stats, 2 when a file is
-    missing or unreadable (one line naming the file and line, never a traceback)."""
+    missing, unreadable or empty (one line naming the file and line, never a traceback)."""
+    from pathlib import Path
+
     from experiment_telemetry.exceptions import ReplayError
+    from experiment_telemetry.recorder import RUNTIME_EVENTS_FILE
     from experiment_telemetry.replay import read_stats, replay_run
     from experiment_telemetry.stats import OverallStats
     from experiment_telemetry.transforms.console import format_overall_table
 
+    log = Path(args.run_dir) / RUNTIME_EVENTS_FILE
+    if log.is_file() and not _has_events(log):
+        print(f"telemetry replay: {str(log)!r} is empty: nothing to replay", file=sys.stderr)
+        return EXIT_UNREADABLE
     skipped: list[int] = []
     try:
         replayed = replay_run(args.run_dir, tolerant=args.tolerant, skipped=skipped)
@@ -47,6 +54,11 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"DIFFERENT from the live stats, first at index {first}", file=sys.stderr)
     return EXIT_DIFFERENT
+
+
+def _has_events(log: Any) -> bool:
+    with open(log, "rb") as fh:
+        return any(line.strip() for line in fh)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

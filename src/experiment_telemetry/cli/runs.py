@@ -31,11 +31,15 @@ def _alerts(info: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print one line per run under ``args.root``; exit 0 even when there are none.
+    """Print one line per run under ``args.root``; exit 0 even when there are none, 2 when
+    ``args.root`` is not a directory.
 
     A damaged run is listed as ``unreadable`` and its reason printed on stderr (one line,
     naming the file and line); the other runs are listed as usual.
     """
+    if not Path(args.root).is_dir():
+        print(f"telemetry runs: {args.root!r} is not a directory", file=sys.stderr)
+        return 2
     runs = list_runs(args.root)
     for info in runs:
         if info.get("error"):

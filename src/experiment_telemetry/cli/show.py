@@ -13,7 +13,8 @@ __all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the run; exit 2 when ``RUN_DIR`` holds no ``run.kv`` or a run file is unreadable."""
+    """Print the run; exit 2 when ``RUN_DIR`` holds no ``run.kv``, a run file is unreadable, or
+    ``run.kv`` lacks the run id or status (not a run file, or overwritten)."""
     run_dir = Path(args.run_dir)
     if not (run_dir / "run.kv").is_file():
         print(
@@ -25,6 +26,11 @@ def run(args: argparse.Namespace) -> int:
         config = read_kv(run_dir / "config.kv") if (run_dir / "config.kv").is_file() else {}
     except (RunFileError, OSError) as exc:
         print(f"telemetry show: {exc}", file=sys.stderr)
+        return 2
+    missing = [key for key in ("run_id", "status") if not info.get(key)]
+    if missing:
+        msg = f"{str(run_dir / 'run.kv')!r} is damaged: no {' or '.join(missing)} in it"
+        print(f"telemetry show: {msg}", file=sys.stderr)
         return 2
     print(
         f"run {info.get('run_id')}  status={info.get('status')}  last_step={info.get('last_step')}"

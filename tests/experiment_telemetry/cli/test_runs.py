@@ -32,6 +32,7 @@ class TestRunsCommand:
         assert [run.id, "done", "41"] == [line.split()[i] for i in (0, 1, 3)]
 
     def test_empty_root_says_so(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        """A root without runs prints that there are none and exits 0."""
-        assert 0 == main(["runs", str(tmp_path / "none")])
+        """An existing root without runs prints that there are none and exits 0 (issue 12: a
+        root that does not exist is an error, see test_bad_inputs.py)."""
+        assert 0 == main(["runs", str(tmp_path)])
         assert "no runs" in capsys.readouterr().out
