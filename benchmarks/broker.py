@@ -141,9 +141,10 @@ def main() -> None:
     e2e = med(x["events_per_s"] for x in on)
     ratio = med(x["median_us"] for x in on) / med(x["median_us"] for x in off)
     print(
-        "| path | scalar median (us) | scalar p99 (us) | finish (s) | end-to-end events/s | delivered |"
+        "| path | scalar median (us) | scalar p99 (us) | finish (s) | end-to-end events/s "
+        "| delivered | dropped + lost (worst run) |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for label, rows in (("broker off", off), ("broker on (Redis)", on)):
         rate = f"{med(x['events_per_s'] for x in rows):,.0f}" if "events_per_s" in rows[0] else "-"
         seen = f"{min(x['seen'] for x in rows):,}/{args.events:,}" if "seen" in rows[0] else "-"
