@@ -15,34 +15,16 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._settings import (
-    ENV_ASYNC,
-    ENV_CALLER_INFO,
-    ENV_QUEUE_BYTES,
-    ENV_QUEUE_SIZE,
-    ENV_SHUTDOWN_TIMEOUT,
-    ENV_VERBOSE,
-    Settings,
-    async_from_env,
-    read_settings,
-)
+from goggles_io._settings import Settings, read_settings
 
 if TYPE_CHECKING:
     from goggles_io._bus import FinishReport, Transport
 
 __all__ = [
-    "ENV_ASYNC",
-    "ENV_CALLER_INFO",
-    "ENV_QUEUE_BYTES",
-    "ENV_QUEUE_SIZE",
-    "ENV_SHUTDOWN_TIMEOUT",
-    "ENV_VERBOSE",
-    "Settings",
-    "async_from_env",
+    "STATE",
     "freeze",
     "get_settings",
     "get_transport",
-    "read_settings",
     "reset_defaults",
     "set_transport_factory",
 ]

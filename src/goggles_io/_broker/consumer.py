@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import sys
 import threading
 import time
 from typing import Any
@@ -22,6 +21,7 @@ from goggles_io._broker.entries import decode_entry
 from goggles_io._broker.settings import BrokerSettings, check_url, stream_name
 from goggles_io._bus import EventBus, FinishReport
 from goggles_io._codec import Decoder
+from goggles_io._delivery import _report
 from goggles_io.exceptions import FrameError
 from goggles_io.handlers.base import Handler
 
@@ -48,12 +48,6 @@ return hwm
 _READ_COUNT = 256
 _BLOCK_MS = 200
 _CLAIM_EVERY_S = 1.0
-
-
-def _say(message: str) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(f"goggles_io: {message}\n")
-        sys.stderr.flush()
 
 
 class BrokerConsumer:
@@ -104,7 +98,7 @@ class BrokerConsumer:
             thread.join(5.0)
         report = self.bus.finish(timeout_s)
         if self.malformed or self.duplicates:
-            _say(
+            _report(
                 f"broker consumer {self.name}: {self.handled} entries handled, "
                 f"{self.duplicates} duplicates skipped, {self.malformed} malformed skipped"
             )
@@ -200,4 +194,4 @@ class BrokerConsumer:
     def _report_once(self, key: str, message: str) -> None:
         if key not in self._reported:
             self._reported.add(key)
-            _say(message)
+            _report(message)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import sys
 import threading
 import time
 import uuid
@@ -24,6 +23,7 @@ from typing import Any, ClassVar
 from goggles_io._broker.entries import encode_entry
 from goggles_io._broker.settings import check_url, read_broker_settings, stream_name
 from goggles_io._codec import Encoder
+from goggles_io._delivery import _report
 from goggles_io._records import Event
 from goggles_io._secret import Secret
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
@@ -33,12 +33,6 @@ __all__ = ["BROKER_HANDLER_NAME", "BrokerForwarder"]
 BROKER_HANDLER_NAME = "goggles_io.broker"
 _PIPELINE_ENTRIES = 256
 _BACKOFF_MAX_S = 2.0
-
-
-def _say(message: str) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(f"goggles_io: {message}\n")
-        sys.stderr.flush()
 
 
 @register_handler
@@ -180,7 +174,7 @@ class BrokerForwarder(BaseHandler):
         if thread is not None:
             thread.join(self.close_timeout_s)
         if self.unsent:
-            _say(f"broker: {self.unsent} events were not sent to {self.stream!r} before close")
+            _report(f"broker: {self.unsent} events were not sent to {self.stream!r} before close")
 
     def losses(self) -> dict[str, int]:
         """Events this forwarder could not deliver to Redis, by reason."""
@@ -219,7 +213,7 @@ class BrokerForwarder(BaseHandler):
                 pipe.execute()
             except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
                 if not down:
-                    _say(
+                    _report(
                         f"broker: Redis unreachable ({type(exc).__name__}); buffering up to "
                         f"{self.buffer_bytes} bytes and retrying (losses beyond are counted)"
                     )
@@ -239,7 +233,7 @@ class BrokerForwarder(BaseHandler):
             else:
                 self.sent += sum(n for _, _, n in chunk)
                 if down:
-                    _say("broker: Redis reachable again; buffered events sent")
+                    _report("broker: Redis reachable again; buffered events sent")
                     down = False
                 backoff = 0.05
             with self._cond:
@@ -256,4 +250,4 @@ class BrokerForwarder(BaseHandler):
     def _report_once(self, key: str, message: str) -> None:
         if key not in self._reported:
             self._reported.add(key)
-            _say(message)
+            _report(message)
