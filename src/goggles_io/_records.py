@@ -39,7 +39,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Event", "Kind", "approx_nbytes"]
+__all__ = ["EVENT_OVERHEAD_BYTES", "METRIC_ENTRY_BYTES", "Event", "Kind", "approx_nbytes"]
 
 
 class Kind(str, enum.Enum):
@@ -138,7 +138,9 @@ class Event:
         )
 
 
-_EVENT_OVERHEAD = 320  # the Event object, its extra dict and a timestamp, roughly
+EVENT_OVERHEAD_BYTES = 320  # the Event object, its extra dict and a timestamp, roughly
+METRIC_ENTRY_BYTES = 64  # one name -> number entry of a metric dict
+_EVENT_OVERHEAD = EVENT_OVERHEAD_BYTES
 
 
 def approx_nbytes(event: Event) -> int:
@@ -149,7 +151,7 @@ def approx_nbytes(event: Event) -> int:
     payload = event.payload
     kind = type(payload)
     if kind is dict:
-        return _EVENT_OVERHEAD + 64 * len(payload)
+        return _EVENT_OVERHEAD + METRIC_ENTRY_BYTES * len(payload)
     if kind is str or kind is bytes:
         return _EVENT_OVERHEAD + len(payload)
     if getattr(payload, "shm_resident", False):
