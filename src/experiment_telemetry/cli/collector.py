@@ -3,39 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sqlite3
 import sys
 from typing import Any
 
-from goggles_io.collector import Collector
-from goggles_io.exceptions import ConfigurationError
+from experiment_telemetry.cli.serving import (
+    ENV_COLLECTOR_API_KEY,
+    api_key_from_env,
+    serve_until_interrupted,
+    start_collector,
+)
 
 __all__ = ["ENV_COLLECTOR_API_KEY", "add_parser", "run"]
-
-# The key is read from the environment, never from argv (argv is visible to every user in ps).
-ENV_COLLECTOR_API_KEY = "TELEMETRY_COLLECTOR_API_KEY"
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve on ``args.host:args.port`` storing into ``args.db``; exit 2 when bound beyond
     loopback without ``TELEMETRY_COLLECTOR_API_KEY``."""
-    api_key = os.environ.get(ENV_COLLECTOR_API_KEY) or None
-    try:
-        collector = Collector(db_path=args.db, host=args.host, port=args.port, api_key=api_key)
-    except ConfigurationError as exc:
-        print(f"telemetry collector: {exc}", file=sys.stderr)
-        return 2
-    except sqlite3.Error as exc:
-        print(f"telemetry collector: cannot open {args.db!r}: {exc}", file=sys.stderr)
-        return 2
-    try:
-        collector.start()
-    except (OSError, ImportError) as exc:
-        collector.close()
-        print(
-            f"telemetry collector: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr
-        )
+    api_key = api_key_from_env()
+    collector = start_collector("telemetry collector", args.db, args.host, args.port, api_key)
+    if collector is None:
         return 2
     auth = "on" if api_key else f"off (set {ENV_COLLECTOR_API_KEY} to require a key)"
     print(f"collector listening on {collector.url}, db {args.db}, auth {auth}", flush=True)
@@ -46,13 +32,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-    try:
-        collector.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        collector.close()
-    return 0
+    return serve_until_interrupted(collector)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
-from experiment_telemetry.cli.collector import ENV_COLLECTOR_API_KEY
-from goggles_io.exceptions import ConfigurationError
+from experiment_telemetry.cli.serving import (
+    api_key_from_env,
+    serve_until_interrupted,
+    start_collector,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -18,42 +19,21 @@ __all__ = ["add_parser", "run"]
 def run(args: argparse.Namespace) -> int:
     """Serve the dashboard until Ctrl-C; exit 2 with one line for a path that is not there, a
     database that cannot be opened, a port in use, or a public host without a key."""
-    from goggles_io.collector import Collector
-
     paths = args.paths or ["runs"]
     missing = [p for p in paths if not Path(p).is_dir()]
     if missing:
         print(f"telemetry ui: {missing[0]!r} is not a directory", file=sys.stderr)
         return 2
-    api_key = os.environ.get(ENV_COLLECTOR_API_KEY) or None
+    api_key = api_key_from_env()
     db = args.collector_db or ":memory:"
-    try:
-        collector = Collector(
-            db_path=db, host=args.host, port=args.port, api_key=api_key, run_dirs=paths
-        )
-    except ConfigurationError as exc:
-        print(f"telemetry ui: {exc}", file=sys.stderr)
-        return 2
-    except sqlite3.Error as exc:
-        print(f"telemetry ui: cannot open the collector database {db!r}: {exc}", file=sys.stderr)
-        return 2
-    try:
-        collector.start()
-    except (OSError, ImportError) as exc:
-        collector.close()
-        print(f"telemetry ui: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr)
+    collector = start_collector("telemetry ui", db, args.host, args.port, api_key, run_dirs=paths)
+    if collector is None:
         return 2
     where = ", ".join(paths) + (f" + collector db {db}" if args.collector_db else "")
     login = "?key=<your key>" if api_key else ""
     print(f"telemetry ui on {collector.url}/{login} showing {where}", flush=True)
     print(f"RemoteHandler(server_url={collector.url!r}) logs into it too; Ctrl-C stops", flush=True)
-    try:
-        collector.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        collector.close()
-    return 0
+    return serve_until_interrupted(collector)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
