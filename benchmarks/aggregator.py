@@ -31,16 +31,11 @@ import random
 import statistics
 import time
 
+from _worker_runtime import episode_events
+
 import runtime_telemetry as rt
 from experiment_telemetry.aggregators import RecognitionAggregator, WatchAggregator
 from experiment_telemetry.context import EpisodeContext
-from runtime_telemetry.events import (
-    LearningModuleObjectRecognized,
-    LearningModuleStep,
-    LearningModuleTimedOut,
-    MostLikelyHypothesis,
-    SensorPatchObserved,
-)
 from runtime_telemetry.events.metrics import MetricsBundle
 
 _emitter = rt.get_telemetry("bench.runtime")
@@ -52,28 +47,8 @@ class NoOpSubscriber(rt.Subscriber):
 
 
 def make_episode(episode: int) -> tuple[list[rt.TelemetryEvent], EpisodeContext]:
-    events: list[rt.TelemetryEvent] = []
-    for lm in range(4):
-        lm_id = f"lm_{lm}"
-        for step in range(1, 13):
-            events.append(SensorPatchObserved(sensor_id=f"patch_{lm}", step=step, on_object=True))
-            events.append(LearningModuleStep(lm_id=lm_id, step=step, possible_matches=("g0", "g1")))
-            events.append(
-                MostLikelyHypothesis(lm_id=lm_id, step=step, graph_id="g0", location=(0, 0, 0),
-                                     rotation=(1, 0, 0, 0), evidence=float(step))
-            )  # fmt: skip
-        if lm % 2:
-            events.append(
-                LearningModuleTimedOut(
-                    lm_id=lm_id, step=12, possible_matches=("g0", "g1"), pose_resolved=False
-                )
-            )
-        else:
-            events.append(
-                LearningModuleObjectRecognized(
-                    lm_id=lm_id, step=12, graph_id="g0", location=(0, 0, 0), rotation=(1, 0, 0, 0)
-                )
-            )
+    """The worker benchmark's episode stream (12 steps a module), scored as a train episode."""
+    events = episode_events(12)
     context = EpisodeContext(mode="train", epoch=0, episode=episode, target="mug")
     return events, context
 
