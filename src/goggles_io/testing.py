@@ -5,8 +5,7 @@ Use it instead of mocking the bus::
     handler = MemoryHandler(name="mem")
     goggles_io.attach(handler, scopes=["global"])
     logger.scalar("loss", 0.5, step=1)
-    goggles_io.flush()
-    assert handler.events[0].payload == {"loss": 0.5}
+    assert delivered(handler)[0].payload == {"loss": 0.5}
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from typing import Any, ClassVar
 from goggles_io._records import Event, Kind
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
 
-__all__ = ["MemoryHandler"]
+__all__ = ["MemoryHandler", "delivered"]
 
 
 @register_handler
@@ -75,3 +74,11 @@ class MemoryHandler(BaseHandler):
 
     def close(self) -> None:
         self.closed += 1
+
+
+def delivered(handler: MemoryHandler, timeout_s: float = 30.0) -> list[Event]:
+    """Wait until everything logged so far reached the handlers, then return ``handler``'s events."""
+    from goggles_io._api import flush
+
+    flush(timeout_s)
+    return handler.events

@@ -6,7 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
+import goggles_io as gg
 from goggles_io._config import reset_defaults
+from goggles_io.testing import MemoryHandler
 
 
 @pytest.fixture(autouse=True)
@@ -20,3 +22,11 @@ def _reset_goggles_io(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     reset_defaults()
     yield
     reset_defaults()
+
+
+@pytest.fixture
+def mem() -> MemoryHandler:
+    """A MemoryHandler attached on ``global`` (and so on every ``global.*`` scope)."""
+    handler = MemoryHandler(name="mem")
+    gg.attach(handler, scopes=["global"])
+    return handler

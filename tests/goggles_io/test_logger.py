@@ -16,19 +16,7 @@ from goggles_io.exceptions import (
     InvalidNameError,
     InvalidPayloadError,
 )
-from goggles_io.testing import MemoryHandler
-
-
-@pytest.fixture
-def mem() -> MemoryHandler:
-    handler = MemoryHandler(name="mem")
-    gg.attach(handler, scopes=["global"])
-    return handler
-
-
-def _events(mem: MemoryHandler) -> list[gg.Event]:
-    gg.flush()
-    return mem.events
+from goggles_io.testing import MemoryHandler, delivered
 
 
 class TestGetLogger:
@@ -60,13 +48,13 @@ class TestTextLogger:
         """info('%s=%d', 'a', 1) produces 'a=1'."""
         gg.get_logger("t").info("%s=%d", "a", 1)
 
-        assert ["a=1"] == [e.payload for e in _events(mem)]
+        assert ["a=1"] == [e.payload for e in delivered(mem)]
 
     def test_bad_format_args_keep_the_message(self, mem: MemoryHandler) -> None:
         """A %-format mismatch does not raise and keeps message and args in the text."""
         gg.get_logger("t").info("%d apples", "many")
 
-        assert "'%d apples'" in _events(mem)[0].payload
+        assert "'%d apples'" in delivered(mem)[0].payload
 
     def test_levels_are_recorded(self, mem: MemoryHandler) -> None:
         """Each method emits at its own level, log() takes a name or an int."""
@@ -78,7 +66,7 @@ class TestTextLogger:
         log.critical("c")
         log.log("INFO", "n")
 
-        assert [10, 20, 30, 40, 50, 20] == [e.level for e in _events(mem)]
+        assert [10, 20, 30, 40, 50, 20] == [e.level for e in delivered(mem)]
 
     def test_log_with_unknown_level_raises(self) -> None:
         """log(level=-1, ...) raises InvalidLevelError."""
@@ -93,13 +81,13 @@ class TestTextLogger:
         except KeyError:
             log.exception("failed")
 
-        assert "KeyError: 'missing'" in _events(mem)[0].extra["exc_text"]
+        assert "KeyError: 'missing'" in delivered(mem)[0].extra["exc_text"]
 
     def test_exc_info_accepts_exception_instance(self, mem: MemoryHandler) -> None:
         """error(..., exc_info=exc) formats that exception."""
         gg.get_logger("t").error("bad", exc_info=ValueError("v"))
 
-        assert "ValueError: v" in _events(mem)[0].extra["exc_text"]
+        assert "ValueError: v" in delivered(mem)[0].extra["exc_text"]
 
     def test_logger_level_filters(self, mem: MemoryHandler) -> None:
         """A logger at WARNING emits no INFO event."""
@@ -107,7 +95,7 @@ class TestTextLogger:
         log.info("no")
         log.warning("yes")
 
-        assert ["yes"] == [e.payload for e in _events(mem)]
+        assert ["yes"] == [e.payload for e in delivered(mem)]
 
     def test_event_carries_identity(self, mem: MemoryHandler) -> None:
         """Events carry the logger name, scope, pid and an emission timestamp."""
@@ -116,7 +104,7 @@ class TestTextLogger:
 
         before = time.time()
         gg.get_logger("who").info("x")
-        event = _events(mem)[0]
+        event = delivered(mem)[0]
 
         assert ("who", "global", os.getpid()) == (event.logger, event.scope, event.pid)
         assert before <= event.timestamp <= time.time()
@@ -130,7 +118,7 @@ class TestBind:
         log.info("plain")
         bound.info("bound")
 
-        events = _events(mem)
+        events = delivered(mem)
         assert ({}, {"run": "r1"}) == (log.get_bound(), bound.get_bound())
         assert ("bound" not in events[0].extra, {"run": "r1"}) == (True, events[1].extra["bound"])
 
@@ -172,7 +160,7 @@ class TestSteps:
         log.scalar("a", 1.0, step=10)
         log.scalar("a", 1.0)
 
-        assert [10, 11] == [e.step for e in _events(mem)]
+        assert [10, 11] == [e.step for e in delivered(mem)]
 
     def test_negative_step_is_rejected(self) -> None:
         """step=-1 raises InvalidPayloadError."""
@@ -183,14 +171,14 @@ class TestSteps:
         """push({...}, step=3) sends the scalars as one metric event."""
         gg.get_logger("t", with_metrics=True).push({"a": 1, "b": 2.5}, step=3)
 
-        events = _events(mem)
+        events = delivered(mem)
         assert [({"a": 1, "b": 2.5}, 3)] == [(e.payload, e.step) for e in events]
 
     def test_push_promotes_images(self, mem: MemoryHandler) -> None:
         """An image-shaped array in push becomes an IMAGE event named by its key."""
         gg.get_logger("t", with_metrics=True).push({"a": 1.0, "img": np.zeros((4, 4, 3), np.uint8)})
 
-        kinds = sorted((e.kind.value, e.extra.get("name")) for e in _events(mem))
+        kinds = sorted((e.kind.value, e.extra.get("name")) for e in delivered(mem))
         assert [("image", "img"), ("metric", None)] == kinds
 
     def test_custom_x_axis_is_declared_per_metric(self, mem: MemoryHandler) -> None:
@@ -200,7 +188,7 @@ class TestSteps:
         log.scalar("reward", 1.0, x=0.25)
         log.scalar("other", 1.0)
 
-        first, second = _events(mem)
+        first, second = delivered(mem)
         assert ("sim_time", 0.25) == (first.extra["x_axis"], first.extra["x"])
         assert "x_axis" not in second.extra
 
@@ -224,7 +212,7 @@ class TestScalarInput:
         log.scalar("a", float("nan"))
         log.push({"b": math.inf, "c": 1.0}, step=0)
 
-        events = _events(mem)
+        events = delivered(mem)
         assert (["a"], ["b"]) == (events[0].extra["nonfinite"], events[1].extra["nonfinite"])
         assert math.isnan(events[0].payload["a"])
 
@@ -250,7 +238,7 @@ class TestMedia:
         gg.get_logger("t", with_metrics=True).image(img, name="i", step=0)
         img[:] = 255
 
-        assert 0 == int(_events(mem)[0].payload.max())
+        assert 0 == int(delivered(mem)[0].payload.max())
 
     def test_histogram_is_copied_at_log_time(self, mem: MemoryHandler) -> None:
         """Mutating the values after histogram() does not change the event."""
@@ -258,7 +246,7 @@ class TestMedia:
         gg.get_logger("t", with_metrics=True).histogram(values, name="h")
         values[:] = -1
 
-        assert 45.0 == float(_events(mem)[0].payload.sum())
+        assert 45.0 == float(delivered(mem)[0].payload.sum())
 
     def test_image_wrong_shape_raises(self) -> None:
         """A (3, 64, 64, 2) array is not an image: InvalidPayloadError with the shape."""
@@ -274,7 +262,7 @@ class TestMedia:
         """A (T, H, W, C) video is delivered as (T, C, H, W) with its fps."""
         gg.get_logger("t", with_metrics=True).video(np.zeros((5, 8, 9, 3), np.uint8), fps=10)
 
-        event = _events(mem)[0]
+        event = delivered(mem)[0]
         assert ((5, 3, 8, 9), 10.0) == (event.payload.shape, event.extra["fps"])
 
     def test_video_bad_fps_raises(self) -> None:
@@ -293,7 +281,7 @@ class TestMedia:
         log.artifact(b"abc", name="blob")
         log.artifact(Path("/tmp/model.ckpt"))
 
-        events = _events(mem)
+        events = delivered(mem)
         assert [b"abc", "/tmp/model.ckpt"] == [e.payload for e in events]
         assert "model.ckpt" == events[1].extra["name"]
 
@@ -311,7 +299,7 @@ class TestMedia:
         """text() emits a TEXT event with its name and step."""
         gg.get_logger("t", with_metrics=True).text("notes", step=4, name="readme")
 
-        event = _events(mem)[0]
+        event = delivered(mem)[0]
         assert (Kind.TEXT, "notes", 4, "readme") == (
             event.kind,
             event.payload,
@@ -329,7 +317,7 @@ class TestCallerInfo:
         line2 = _line() + 1
         log.scalar("s", 1.0)
 
-        events = _events(mem)
+        events = delivered(mem)
         assert [(__file__, line), (__file__, line2)] == [(e.filepath, e.lineno) for e in events]
 
     def test_can_be_disabled(self, monkeypatch: pytest.MonkeyPatch, mem: MemoryHandler) -> None:

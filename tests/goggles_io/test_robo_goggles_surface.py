@@ -19,19 +19,7 @@ import yaml
 import goggles_io as gg
 from goggles_io import Kind
 from goggles_io.exceptions import InvalidPayloadError, UnknownScopeError
-from goggles_io.testing import MemoryHandler
-
-
-@pytest.fixture
-def mem() -> MemoryHandler:
-    handler = MemoryHandler(name="mem")
-    gg.attach(handler, scopes=["global"])
-    return handler
-
-
-def _events(mem: MemoryHandler) -> list[gg.Event]:
-    gg.flush()
-    return mem.events
+from goggles_io.testing import MemoryHandler, delivered
 
 
 class MinimalHandler:
@@ -149,7 +137,7 @@ class TestEventBusObject:
         with pytest.raises(UnknownScopeError):
             gg.detach("mem", "elsewhere")
         gg.get_logger("still").info("routed")
-        assert ["routed"] == [e.payload for e in _events(mem)]
+        assert ["routed"] == [e.payload for e in delivered(mem)]
 
     def test_emit_takes_a_plain_dict(self) -> None:
         """An event given as a dict (robo-goggles' layout, extra keys ignored) is delivered."""
@@ -173,13 +161,13 @@ class TestCallForms:
         assert ["now"] == [e.payload for e in mem.events]
         log.scalar("loss", 1.0, async_mode=False)
         log.image(np.zeros((2, 2), np.uint8), name="img", async_mode=True)
-        assert "async_mode" not in _events(mem)[1].extra
+        assert "async_mode" not in delivered(mem)[1].extra
 
     def test_log_takes_step_time_and_fields(self, mem: MemoryHandler) -> None:
         """log(level, msg, step=, time=, **fields) tags the event; fields land in extra."""
         gg.get_logger("lv").log(gg.WARNING, "m", step=3, time=12.5, epoch=2)
 
-        event = _events(mem)[0]
+        event = delivered(mem)[0]
         assert (3, 12.5, 2, 30) == (event.step, event.timestamp, event.extra["epoch"], event.level)
 
     def test_bad_step_on_text_raises(self) -> None:
@@ -210,7 +198,7 @@ class TestArtifacts:
         log.artifact({"k": {"n": 1}}, name="cfg", format="yaml")
         log.artifact(np.arange(3), name="arr")
 
-        txt, js, ym, arr = (e.payload for e in _events(mem))
+        txt, js, ym, arr = (e.payload for e in delivered(mem))
         assert b"line 1\nline 2" == txt
         assert {"k": [1, 2]} == json.loads(js)
         assert {"k": {"n": 1}} == yaml.safe_load(ym)
@@ -247,7 +235,7 @@ class TestPushRouting:
             step=0,
         )
 
-        events = _events(mem)
+        events = delivered(mem)
         images = sorted(e.extra["name"] for e in events if e.kind is Kind.IMAGE)
         metrics = [e.payload for e in events if e.kind is Kind.METRIC]
         assert ["gray", "rgb"] == images
@@ -256,7 +244,7 @@ class TestPushRouting:
     def test_all_images_emit_no_empty_metric(self, mem: MemoryHandler) -> None:
         """A push of only images sends no metric event."""
         gg.get_logger("p", with_metrics=True).push({"a": np.zeros((4, 4), np.uint8)}, step=2)
-        assert [Kind.IMAGE] == [e.kind for e in _events(mem)]
+        assert [Kind.IMAGE] == [e.kind for e in delivered(mem)]
 
     def test_a_3d_array_that_is_no_image_raises(self) -> None:
         """A (2, 2, 7) array is neither image nor vector: InvalidPayloadError names the key."""
@@ -272,7 +260,7 @@ def test_class_level_logger_works_after_a_later_attach(mem: MemoryHandler) -> No
     thread = threading.Thread(target=log.info, args=("late",))
     thread.start()
     thread.join(10)
-    assert ["late"] == [e.payload for e in _events(mem)]
+    assert ["late"] == [e.payload for e in delivered(mem)]
 
 
 def test_get_bus_says_where_handlers_run() -> None:

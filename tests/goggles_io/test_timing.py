@@ -10,13 +10,6 @@ import goggles_io as gg
 from goggles_io.testing import MemoryHandler
 
 
-@pytest.fixture
-def mem() -> MemoryHandler:
-    handler = MemoryHandler(name="mem")
-    gg.attach(handler)
-    return handler
-
-
 @gg.timeit(severity=gg.INFO, name="step")
 def _timed(x: int) -> int:
     return x * 2
