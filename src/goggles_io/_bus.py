@@ -419,6 +419,11 @@ class EventBus:
             default=0,
         )
 
+    def dropped_count(self, name: str) -> int:
+        """Events dropped so far for handler ``name`` (0 when it is not attached)."""
+        lane = self._lanes.get(name)
+        return 0 if lane is None else lane.dropped
+
     def flush_handler(self, name: str, timeout_s: float | None = None) -> bool:
         """Wait until handler ``name`` took everything offered to it so far (``True`` if absent)."""
         lane = self._lanes.get(name)

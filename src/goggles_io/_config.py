@@ -96,11 +96,14 @@ def _default_factory(settings: Settings) -> Transport:
 
 def _forward_to_broker(transport: Transport) -> None:
     """With ``GOGGLES_BROKER`` set, every event of this machine also goes to that Redis."""
-    if not os.environ.get("GOGGLES_BROKER", "").strip():
+    from goggles_io._broker.settings import read_broker_settings
+
+    settings = read_broker_settings()  # a malformed GOGGLES_BROKER* raises here, naming it
+    if settings.url is None:
         return
     from goggles_io.handlers.broker import BrokerForwarder
 
-    transport.attach(BrokerForwarder(), ["*"])
+    transport.attach(BrokerForwarder(url=settings.url), ["*"])
 
 
 def get_transport() -> Transport:

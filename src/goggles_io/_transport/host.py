@@ -323,14 +323,12 @@ class Host:
                 sink.backpressure = args.get("backpressure") is True
                 subscribed.append(name)
             bus.attach(sink, scopes)
-            lane = bus._lanes.get(sink.name)
-            if lane is not None:
-                sink.dropped = lambda: lane.dropped
+            sink.dropped = lambda: bus.dropped_count(sink.name)
             return sink.name
         timeout_s = args.get("timeout_s")
         timeout_s = float(timeout_s) if isinstance(timeout_s, (int, float)) else None
         done = all(bus.flush_handler(name, timeout_s) for name in subscribed)
-        dropped = sum(bus.stats()[n].dropped for n in subscribed if n in bus.handlers)
+        dropped = sum(bus.dropped_count(name) for name in subscribed)
         return {"done": done, "dropped": dropped}
 
     def _dispatch(self, op: str, args: dict[str, Any], conn: socket.socket) -> Any:

@@ -124,12 +124,11 @@ class TestFaults:
 
     def test_password_url_is_passed_to_the_client(self, password_redis, tmp_path: Path) -> None:
         """A password in the URL authenticates producer and consumer alike."""
-        server, m = password_redis
+        _server, m = password_redis
         consumer = m.run("broker_consumer.py", tmp_path / "o.jsonl", 50, machine="c")
         _done(m.run("broker_producer.py", "m0", 50, machine="m0"))
 
         assert 50 == _done(consumer)["count"]
-        assert ":s3cret@" in server.url
 
 
 def test_tls_url_gives_a_tls_client() -> None:
