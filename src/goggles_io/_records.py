@@ -140,7 +140,6 @@ class Event:
 
 EVENT_OVERHEAD_BYTES = 320  # the Event object, its extra dict and a timestamp, roughly
 METRIC_ENTRY_BYTES = 64  # one name -> number entry of a metric dict
-_EVENT_OVERHEAD = EVENT_OVERHEAD_BYTES
 
 
 def approx_nbytes(event: Event) -> int:
@@ -151,12 +150,14 @@ def approx_nbytes(event: Event) -> int:
     payload = event.payload
     kind = type(payload)
     if kind is dict:
-        return _EVENT_OVERHEAD + METRIC_ENTRY_BYTES * len(payload)
+        return EVENT_OVERHEAD_BYTES + METRIC_ENTRY_BYTES * len(payload)
     if kind is str or kind is bytes:
-        return _EVENT_OVERHEAD + len(payload)
+        return EVENT_OVERHEAD_BYTES + len(payload)
     if getattr(payload, "shm_resident", False):
-        return _EVENT_OVERHEAD + 64  # the array lives in shared memory, under the pool's budget
+        return (
+            EVENT_OVERHEAD_BYTES + 64
+        )  # the array lives in shared memory, under the pool's budget
     nbytes = getattr(payload, "nbytes", None)
     if type(nbytes) is int:
-        return _EVENT_OVERHEAD + nbytes
-    return _EVENT_OVERHEAD + 256
+        return EVENT_OVERHEAD_BYTES + nbytes
+    return EVENT_OVERHEAD_BYTES + 256

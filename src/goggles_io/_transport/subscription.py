@@ -55,7 +55,7 @@ class Subscription:
         self.local_dropped = 0
         self.received = 0
         self.closed = False
-        self._buffer: deque[Event] = deque()
+        self._buffer: deque[tuple[Event, int]] = deque()  # with each event's estimated bytes
         self._bytes = 0
         self._cond = threading.Condition()
         self._sock: socket.socket | None = None
@@ -92,7 +92,7 @@ class Subscription:
                 if len(self._buffer) >= self.max_events or self._bytes + size > self.max_bytes:
                     self.local_dropped += 1
                     continue
-                self._buffer.append(event)
+                self._buffer.append((event, size))
                 self._bytes += size
             self._cond.notify_all()
 
@@ -108,8 +108,8 @@ class Subscription:
                 if left is not None and left <= 0:
                     return None
                 self._cond.wait(left)
-            event = self._buffer.popleft()
-            self._bytes -= approx_nbytes(event)
+            event, size = self._buffer.popleft()
+            self._bytes -= size
             self.received += 1
             return event
 
