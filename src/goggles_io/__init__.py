@@ -10,16 +10,26 @@ from __future__ import annotations
 import logging as _logging
 from logging import CRITICAL, DEBUG, ERROR, INFO, NOTSET, WARNING
 
-from goggles_io._api import attach, call_handler, configure, detach, finish, flush, get_bus
-from goggles_io._bus import EventBus, FinishReport
-from goggles_io._config import freeze
-from goggles_io._data import GogglesLogger
-from goggles_io._get_logger import get_logger
-from goggles_io._lazy import lazy_exports as _lazy_exports
-from goggles_io._logger import TextLogger
-from goggles_io._records import Event, Kind
-from goggles_io._settings import async_from_env as _async_from_env
-from goggles_io._timing import timeit, trace_on_error
+import lazy_loader as _lazy
+
+from goggles_io._api.data import GogglesLogger
+from goggles_io._api.functions import (
+    attach,
+    call_handler,
+    configure,
+    detach,
+    finish,
+    flush,
+    get_bus,
+)
+from goggles_io._api.get_logger import get_logger
+from goggles_io._api.loggers import TextLogger
+from goggles_io._api.state import freeze
+from goggles_io._api.timing import timeit, trace_on_error
+from goggles_io._bus.bus import EventBus
+from goggles_io._bus.settings import async_from_env as _async_from_env
+from goggles_io._bus.transport import FinishReport
+from goggles_io._event.records import Event, Kind
 from goggles_io.handlers.base import BaseHandler, Handler, register_handler
 from goggles_io.handlers.console import ConsoleHandler
 from goggles_io.handlers.noop import NoOpHandler
@@ -72,24 +82,23 @@ for _name in ("goggles_io", "goggles"):
     if not any(isinstance(h, _logging.NullHandler) for h in _logging.getLogger(_name).handlers):
         _logging.getLogger(_name).addHandler(_logging.NullHandler())
 
-# Public name -> module that defines it, imported on first access (keeps import cheap).
-_LAZY = {
-    "CsvHandler": "goggles_io.handlers.csv",
-    "GracefulShutdown": "goggles_io._shutdown",
-    "LocalStorageHandler": "goggles_io.handlers.storage",
-    "PrettyConfig": "goggles_io.config",
-    "RemoteHandler": "goggles_io.handlers.remote",
-    "Subscription": "goggles_io._transport.subscription",
-    "subscribe": "goggles_io._subscribe",
-    "WandBHandler": "goggles_io.handlers.wandb",
-    "config": "goggles_io.config",  # a public submodule: gg.config works without importing it
-    "load_configuration": "goggles_io.config",
-    "media": "goggles_io.media",
-    "save_configuration": "goggles_io.config",
-}
-
-
-_lazy_getattr, __dir__ = _lazy_exports(__name__, _LAZY, globals())
+# Names imported on first access, by the module that defines them (keeps ``import`` cheap and
+# never pulls wandb in). ``config`` and ``media`` are public submodules: ``gg.config`` works
+# without importing it.
+_lazy_getattr, _, _ = _lazy.attach(
+    __name__,
+    submodules=["config", "media"],
+    submod_attrs={
+        "_api.shutdown": ["GracefulShutdown"],
+        "_api.subscribe": ["subscribe"],
+        "_transport.subscription": ["Subscription"],
+        "config": ["PrettyConfig", "load_configuration", "save_configuration"],
+        "handlers.csv": ["CsvHandler"],
+        "handlers.remote": ["RemoteHandler"],
+        "handlers.storage": ["LocalStorageHandler"],
+        "handlers.wandb": ["WandBHandler"],
+    },
+)
 
 
 def __getattr__(name: str) -> object:
@@ -101,3 +110,7 @@ def __getattr__(name: str) -> object:
     if name == "GOGGLES_ASYNC":
         return _async_from_env()
     return _lazy_getattr(name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from goggles_io._yaml import (
+from goggles_io._util.plain_yaml import (
     dump_plain,
     import_yaml,
     pretty_dumper_class,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from goggles_io._yaml import dump_plain, to_plain
+from goggles_io._util.plain_yaml import dump_plain, to_plain
 
 __all__ = ["yaml_dump"]
 

@@ -22,7 +22,6 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -30,8 +29,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from goggles_io._api import call_handler, is_attached
-from goggles_io._runfiles import (
+from goggles_io._api.functions import call_handler, is_attached
+from goggles_io._util.kvfile import (
     RunFileError,
     last_metrics,
     last_step,
@@ -39,6 +38,7 @@ from goggles_io._runfiles import (
     read_kv,
     write_kv,
 )
+from goggles_io._util.report import report
 from goggles_io.exceptions import ConfigConflictError, ConfigurationError
 
 __all__ = [
@@ -278,7 +278,7 @@ class RunContext:
                 overwrite_kv(self.dir / "run.kv", self._info)
             except OSError as again:
                 exc = again
-            _report(f"run {self.id}: {self._info['reason']} ({exc!r}); closed as failed")
+            report(f"run {self.id}: {self._info['reason']} ({exc!r}); closed as failed")
         if self._beat is not threading.current_thread():
             self._beat.join(timeout=2.0)
 
@@ -341,14 +341,6 @@ class RunContext:
         with self._lock:
             if handler not in self._handlers:
                 self._handlers.append(handler)
-
-
-def _report(message: str) -> None:
-    try:
-        sys.stderr.write(f"goggles_io: {message}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
 
 
 class _Terminated(SystemExit):

@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import Any, ClassVar
 
-from goggles_io._records import Event, Kind
+from goggles_io._event.records import Event, Kind
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
 
 __all__ = ["MemoryHandler", "delivered"]
@@ -78,7 +78,7 @@ class MemoryHandler(BaseHandler):
 
 def delivered(handler: MemoryHandler, timeout_s: float = 30.0) -> list[Event]:
     """Wait until everything logged so far reached the handlers, then return ``handler``'s events."""
-    from goggles_io._api import flush
+    from goggles_io._api.functions import flush
 
     flush(timeout_s)
     return handler.events

@@ -123,7 +123,7 @@ class TestCallHandler:
 class TestIsAttached:
     def test_reports_names_attached_here(self) -> None:
         """is_attached is true for an attached name, false otherwise and before any use."""
-        from goggles_io._api import is_attached
+        from goggles_io._api.functions import is_attached
 
         before = is_attached("rec")
         gg.attach(ConfigRecorder(name="rec"))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
 from goggles_io import Event, Kind
-from goggles_io._codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
+from goggles_io._event.codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
 from goggles_io._transport.shm import ShmPool, ShmReader
 from goggles_io.exceptions import FrameError
 

@@ -1,4 +1,4 @@
-"""Tests for goggles_io.collector: the reference HTTP collector over real sockets and SQLite."""
+"""Tests for goggles_io.server.collector: the reference HTTP collector over real sockets and SQLite."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from goggles_io.collector import Collector
+from goggles_io.server.collector import Collector
 
 
 def request(

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from goggles_io.collector import Collector, is_loopback
 from goggles_io.exceptions import ConfigurationError
+from goggles_io.server.collector import Collector, is_loopback
 from support import wait_until
 
 
@@ -252,7 +252,7 @@ class TestMethodsAndExposure:
 
     def test_beyond_loopback_with_key_warns(self, caplog: pytest.LogCaptureFixture) -> None:
         """With a key it starts, and warns that it is reachable from other machines."""
-        with caplog.at_level(logging.WARNING, "goggles_io.collector"):
+        with caplog.at_level(logging.WARNING, "goggles_io.server.collector"):
             with Collector(host="0.0.0.0", api_key="k"):
                 pass
 

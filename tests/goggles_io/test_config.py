@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from goggles_io._settings import Settings, read_settings
+from goggles_io._bus.settings import Settings, read_settings
 from goggles_io.exceptions import ConfigurationError
 
 

@@ -6,7 +6,7 @@ import threading
 from typing import ClassVar
 
 from goggles_io import Event, Kind
-from goggles_io._delivery import Lane
+from goggles_io._bus.lane import Lane
 from goggles_io.handlers.base import BaseHandler
 from goggles_io.testing import MemoryHandler
 

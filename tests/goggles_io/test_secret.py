@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from goggles_io._secret import REDACTED, Secret, fingerprint, wrap_secrets
+from goggles_io._util.secret import REDACTED, Secret, fingerprint, wrap_secrets
 
 _values = st.text(min_size=1).filter(lambda t: t not in REDACTED and "redacted" not in t)
 

@@ -19,9 +19,10 @@ from typing import Any
 
 from goggles_io._broker.entries import decode_entry
 from goggles_io._broker.settings import BrokerSettings, check_url, stream_name
-from goggles_io._bus import EventBus, FinishReport
-from goggles_io._codec import Decoder
-from goggles_io._delivery import _report
+from goggles_io._bus.bus import EventBus
+from goggles_io._bus.transport import FinishReport
+from goggles_io._event.codec import Decoder
+from goggles_io._util.report import ReportOnce, report
 from goggles_io.exceptions import FrameError
 from goggles_io.handlers.base import Handler
 
@@ -68,7 +69,7 @@ class BrokerConsumer:
         self._seen = f"{self.stream}:{self.group}:seen"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._reported: set[str] = set()
+        self._report_once = ReportOnce()
 
     def attach(self, handler: Handler, scopes: list[str]) -> None:
         """Run ``handler`` here on what arrives for ``scopes``; starts reading on first use."""
@@ -96,13 +97,13 @@ class BrokerConsumer:
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(5.0)
-        report = self.bus.finish(timeout_s)
+        result = self.bus.finish(timeout_s)
         if self.malformed or self.duplicates:
-            _report(
+            report(
                 f"broker consumer {self.name}: {self.handled} entries handled, "
                 f"{self.duplicates} duplicates skipped, {self.malformed} malformed skipped"
             )
-        return report
+        return result
 
     # -- the reading thread -----------------------------------------------------------------
     def _run(self) -> None:
@@ -190,8 +191,3 @@ class BrokerConsumer:
         mark(
             keys=[self._seen, pending_key, self.stream], args=[producer, seq, self.group, entry_id]
         )
-
-    def _report_once(self, key: str, message: str) -> None:
-        if key not in self._reported:
-            self._reported.add(key)
-            _report(message)

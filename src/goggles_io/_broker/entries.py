@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from goggles_io._codec import Batch, Decoder, Encoder
-from goggles_io._records import Event
+from goggles_io._event.codec import Batch, Decoder, Encoder
+from goggles_io._event.records import Event
 from goggles_io.exceptions import FrameError
 
 __all__ = ["decode_entry", "encode_entry"]

@@ -8,16 +8,19 @@ from collections.abc import Mapping
 
 import attrs
 
+from goggles_io._util.env import (
+    ENV_BROKER,
+    ENV_BROKER_BYTES,
+    ENV_BROKER_CLAIM_IDLE_MS,
+    ENV_BROKER_GROUP,
+    ENV_BROKER_MAXLEN,
+    ENV_BROKER_RUN,
+    read_number,
+    read_text,
+)
 from goggles_io.exceptions import ConfigurationError
 
 __all__ = ["BrokerSettings", "check_url", "read_broker_settings", "stream_name"]
-
-ENV_BROKER = "GOGGLES_BROKER"
-ENV_RUN = "GOGGLES_BROKER_RUN"
-ENV_MAXLEN = "GOGGLES_BROKER_MAXLEN"
-ENV_BYTES = "GOGGLES_BROKER_BYTES"
-ENV_GROUP = "GOGGLES_BROKER_GROUP"
-ENV_CLAIM_IDLE = "GOGGLES_BROKER_CLAIM_IDLE_MS"
 
 _SCHEMES = ("redis://", "rediss://", "unix://")
 _RUN = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
@@ -53,34 +56,19 @@ def stream_name(run: str) -> str:
     return f"goggles_io:{run}"
 
 
-def _int(env: Mapping[str, str], key: str, default: int, minimum: int) -> int:
-    raw = env.get(key, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        msg = f"{key} must be an int >= {minimum} (got {raw!r}); unset it for {default}."
-        raise ConfigurationError(msg, key=key, value=raw)
-    return value
-
-
 def read_broker_settings(env: Mapping[str, str] | None = None) -> BrokerSettings:
     """Parse ``GOGGLES_BROKER``, ``_RUN``, ``_MAXLEN``, ``_BYTES``, ``_GROUP``, ``_CLAIM_IDLE_MS``."""
     env = os.environ if env is None else env
-    raw_url = env.get(ENV_BROKER, "").strip()
-    run = env.get(ENV_RUN, "").strip() or "default"
+    raw_url = read_text(env, ENV_BROKER)
+    run = read_text(env, ENV_BROKER_RUN) or "default"
     if not _RUN.fullmatch(run):
-        msg = f"{ENV_RUN} must be 1-128 of A-Z a-z 0-9 _ . : - (got {run!r})."
-        raise ConfigurationError(msg, key=ENV_RUN, value=run)
-    group = env.get(ENV_GROUP, "").strip() or "goggles_io"
+        msg = f"{ENV_BROKER_RUN} must be 1-128 of A-Z a-z 0-9 _ . : - (got {run!r})."
+        raise ConfigurationError(msg, key=ENV_BROKER_RUN, value=run)
     return BrokerSettings(
         url=check_url(raw_url) if raw_url else None,
         run=run,
-        maxlen=_int(env, ENV_MAXLEN, 1_000_000, 1000),
-        buffer_bytes=_int(env, ENV_BYTES, 64 * 1024 * 1024, 1 << 16),
-        group=group,
-        claim_idle_ms=_int(env, ENV_CLAIM_IDLE, 30_000, 1),
+        maxlen=read_number(env, ENV_BROKER_MAXLEN, 1_000_000, minimum=1000),
+        buffer_bytes=read_number(env, ENV_BROKER_BYTES, 64 * 1024 * 1024, minimum=1 << 16),
+        group=read_text(env, ENV_BROKER_GROUP) or "goggles_io",
+        claim_idle_ms=read_number(env, ENV_BROKER_CLAIM_IDLE_MS, 30_000, minimum=1),
     )

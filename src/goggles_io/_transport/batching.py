@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from goggles_io._codec import Batch, Encoder
-from goggles_io._records import Event
+from goggles_io._event.codec import Batch, Encoder
+from goggles_io._event.records import Event, ShmRef
 from goggles_io._transport.framing import DEFAULT_MAX_FRAME_BYTES, encode_frame
-from goggles_io._transport.shm import ShmRef
 
 __all__ = ["Batcher", "Frame"]
 

@@ -19,23 +19,23 @@ import time
 from collections import deque
 from typing import Any
 
-from goggles_io._bus import FinishReport
-from goggles_io._codec import Call, Encoder
-from goggles_io._delivery import HandlerStats
-from goggles_io._records import Event, approx_nbytes
-from goggles_io._settings import Settings
+from goggles_io._bus.settings import Settings
+from goggles_io._bus.transport import FinishReport, HandlerStats
+from goggles_io._event.codec import Call, Encoder
+from goggles_io._event.records import Event, ShmRef, approx_nbytes
 from goggles_io._transport.batching import Batcher
 from goggles_io._transport.election import HostElector
 from goggles_io._transport.framing import encode_frame
 from goggles_io._transport.link import HostLink
-from goggles_io._transport.operations import HandlerOperations, Marker, say
+from goggles_io._transport.operations import HandlerOperations, Marker
 from goggles_io._transport.placement import LocalHandlers
 from goggles_io._transport.settings import (
     TransportSettings,
     default_socket_path,
     prepare_socket_dir,
 )
-from goggles_io._transport.shm import ShmPool, ShmRef, sweep_dead_segments
+from goggles_io._transport.shm import ShmPool, sweep_dead_segments
+from goggles_io._util.report import report
 
 __all__ = ["SocketClient"]
 
@@ -56,7 +56,7 @@ _REPLAYED = ("attach", "replace", "detach", "call")
 
 
 class SocketClient(HandlerOperations, HostLink):
-    """A :class:`~goggles_io._bus.Transport` that forwards to the one host on a socket path.
+    """A :class:`~goggles_io._bus.transport.Transport` that forwards to the one host on a socket path.
 
     Env: ``GOGGLES_SOCKET``, ``GOGGLES_SHM_THRESHOLD``, ``GOGGLES_DEDICATED_HOST``,
     ``GOGGLES_HOST_IDLE_TIMEOUT``, ``GOGGLES_HOST_LOG``, plus ``GOGGLES_QUEUE_SIZE``,
@@ -113,7 +113,7 @@ class SocketClient(HandlerOperations, HostLink):
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            say(message)
+            report(message)
 
     def _start(self) -> None:
         with self._lock:
@@ -196,14 +196,14 @@ class SocketClient(HandlerOperations, HostLink):
                     handlers[str(name)] = _handler_stats(stats)
         self._close(deadline)
         handlers.update(local.handlers)
-        report = FinishReport(
+        result = FinishReport(
             handlers=handlers, timed_out=timed_out or local.timed_out, transport=self._tally()
         )
-        if report.dropped or report.lost or self.host_dropped or timed_out:
-            say(f"pid {os.getpid()}: finish: {report.summary()}")
+        if result.dropped or result.lost or self.host_dropped or timed_out:
+            report(f"pid {os.getpid()}: finish: {result.summary()}")
         elif self.settings.verbose:
-            say(f"pid {os.getpid()}: {self.delivered} delivered to the host, nothing lost")
-        return report
+            report(f"pid {os.getpid()}: {self.delivered} delivered to the host, nothing lost")
+        return result
 
     def _tally(self) -> HandlerStats:
         """This process's own losses, by reason, as the report's ``transport`` entry."""

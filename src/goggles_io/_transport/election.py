@@ -15,8 +15,8 @@ import sys
 import time
 from typing import Any
 
-from goggles_io._bus import EventBus
-from goggles_io._settings import Settings
+from goggles_io._bus.bus import EventBus
+from goggles_io._bus.settings import Settings
 from goggles_io._transport.host import Host, acquire_host_lock
 from goggles_io._transport.settings import TransportSettings
 from goggles_io._transport.shm import sweep_dead_segments

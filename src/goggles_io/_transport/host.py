@@ -22,11 +22,12 @@ import threading
 import time
 from typing import Any
 
-from goggles_io._codec import Ack, Batch, Call, Decoder, Hello, Reply
+from goggles_io._event.codec import Ack, Batch, Call, Decoder, Hello, Reply
 from goggles_io._transport.framing import FrameDecoder
 from goggles_io._transport.settings import prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
 from goggles_io._transport.subscriber import ConnWriter, SubscriberSink
+from goggles_io._util.report import ReportOnce, host_name, report
 from goggles_io.exceptions import FrameError
 
 __all__ = ["Host", "acquire_host_lock", "main", "peer_credentials"]
@@ -35,12 +36,6 @@ _STARTUP_GRACE_S = 10.0
 _RECV_BYTES = 1 << 20
 _BACKPRESSURE_MAX_S = 2.0
 _BATCH_ROOM = 1024  # events a client batch holds at most: the room kept free in handler queues
-
-
-def _say(message: str) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(f"goggles_io host[{os.getpid()}]: {message}\n")
-        sys.stderr.flush()
 
 
 def acquire_host_lock(socket_path: str) -> int | None:
@@ -102,7 +97,7 @@ class Host:
         self.failed_calls = 0  # handler operations (attach, call_handler, ...) that failed
         self._subscribers = 0
         self._sub_conns: set[socket.socket] = set()  # connections that only read a subscription
-        self._reported: set[str] = set()
+        self._report_once = ReportOnce(who=host_name())
         self._listener: socket.socket | None = None
         self._conns: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -201,7 +196,10 @@ class Host:
         creds = peer_credentials(conn)
         if creds is not None and creds[1] != os.getuid():
             self.refused += 1
-            _say(f"refused peer pid {creds[0]} uid {creds[1]}: only uid {os.getuid()} may connect")
+            report(
+                f"refused peer pid {creds[0]} uid {creds[1]}: only uid {os.getuid()} may connect",
+                host_name(),
+            )
             conn.close()
             return
         with self._lock:
@@ -244,7 +242,7 @@ class Host:
         except FrameError as exc:
             self.bad_frames += 1
             if self.bad_frames <= 3:
-                _say(f"closing connection of pid {peer}: {exc}")
+                report(f"closing connection of pid {peer}: {exc}", host_name())
         except OSError:
             pass
         finally:
@@ -296,9 +294,8 @@ class Host:
         except Exception as exc:  # a bad spec or call must not take the host down
             self.failed_calls += 1
             text = f"{call.op} failed: {type(exc).__name__}: {exc}"
-            if text not in self._reported:  # once per distinct failure; all are counted
-                self._reported.add(text)
-                _say(f"{text} (failed operations so far: {self.failed_calls})")
+            # once per distinct failure; all are counted
+            self._report_once(text, f"{text} (failed operations so far: {self.failed_calls})")
             return Reply(call.token, False, f"{type(exc).__name__}: {exc}")
         return Reply(call.token, True, result)
 
@@ -359,8 +356,7 @@ class Host:
             with self._lock:
                 last = (self._conns - self._sub_conns) == {conn}
             if last:
-                report = bus.finish(timeout_s)
-                timed_out = bool(report.timed_out)
+                timed_out = bool(bus.finish(timeout_s).timed_out)
             else:
                 timed_out = not bus.flush(timeout_s)
             stats = {
@@ -382,15 +378,15 @@ def main(argv: list[str] | None = None) -> int:
     if lock_fd is None:
         return 0  # another host won the election; clients will find it
     # Handler classes (built-in ones too) are imported on first attach from their spec's module.
-    from goggles_io._bus import EventBus
-    from goggles_io._settings import read_settings
+    from goggles_io._bus.bus import EventBus
+    from goggles_io._bus.settings import read_settings
     from goggles_io._transport.settings import read_transport_settings
 
     for module in read_transport_settings().host_imports:
         try:
             importlib.import_module(module)
         except Exception as exc:
-            _say(f"GOGGLES_HOST_IMPORTS: cannot import {module!r}: {exc!r}")
+            report(f"GOGGLES_HOST_IMPORTS: cannot import {module!r}: {exc!r}", host_name())
     sweep_dead_segments()
     settings = read_settings()
     bus = EventBus(

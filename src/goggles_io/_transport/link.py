@@ -12,9 +12,9 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._codec import Ack, Decoder, Encoder, Hello, Reply
+from goggles_io._event.codec import Ack, Decoder, Encoder, Hello, Reply
 from goggles_io._transport.framing import FrameDecoder, encode_frame
-from goggles_io._transport.operations import say
+from goggles_io._util.report import report
 
 __all__ = ["HostLink"]
 
@@ -100,7 +100,7 @@ class HostLink:
             sock.close()
         if warn:
             self.reconnects += 1
-            say(
+            report(
                 f"pid {os.getpid()}: lost the host on {self.socket_path!r}; {lost} events in "
                 f"flight lost (counted); re-electing a host and re-attaching handlers"
             )

@@ -7,18 +7,16 @@ host cannot build runs here instead (see :mod:`goggles_io._transport.placement`)
 
 from __future__ import annotations
 
-import contextlib
-import sys
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._codec import Call, Encoder, Reply
+from goggles_io._event.codec import Call, Encoder, Reply
 from goggles_io._transport.placement import runs_in_attaching_process
 from goggles_io.exceptions import InvalidPayloadError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, get_handler_class
 
-__all__ = ["HandlerOperations", "Marker", "say"]
+__all__ = ["HandlerOperations", "Marker"]
 
 _FIRST_ATTACH_WAIT_S = 10.0
 
@@ -32,12 +30,6 @@ class Marker:
         self.call = call
         self.done = threading.Event()
         self.result: Reply | None = None
-
-
-def say(message: str) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(f"goggles_io: {message}\n")
-        sys.stderr.flush()
 
 
 class HandlerOperations:
@@ -116,7 +108,7 @@ class HandlerOperations:
         return self._elector.host is not None
 
     def open_subscription(self, sub: Any) -> None:
-        """Connect a :class:`~goggles_io._subscribe.Subscription` to this socket's host."""
+        """Connect a :class:`~goggles_io._api.subscribe.Subscription` to this socket's host."""
         sub.connect(self.socket_path, self._elect_quietly)
 
     def _elect_quietly(self) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from goggles_io._bus import EventBus, FinishReport
-from goggles_io._delivery import HandlerStats
+from goggles_io._bus.bus import EventBus
+from goggles_io._bus.transport import FinishReport, HandlerStats
 from goggles_io._transport.subscription import Subscription
 from goggles_io.handlers.base import Handler, get_handler_class, handler_key
 

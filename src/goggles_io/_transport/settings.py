@@ -15,33 +15,28 @@ from collections.abc import Mapping
 
 import attrs
 
-from goggles_io._settings import parse_bool
+from goggles_io._util.env import (
+    ENV_DEDICATED_HOST,
+    ENV_HOST_IDLE_TIMEOUT,
+    ENV_HOST_IMPORTS,
+    ENV_HOST_LOG,
+    ENV_SHM_BYTES,
+    ENV_SHM_THRESHOLD,
+    ENV_SOCKET,
+    ENV_TRANSPORT,
+    read_bool,
+    read_number,
+    read_text,
+)
 from goggles_io.exceptions import ConfigurationError, SocketOwnershipError
 
 __all__ = [
-    "ENV_DEDICATED_HOST",
-    "ENV_HOST_IDLE_TIMEOUT",
-    "ENV_HOST_IMPORTS",
-    "ENV_HOST_LOG",
-    "ENV_SHM_BYTES",
-    "ENV_SHM_THRESHOLD",
-    "ENV_SOCKET",
-    "ENV_TRANSPORT",
     "SocketOwnershipError",
     "TransportSettings",
     "default_socket_path",
     "prepare_socket_dir",
     "read_transport_settings",
 ]
-
-ENV_SOCKET = "GOGGLES_SOCKET"
-ENV_SHM_THRESHOLD = "GOGGLES_SHM_THRESHOLD"
-ENV_SHM_BYTES = "GOGGLES_SHM_BYTES"
-ENV_DEDICATED_HOST = "GOGGLES_DEDICATED_HOST"
-ENV_HOST_IMPORTS = "GOGGLES_HOST_IMPORTS"
-ENV_HOST_IDLE_TIMEOUT = "GOGGLES_HOST_IDLE_TIMEOUT"
-ENV_HOST_LOG = "GOGGLES_HOST_LOG"
-ENV_TRANSPORT = "GOGGLES_TRANSPORT"
 
 _DEFAULT_SHM_THRESHOLD = 64 * 1024
 _DEFAULT_SHM_BYTES = 32 * 1024 * 1024
@@ -63,39 +58,25 @@ class TransportSettings:
     host_log: str | None = None
 
 
-def _number(env: Mapping[str, str], key: str, default: float, kind: type, minimum: float) -> float:
-    raw = env.get(key, "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = None
-    if value is None or value < minimum:
-        msg = f"{key} must be a {kind.__name__} >= {minimum} (got {env[key]!r}); unset it for {default!r}."
-        raise ConfigurationError(msg, key=key, value=env[key])
-    return value  # type: ignore[no-any-return]
-
-
 def read_transport_settings(env: Mapping[str, str] | None = None) -> TransportSettings:
     """Parse the transport's ``GOGGLES_*`` variables."""
     env = os.environ if env is None else env
-    transport = env.get(ENV_TRANSPORT, "").strip().lower() or "socket"
+    transport = (read_text(env, ENV_TRANSPORT) or "socket").lower()
     if transport not in _TRANSPORTS:
         msg = f"{ENV_TRANSPORT} must be one of {_TRANSPORTS!r} (got {env[ENV_TRANSPORT]!r})."
         raise ConfigurationError(msg, key=ENV_TRANSPORT, value=env[ENV_TRANSPORT])
     imports = tuple(m.strip() for m in env.get(ENV_HOST_IMPORTS, "").split(",") if m.strip())
     return TransportSettings(
         transport=transport,
-        socket_path=env.get(ENV_SOCKET, "").strip() or None,
-        shm_threshold=int(_number(env, ENV_SHM_THRESHOLD, _DEFAULT_SHM_THRESHOLD, int, 0)),
-        shm_bytes=int(_number(env, ENV_SHM_BYTES, _DEFAULT_SHM_BYTES, int, 1 << 20)),
-        dedicated_host=parse_bool(env, ENV_DEDICATED_HOST, True),
+        socket_path=read_text(env, ENV_SOCKET),
+        shm_threshold=read_number(env, ENV_SHM_THRESHOLD, _DEFAULT_SHM_THRESHOLD, minimum=0),
+        shm_bytes=read_number(env, ENV_SHM_BYTES, _DEFAULT_SHM_BYTES, minimum=1 << 20),
+        dedicated_host=read_bool(env, ENV_DEDICATED_HOST, True),
         host_imports=imports,
-        host_idle_timeout_s=_number(
-            env, ENV_HOST_IDLE_TIMEOUT, _DEFAULT_IDLE_TIMEOUT_S, float, 0.0
+        host_idle_timeout_s=read_number(
+            env, ENV_HOST_IDLE_TIMEOUT, _DEFAULT_IDLE_TIMEOUT_S, minimum=0.0
         ),
-        host_log=env.get(ENV_HOST_LOG, "").strip() or None,
+        host_log=read_text(env, ENV_HOST_LOG),
     )
 
 

@@ -17,18 +17,17 @@ import re
 import tempfile
 import threading
 from collections import deque
-from typing import Any, ClassVar
+from typing import Any
 
-import attrs
 import numpy as np
 
+from goggles_io._event.records import ShmRef
 from goggles_io.exceptions import FrameError
 
 __all__ = [
     "SEGMENT_PREFIX",
     "ShmPool",
     "ShmReader",
-    "ShmRef",
     "get_shm_dir",
     "list_segments",
     "sweep_dead_segments",
@@ -39,20 +38,6 @@ _DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
 _DEFAULT_MAX_SEGMENTS = 2
 _ALIGN = 64
 _NAME_RE = re.compile(r"goggles_io-(\d+)-(\d+)-(\d+)\Z")
-
-
-@attrs.frozen(slots=True)
-class ShmRef:
-    """Where an array lives in shared memory, as it travels on the wire."""
-
-    segment: str
-    offset: int
-    nbytes: int
-    dtype: str
-    shape: tuple[int, ...]
-
-    # Byte budgets skip what lives here: the pool's own budget already bounds it.
-    shm_resident: ClassVar[bool] = True
 
 
 def get_shm_dir() -> str:

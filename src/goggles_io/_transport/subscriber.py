@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from goggles_io._codec import Ack, Batch, Encoder, Message
-from goggles_io._records import Event, Kind
+from goggles_io._event.codec import Ack, Batch, Encoder, Message
+from goggles_io._event.records import Event, Kind
 from goggles_io._transport.framing import encode_frame
 
 __all__ = ["ConnWriter", "SubscriberSink"]

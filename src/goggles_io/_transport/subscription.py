@@ -16,9 +16,10 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from goggles_io._bus import EventBus, check_scope
-from goggles_io._codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
-from goggles_io._records import Event, Kind, approx_nbytes
+from goggles_io._bus.bus import EventBus
+from goggles_io._bus.transport import check_scope
+from goggles_io._event.codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
+from goggles_io._event.records import Event, Kind, approx_nbytes
 from goggles_io._transport.framing import FrameDecoder, encode_frame
 
 __all__ = ["Subscription"]

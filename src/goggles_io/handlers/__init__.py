@@ -7,7 +7,8 @@ cheap and never pulls wandb in.
 
 from __future__ import annotations
 
-from goggles_io._lazy import lazy_exports as _lazy_exports
+import lazy_loader as _lazy
+
 from goggles_io.handlers.base import BaseHandler, Handler, register_handler
 from goggles_io.handlers.console import ConsoleHandler
 from goggles_io.handlers.noop import NoOpHandler
@@ -24,13 +25,17 @@ __all__ = [
     "register_handler",
 ]
 
-# Public name -> submodule that defines it (owned by other modules; imported lazily).
-_LAZY = {
-    "CsvHandler": "goggles_io.handlers.csv",
-    "LocalStorageHandler": "goggles_io.handlers.storage",
-    "RemoteHandler": "goggles_io.handlers.remote",
-    "WandBHandler": "goggles_io.handlers.wandb",
-}
+# Heavy sinks load on first access, from the module that defines each.
+__getattr__, _, _ = _lazy.attach(
+    __name__,
+    submod_attrs={
+        "csv": ["CsvHandler"],
+        "remote": ["RemoteHandler"],
+        "storage": ["LocalStorageHandler"],
+        "wandb": ["WandBHandler"],
+    },
+)
 
 
-__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

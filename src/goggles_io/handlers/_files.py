@@ -9,10 +9,11 @@ with the count (the final count is in the handler's ``losses()`` and so in ``fin
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
-__all__ = ["LineFile", "ends_without_newline", "report"]
+from goggles_io._util.report import report
+
+__all__ = ["LineFile", "ends_without_newline"]
 
 
 def ends_without_newline(path: Path) -> bool:
@@ -26,15 +27,6 @@ def ends_without_newline(path: Path) -> bool:
             return handle.read(1) != b"\n"
     except FileNotFoundError:
         return False
-
-
-def report(message: str) -> None:
-    """Straight to stderr: a handler must not log through goggles_io, and must be seen."""
-    try:
-        sys.stderr.write(f"goggles_io: {message}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
 
 
 class LineFile:

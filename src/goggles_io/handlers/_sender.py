@@ -24,6 +24,8 @@ import time
 from typing import Any
 from urllib.parse import SplitResult
 
+from goggles_io._util.report import ReportOnce
+
 __all__ = ["Message", "Point", "Sender", "encode_points"]
 
 _logger = logging.getLogger("goggles_io.handlers.remote")
@@ -97,7 +99,7 @@ class Sender:
         self._stopping = False
         self._give_up = threading.Event()
         self._conn: http.client.HTTPConnection | None = None
-        self._reported: set[str] = set()
+        self.report_once = ReportOnce(_logger)
         self._auth_failed = False
         self._last_sent = time.monotonic()
         self.points_sent = 0
@@ -152,11 +154,6 @@ class Sender:
             self.lost_points += sum(m[3] for m in self._queue)
             self._queue.clear()
         self._close_conn()
-
-    def report_once(self, key: str, msg: str, *args: Any, level: int = logging.WARNING) -> None:
-        if key not in self._reported:
-            self._reported.add(key)
-            _logger.log(level, msg, *args)
 
     def _run(self) -> None:
         while True:

@@ -21,7 +21,7 @@ Contract for handler authors:
   settings read from the environment or a ``.env`` file already resolved, because the host may
   run in another directory with another environment.
 * Secrets (an API key) go under ``spec["secrets"]`` (from :meth:`BaseHandler.secrets`), never
-  under ``data``: each value is a :class:`~goggles_io._secret.Secret` that prints as
+  under ``data``: each value is a :class:`~goggles_io._util.secret.Secret` that prints as
   ``<redacted>``, and the bus compares secrets by hash only. ``from_dict`` passes them back as
   keyword arguments.
 * ``remote_methods`` (a class attribute) is the allow-list of methods that
@@ -43,8 +43,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from goggles_io._records import Event, Kind
-from goggles_io._secret import wrap_secrets
+from goggles_io._event.records import Event, Kind
+from goggles_io._util.secret import wrap_secrets
 from goggles_io.exceptions import (
     HandlerNotRegisteredError,
     InvalidLevelError,

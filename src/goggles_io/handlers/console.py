@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any, ClassVar, TextIO
 
-from goggles_io._records import Event, Kind
+from goggles_io._event.records import Event, Kind
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers.base import BaseHandler, register_handler
 

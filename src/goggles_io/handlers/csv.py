@@ -20,10 +20,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from goggles_io._records import Event, Kind
-from goggles_io._runfiles import read_kv, write_kv
+from goggles_io._event.records import Event, Kind
+from goggles_io._util.kvfile import read_kv, write_kv
+from goggles_io._util.report import report
 from goggles_io.exceptions import ConfigurationError
-from goggles_io.handlers._files import LineFile, report
+from goggles_io.handlers._files import LineFile
 from goggles_io.handlers.base import BaseHandler, register_handler
 
 __all__ = ["CONFIG_FILE", "METRICS_FILE", "STEP_COLUMN", "CsvHandler"]

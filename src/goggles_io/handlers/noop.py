@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from goggles_io._records import Event, Kind
+from goggles_io._event.records import Event, Kind
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
 
 __all__ = ["NoOpHandler"]

@@ -33,9 +33,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
 
-from goggles_io._records import Event, Kind
-from goggles_io._remote_protocol import INT64_MAX, INT64_MIN, MAX_BODY_BYTES, MAX_NAME_CHARS
-from goggles_io._secret import Secret
+from goggles_io._event.records import Event, Kind
+from goggles_io._event.remote_protocol import INT64_MAX, INT64_MIN, MAX_BODY_BYTES, MAX_NAME_CHARS
+from goggles_io._util.secret import Secret
 from goggles_io.exceptions import ConfigurationError, InvalidNameError, InvalidPayloadError
 from goggles_io.handlers._sender import Message, Sender
 from goggles_io.handlers.base import BaseHandler, register_handler
@@ -107,13 +107,13 @@ def _positive(name: str, value: Any, kind: type = int) -> None:
 
 @register_handler
 class RemoteHandler(BaseHandler):
-    """Batch scalar metrics into JSON POSTs to a collector (``goggles_io.collector``).
+    """Batch scalar metrics into JSON POSTs to a collector (``goggles_io.server.collector``).
 
     Args:
         server_url: Collector base URL; default ``TELEMETRY_REMOTE_URL``.
         run_name: Display name of the run on the dashboard.
         api_key: Bearer token; default ``TELEMETRY_REMOTE_API_KEY``. Kept as a
-            :class:`~goggles_io._secret.Secret`: never in the repr, the spec's ``data`` or any
+            :class:`~goggles_io._util.secret.Secret`: never in the repr, the spec's ``data`` or any
             message; it travels to the host under the spec's ``secrets``.
         buffer_size: Points per batch (fresher charts vs fewer requests).
         heartbeat_s: Send a heartbeat after this many quiet seconds.

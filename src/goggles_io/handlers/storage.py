@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from goggles_io._records import Event, Kind
+from goggles_io._event.records import Event, Kind
 from goggles_io.exceptions import ConfigurationError, InvalidNameError
 from goggles_io.handlers import _media
 from goggles_io.handlers._files import LineFile

@@ -26,8 +26,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from goggles_io._records import Event, Kind
-from goggles_io._secret import Secret
+from goggles_io._event.records import Event, Kind
+from goggles_io._util.report import ReportOnce
+from goggles_io._util.secret import Secret
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers.base import BaseHandler, register_handler
 
@@ -188,7 +189,7 @@ class WandBHandler(BaseHandler):
         self._config_updates: dict[str, Any] = {}
         self._config_lock = threading.Lock()
         self._runs: dict[str, _Run] = {}
-        self._reported: set[str] = set()
+        self._report_once = ReportOnce(_logger)
         self.backward_steps = 0
         self.alert_errors = 0
         self.log_failed = 0
@@ -402,11 +403,6 @@ class WandBHandler(BaseHandler):
     def losses(self) -> dict[str, int]:
         """Rows ``run.log`` refused (``log_failed``); shown per handler by ``finish()``."""
         return {"log_failed": self.log_failed} if self.log_failed else {}
-
-    def _report_once(self, key: str, msg: str, *args: Any) -> None:
-        if key not in self._reported:
-            self._reported.add(key)
-            _logger.warning(msg, *args)
 
 
 def _uint8(image: Any) -> Any:

@@ -135,7 +135,7 @@ def test_tls_url_gives_a_tls_client() -> None:
     """A rediss:// URL is handed to redis-py as is: its connections use TLS."""
     import redis
 
-    from goggles_io.handlers.broker import BrokerForwarder
+    from goggles_io._broker.forwarder import BrokerForwarder
 
     client = BrokerForwarder(url="rediss://:pw@127.0.0.1:6380/2")._client()
 
@@ -145,8 +145,8 @@ def test_tls_url_gives_a_tls_client() -> None:
 
 def test_bad_broker_url_is_refused_without_echoing_it() -> None:
     """http://... is not a broker URL: ConfigurationError, and the URL (maybe a password) not shown."""
+    from goggles_io._broker.forwarder import BrokerForwarder
     from goggles_io.exceptions import ConfigurationError
-    from goggles_io.handlers.broker import BrokerForwarder
 
     with pytest.raises(ConfigurationError, match="redis://") as info:
         BrokerForwarder(url="http://user:hunter2@example")

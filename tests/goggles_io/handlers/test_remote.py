@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 import goggles_io as gg
-from goggles_io.collector import Collector
 from goggles_io.exceptions import ConfigurationError, InvalidNameError, InvalidPayloadError
 from goggles_io.handlers.remote import RemoteHandler
 from goggles_io.runs import RunContext, read_kv, register_run
+from goggles_io.server.collector import Collector
 from support import wait_until
 
 KEY = "tok-3f9a1c-secret"

@@ -7,9 +7,9 @@ import time
 import pytest
 
 import goggles_io as gg
-from goggles_io._codec import Batch, Decoder, Encoder
-from goggles_io._config import STATE
-from goggles_io._records import Event, Kind
+from goggles_io._api.state import STATE
+from goggles_io._event.codec import Batch, Decoder, Encoder
+from goggles_io._event.records import Event, Kind
 from goggles_io._transport.batching import Batcher
 from goggles_io._transport.framing import FrameDecoder
 from goggles_io.testing import MemoryHandler

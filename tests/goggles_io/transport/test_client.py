@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import goggles_io as gg
-from goggles_io._config import STATE
+from goggles_io._api.state import STATE
 from goggles_io._transport.shm import list_segments
 from goggles_io.exceptions import InvalidPayloadError
 from goggles_io.testing import MemoryHandler

@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from goggles_io._transport.shm import ShmPool, ShmReader, ShmRef, list_segments, sweep_dead_segments
+from goggles_io._event.records import ShmRef
+from goggles_io._transport.shm import ShmPool, ShmReader, list_segments, sweep_dead_segments
 from goggles_io.exceptions import FrameError
 
 

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("uvicorn")
 
-from goggles_io.collector import Collector
-from goggles_io.ui._downsample import downsample, window
+from goggles_io.server.collector import Collector
+from goggles_io.server.ui._downsample import downsample, window
 
 LOCAL_RUN = """
 import sys

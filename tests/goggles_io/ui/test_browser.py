@@ -24,8 +24,8 @@ pytest.importorskip("selenium")
 pytest.importorskip("uvicorn")
 
 from browser import chromium, chromium_paths
-from goggles_io.collector import Collector
 from goggles_io.runs import RunContext
+from goggles_io.server.collector import Collector
 
 pytestmark = [
     pytest.mark.slow,

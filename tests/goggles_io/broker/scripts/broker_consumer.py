@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import goggles_io as gg
+from goggles_io._api.functions import broker_consumer
 
 out, expected = sys.argv[1], int(sys.argv[2])
 block_at = int(sys.argv[3]) if len(sys.argv) > 3 else -1
@@ -50,7 +51,7 @@ print("ready", flush=True)
 deadline = time.monotonic() + 90
 while sink.count < expected and time.monotonic() < deadline:
     time.sleep(0.01)
-consumer: Any = gg._api.broker_consumer()
+consumer: Any = broker_consumer()
 stats = {k: getattr(consumer, k) for k in ("handled", "duplicates", "malformed", "reclaimed")}
 gg.finish(timeout=30)
 print(json.dumps({"count": sink.count, "pid": os.getpid(), **stats}), flush=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from jsonl_sink import JsonlSink
 
 import goggles_io as gg
-from goggles_io._config import set_transport_factory
+from goggles_io._api.state import set_transport_factory
 from goggles_io._transport.client import SocketClient
 from goggles_io._transport.settings import read_transport_settings
 

@@ -13,10 +13,10 @@ from sys import _getframe
 from time import time as _now
 from typing import TYPE_CHECKING, Any
 
-from goggles_io import _validate as v
-from goggles_io._config import STATE, get_settings, get_transport
-from goggles_io._logger import TextLogger, _caller, _emit
-from goggles_io._records import Event, Kind
+from goggles_io._api.loggers import TextLogger, _caller, _emit
+from goggles_io._api.state import STATE, get_settings, get_transport
+from goggles_io._event import validate as v
+from goggles_io._event.records import Event, Kind
 from goggles_io.exceptions import InvalidPayloadError
 
 if TYPE_CHECKING:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from goggles_io import _validate as v
-from goggles_io._bus import check_scope
-from goggles_io._config import get_settings
-from goggles_io._data import GogglesLogger
-from goggles_io._logger import TextLogger
+from goggles_io._api.data import GogglesLogger
+from goggles_io._api.loggers import TextLogger
+from goggles_io._api.state import get_settings
+from goggles_io._bus.transport import check_scope
+from goggles_io._event import validate as v
 
 __all__ = ["get_logger"]
 

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from goggles_io import _validate as v
-from goggles_io._logger import TextLogger
+from goggles_io._api.loggers import TextLogger
+from goggles_io._event import validate as v
 
 __all__ = ["timeit", "trace_on_error"]
 

@@ -85,7 +85,7 @@ class GracefulShutdown:
         if self._announced or self.exit_message is None:
             return
         self._announced = True
-        from goggles_io._get_logger import get_logger
+        from goggles_io._api.get_logger import get_logger
 
         get_logger("goggles_io.shutdown").info(self.exit_message)
 

@@ -6,9 +6,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from goggles_io import _validate as v
-from goggles_io._bus import FinishReport
-from goggles_io._config import STATE, get_settings, get_transport
+from goggles_io._api.state import STATE, get_settings, get_transport
+from goggles_io._bus.transport import FinishReport
+from goggles_io._event import validate as v
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers.base import Handler
 
@@ -139,8 +139,8 @@ def configure(
     ``attach(..., from_broker=True)`` read from it.
     """
     if broker is not None:
+        from goggles_io._broker.forwarder import BrokerForwarder
         from goggles_io._broker.settings import check_url
-        from goggles_io.handlers.broker import BrokerForwarder
 
         STATE.broker_url = check_url(broker)
         get_transport().attach(BrokerForwarder(url=broker), ["*"])

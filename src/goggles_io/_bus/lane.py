@@ -9,42 +9,24 @@ socket host offers whole lists (:meth:`Lane.offer_many`): one put per batch, cou
 
 from __future__ import annotations
 
-import sys
 import threading
-from collections.abc import Mapping
 from queue import SimpleQueue
 from typing import Any
 
-import attrs
-
-from goggles_io._records import (
+from goggles_io._bus.transport import HandlerStats, handler_losses
+from goggles_io._event.records import (
     EVENT_OVERHEAD_BYTES,
     METRIC_ENTRY_BYTES,
     Event,
     Kind,
     approx_nbytes,
 )
+from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
 
-__all__ = ["HandlerStats", "Lane", "handler_kinds", "handler_losses"]
+__all__ = ["Lane", "handler_kinds"]
 
 _KIND_VALUES = frozenset(k.value for k in Kind)
-
-
-@attrs.frozen
-class HandlerStats:
-    """Delivery tally of one handler, reported by ``finish()``."""
-
-    delivered: int = 0
-    dropped: int = 0
-    errors: int = 0
-    losses: Mapping[str, int] = attrs.field(factory=dict)
-    """The handler's own refusals and losses by reason (``BaseHandler.losses()``)."""
-
-    @property
-    def lost(self) -> int:
-        """Total of :attr:`losses`: what the handler itself refused or could not write."""
-        return sum(self.losses.values())
 
 
 class _Control:
@@ -99,15 +81,6 @@ def handler_kinds(handler: object) -> frozenset[Kind]:
     return frozenset(Kind)
 
 
-def _report(message: str) -> None:
-    # Straight to stderr: a diagnostics logger nobody configured must not swallow it.
-    try:
-        sys.stderr.write(f"goggles_io: {message}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-
-
 class Lane:
     """Deliver events to one handler, asynchronously (own thread) or synchronously (caller)."""
 
@@ -146,7 +119,7 @@ class Lane:
         self._batched = 0  # events queued inside lists, beyond the one item each list counts as
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._reported: set[str] = set()
+        self._report_once = ReportOnce()
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> bool:
@@ -321,8 +294,7 @@ class Lane:
     def _drop(self, why: str, n: int = 1) -> None:
         with self._lock:
             self.dropped += n
-        if why not in self._reported:
-            self._report_once(why, f"handler {self.name!r}: {why}; dropping events and counting")
+        self._report_once(why, f"handler {self.name!r}: {why}; dropping events and counting")
 
     def _deliver(self, event: Event) -> None:
         try:
@@ -403,12 +375,6 @@ class Lane:
                 f"handler {self.name!r}.{getattr(fn, '__name__', 'call')}() raised {exc!r}",
             )
 
-    def _report_once(self, key: str, message: str) -> None:
-        if key in self._reported:
-            return
-        self._reported.add(key)
-        _report(message)
-
     def stats(self) -> HandlerStats:
         """Return the tally so far, with the handler's own ``losses()`` when it has them."""
         return HandlerStats(
@@ -417,15 +383,3 @@ class Lane:
             errors=self.errors,
             losses=handler_losses(self.handler),
         )
-
-
-def handler_losses(handler: object) -> dict[str, int]:
-    """``handler.losses()`` as ``{reason: count > 0}``; ``{}`` when absent, broken or malformed."""
-    method = getattr(handler, "losses", None)
-    if not callable(method):
-        return {}
-    try:
-        found = method()
-        return {str(k): int(v) for k, v in dict(found).items() if int(v) > 0}
-    except Exception:  # a diagnostics hook must never break finish()
-        return {}

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from time import time as _now
 from typing import Any, TypeVar
 
-from goggles_io import _validate as v
-from goggles_io._bus import check_scope
-from goggles_io._config import STATE, get_settings, get_transport
-from goggles_io._records import Event, Kind
+from goggles_io._api.state import STATE, get_settings, get_transport
+from goggles_io._bus.transport import check_scope
+from goggles_io._event import validate as v
+from goggles_io._event.records import Event, Kind
 
 __all__ = ["TextLogger"]
 

@@ -35,11 +35,18 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
-__all__ = ["EVENT_OVERHEAD_BYTES", "METRIC_ENTRY_BYTES", "Event", "Kind", "approx_nbytes"]
+__all__ = [
+    "EVENT_OVERHEAD_BYTES",
+    "METRIC_ENTRY_BYTES",
+    "Event",
+    "Kind",
+    "ShmRef",
+    "approx_nbytes",
+]
 
 
 class Kind(str, enum.Enum):
@@ -57,6 +64,20 @@ class Kind(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+@attrs.frozen(slots=True)
+class ShmRef:
+    """Where an array lives in shared memory, as it travels on the wire."""
+
+    segment: str
+    offset: int
+    nbytes: int
+    dtype: str
+    shape: tuple[int, ...]
+
+    # Byte budgets skip what lives here: the pool's own budget already bounds it.
+    shm_resident: ClassVar[bool] = True
 
 
 def _payload_eq(a: Any, b: Any) -> bool:

@@ -10,114 +10,20 @@ mutated) on attach/detach, so the hot path takes no lock.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
-import attrs
-
-from goggles_io._delivery import HandlerStats, Lane, _report
-from goggles_io._records import Event
-from goggles_io._secret import REDACTED, fingerprint
-from goggles_io.exceptions import InvalidNameError, UnknownHandlerError, UnknownScopeError
+from goggles_io._bus.lane import Lane
+from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
+from goggles_io._event.records import Event
+from goggles_io._util.report import report
+from goggles_io._util.secret import REDACTED, fingerprint
+from goggles_io.exceptions import UnknownHandlerError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, handler_from_dict
 
-__all__ = ["ALL_SCOPES", "EventBus", "FinishReport", "Transport", "check_scope", "scope_matches"]
-
-
-@attrs.frozen
-class FinishReport:
-    """What ``finish()`` delivered and dropped, per handler name, and this process's transport.
-
-    ``transport`` is the socket client's own tally (events it could not hand to the host: queue
-    full, lost with a dead host, unencodable, not sent in time), so ``dropped`` counts every
-    loss the user should hear of, wherever it happened.
-    """
-
-    handlers: Mapping[str, HandlerStats] = attrs.field(factory=dict)
-    timed_out: bool = False
-    transport: HandlerStats = attrs.field(factory=HandlerStats)
-
-    @property
-    def dropped(self) -> int:
-        """Total events dropped across handlers and this process's transport."""
-        return sum(s.dropped for s in self.handlers.values()) + self.transport.dropped
-
-    @property
-    def lost(self) -> int:
-        """Total the handlers themselves refused or could not write (their ``losses()``)."""
-        return sum(s.lost for s in self.handlers.values())
-
-    def summary(self) -> str:
-        """One line: ``name: delivered/dropped/errors`` (and its own losses) per handler."""
-        parts = []
-        for name, s in sorted(self.handlers.items()):
-            part = f"{name}: {s.delivered} delivered, {s.dropped} dropped, {s.errors} errors"
-            if s.losses:
-                own = ", ".join(f"{n} {reason}" for reason, n in sorted(s.losses.items()))
-                part += f" (handler: {own})"
-            parts.append(part)
-        if self.transport.dropped:
-            why = ", ".join(f"{n} {r}" for r, n in sorted(self.transport.losses.items()))
-            parts.append(f"transport: {self.transport.dropped} dropped ({why})")
-        return "; ".join(parts) or "no handlers"
-
-
-class Transport(Protocol):
-    """What the public functions need from a bus; the socket client of issue 4 implements it.
-
-    Every method takes effect before it returns (events emitted afterwards see the new routing).
-    ``emit`` must never block on a slow consumer and never raise for environment failures.
-    """
-
-    def attach(self, handler: Handler, scopes: Sequence[str]) -> None: ...
-
-    def detach(self, name: str, scope: str) -> None: ...
-
-    def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None: ...
-
-    def emit(self, event: Event) -> None: ...
-
-    def call(self, name: str, method: str, payload: Any) -> None: ...
-
-    def has_handler(self, name: str) -> bool: ...
-
-    def flush(self, timeout_s: float | None = None) -> bool: ...
-
-    def finish(self, timeout_s: float | None = None) -> FinishReport: ...
-
-    def after_fork_in_child(self) -> None: ...
-
-
-ALL_SCOPES = "*"
-"""A handler (or subscription) scope that every event reaches, whatever its scope."""
-
-
-def check_scope(scope: object, *, wildcard: bool = False) -> str:
-    """Validate a scope name: non-empty str of non-empty dot-separated parts.
-
-    With ``wildcard`` (attaching a handler or subscribing), ``"*"`` means every scope.
-    """
-    if wildcard and scope == ALL_SCOPES:
-        return ALL_SCOPES
-    if not isinstance(scope, str) or not scope or "" in scope.split("."):
-        msg = (
-            f"scope must be a non-empty str of dot-separated names such as 'global' or "
-            f"'global.eval' (got {scope!r})."
-        )
-        raise InvalidNameError(msg, name=scope)
-    return scope
-
-
-def scope_matches(event_scope: str, handler_scope: str) -> bool:
-    """Return whether an event in ``event_scope`` reaches a handler on ``handler_scope``."""
-    return (
-        event_scope == handler_scope
-        or event_scope.startswith(handler_scope + ".")
-        or handler_scope == ALL_SCOPES
-    )
+__all__ = ["EventBus"]
 
 
 def _spec(handler: Handler) -> dict[str, Any]:
@@ -212,7 +118,7 @@ class EventBus:
         if key in self._warned:
             return
         self._warned.add(key)
-        _report(
+        report(
             f"handler name {kept.name!r} is already attached; the later attach is ignored "
             f"(first registration wins) and only its scopes are merged. Differing options: "
             f"{'; '.join(diffs)}"
@@ -359,13 +265,13 @@ class EventBus:
                     left = None if deadline is None else max(0.0, deadline - time.monotonic())
                     ok = lane.close(left) and ok
                 self._finished = True
-            report = FinishReport(
+            result = FinishReport(
                 handlers={name: lane.stats() for name, lane in self._lanes.items()},
                 timed_out=not ok,
             )
-        if report.dropped or report.lost or not ok:
-            print(f"goggles_io: finish: {report.summary()}", file=sys.stderr)
-        return report
+        if result.dropped or result.lost or not ok:
+            report(f"finish: {result.summary()}")
+        return result
 
     def _reopen(self) -> None:
         with self._lock:

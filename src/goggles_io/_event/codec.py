@@ -7,7 +7,7 @@ refused, so a hostile frame can at worst raise :class:`FrameError`, never run co
 Encoding by type (see ADR 0009):
 
 * a message is ``[tag, fields...]`` where ``tag`` names one class of :data:`Message`;
-* a :class:`Batch` is ``[seq, n, column...]``: one column per :class:`~goggles_io._records.Event`
+* a :class:`Batch` is ``[seq, n, column...]``: one column per :class:`~goggles_io._event.records.Event`
   field, sent as one bare value when all ``n`` events share it (ADR 0013);
 * ``numpy.ndarray`` below the shared-memory threshold is ext 1 (dtype, shape, raw bytes), at or
   above it ext 2 (a :class:`ShmRef`: segment, offset, nbytes, dtype, shape); numpy scalars are
@@ -20,7 +20,7 @@ import itertools
 import operator
 import struct
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any, Protocol, Union
 
 import attrs
 import msgpack
@@ -28,8 +28,7 @@ import numpy as np
 from cattrs import UnstructureStrategy
 from cattrs.preconf.msgpack import make_converter
 
-from goggles_io._records import Event, Kind
-from goggles_io._transport.shm import ShmPool, ShmReader, ShmRef
+from goggles_io._event.records import Event, Kind, ShmRef
 from goggles_io.exceptions import FrameError
 
 __all__ = [
@@ -246,6 +245,20 @@ _STRUCTURE: dict[int, Callable[[Any, Any], Any]] = {
 }
 
 
+class ArrayPool(Protocol):
+    """Where the encoder puts big arrays (the transport's shared-memory pool)."""
+
+    def put(self, array: np.ndarray) -> ShmRef | None:
+        """Copy ``array`` in and say where it is; ``None`` when there is no room."""
+
+
+class ArrayReader(Protocol):
+    """How the decoder reads an array another process put in shared memory."""
+
+    def read(self, ref: ShmRef) -> np.ndarray:
+        """Copy the array at ``ref`` out (raising :class:`FrameError` for a bad reference)."""
+
+
 def _array_bytes(a: np.ndarray) -> bytes:
     header = msgpack.packb((a.dtype.str, a.shape))
     return _U16.pack(len(header)) + header + a.tobytes()
@@ -303,7 +316,7 @@ def _array_from(data: bytes, scalar: bool) -> Any:
 class Encoder:
     """Encode messages for one connection; big arrays go to ``pool`` when one is given."""
 
-    def __init__(self, shm_threshold: int = 1 << 62, pool: ShmPool | None = None) -> None:
+    def __init__(self, shm_threshold: int = 1 << 62, pool: ArrayPool | None = None) -> None:
         self.shm_threshold = shm_threshold
         self.pool = pool
         self.refs: list[ShmRef] = []  # slots used by the message being encoded
@@ -353,7 +366,7 @@ class Encoder:
 class Decoder:
     """Decode messages from untrusted bytes; shared-memory arrays are copied out via ``shm``."""
 
-    def __init__(self, shm: ShmReader | None = None) -> None:
+    def __init__(self, shm: ArrayReader | None = None) -> None:
         self.shm = shm
 
     def _ext_hook(self, code: int, data: bytes) -> Any:

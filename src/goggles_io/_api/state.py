@@ -1,7 +1,7 @@
 """Process-global state of goggles_io, in one place.
 
-Everything process-global lives here: the parsed settings (parsed by :mod:`goggles_io._settings`),
-the active transport (the socket client, or the in-process :class:`~goggles_io._bus.EventBus`),
+Everything process-global lives here: the parsed settings (parsed by :mod:`goggles_io._bus.settings`),
+the active transport (the socket client, or the in-process :class:`~goggles_io._bus.bus.EventBus`),
 the per-metric step counters and x-axis declarations. ``reset_defaults()`` tears it all down for
 tests. This module builds the transport; the transport never imports it.
 """
@@ -15,10 +15,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._settings import Settings, read_settings
+from goggles_io._bus.settings import Settings, read_settings
 
 if TYPE_CHECKING:
-    from goggles_io._bus import FinishReport, Transport
+    from goggles_io._bus.transport import FinishReport, Transport
 
 __all__ = [
     "STATE",
@@ -82,7 +82,7 @@ def _default_factory(settings: Settings) -> Transport:
 
     transport = read_transport_settings()
     if transport.transport == "inprocess":
-        from goggles_io._bus import EventBus
+        from goggles_io._bus.bus import EventBus
 
         return EventBus(
             async_mode=settings.async_mode,
@@ -101,7 +101,7 @@ def _forward_to_broker(transport: Transport) -> None:
     settings = read_broker_settings()  # a malformed GOGGLES_BROKER* raises here, naming it
     if settings.url is None:
         return
-    from goggles_io.handlers.broker import BrokerForwarder
+    from goggles_io._broker.forwarder import BrokerForwarder
 
     transport.attach(BrokerForwarder(url=settings.url), ["*"])
 

@@ -20,14 +20,14 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from goggles_io._collector_asgi import KEY_COOKIE
-from goggles_io._remote_protocol import dump_json
-from goggles_io.ui._downsample import downsample, window
-from goggles_io.ui._sources import Catalog, inside, stat_records
+from goggles_io._event.remote_protocol import dump_json
+from goggles_io.server.asgi import KEY_COOKIE
+from goggles_io.server.ui._downsample import downsample, window
+from goggles_io.server.ui._sources import Catalog, inside, stat_records
 
 __all__ = ["make_ui_app"]
 
-_STATIC = resources.files("goggles_io.ui") / "static"
+_STATIC = resources.files("goggles_io.server.ui") / "static"
 _TICK_S = 0.5  # live stream: how often the runs are looked at (points show within 2 s)
 _MAX_POINTS = 4000  # per trace per request, whatever the page asks
 _PLAIN = {"cache-control": "no-store"}
@@ -42,7 +42,7 @@ def _plotly_js() -> Path:
     try:
         import plotly
     except ImportError as exc:
-        from goggles_io._asgi_server import missing_ui_extra
+        from goggles_io.server.uvicorn_thread import missing_ui_extra
 
         raise missing_ui_extra(exc) from None
     return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -60,7 +60,7 @@ def _float_arg(request: Request, name: str) -> float | None:
 
 
 def make_ui_app(collector: Any, run_dirs: list[str]) -> Starlette:
-    """The dashboard over ``collector``'s database (a :class:`~goggles_io.collector.Collector`)
+    """The dashboard over ``collector``'s database (a :class:`~goggles_io.server.collector.Collector`)
     and the runs under ``run_dirs``."""
     catalog = Catalog(collector, run_dirs)
     plotly_js = _plotly_js()

@@ -22,10 +22,10 @@ from typing import Any, ClassVar
 
 from goggles_io._broker.entries import encode_entry
 from goggles_io._broker.settings import check_url, read_broker_settings, stream_name
-from goggles_io._codec import Encoder
-from goggles_io._delivery import _report
-from goggles_io._records import Event
-from goggles_io._secret import Secret
+from goggles_io._event.codec import Encoder
+from goggles_io._event.records import Event
+from goggles_io._util.report import ReportOnce, report
+from goggles_io._util.secret import Secret
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
 
 __all__ = ["BROKER_HANDLER_NAME", "BrokerForwarder"]
@@ -85,7 +85,7 @@ class BrokerForwarder(BaseHandler):
         self._stop = False
         self._gave_up = False
         self._last_progress = time.monotonic()
-        self._reported: set[str] = set()
+        self._report_once = ReportOnce()
 
     def config(self) -> dict[str, Any]:
         """Spec data; the URL travels under ``secrets``."""
@@ -174,7 +174,7 @@ class BrokerForwarder(BaseHandler):
         if thread is not None:
             thread.join(self.close_timeout_s)
         if self.unsent:
-            _report(f"broker: {self.unsent} events were not sent to {self.stream!r} before close")
+            report(f"broker: {self.unsent} events were not sent to {self.stream!r} before close")
 
     def losses(self) -> dict[str, int]:
         """Events this forwarder could not deliver to Redis, by reason."""
@@ -213,7 +213,7 @@ class BrokerForwarder(BaseHandler):
                 pipe.execute()
             except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
                 if not down:
-                    _report(
+                    report(
                         f"broker: Redis unreachable ({type(exc).__name__}); buffering up to "
                         f"{self.buffer_bytes} bytes and retrying (losses beyond are counted)"
                     )
@@ -233,7 +233,7 @@ class BrokerForwarder(BaseHandler):
             else:
                 self.sent += sum(n for _, _, n in chunk)
                 if down:
-                    _report("broker: Redis reachable again; buffered events sent")
+                    report("broker: Redis reachable again; buffered events sent")
                     down = False
                 backoff = 0.05
             with self._cond:
@@ -246,8 +246,3 @@ class BrokerForwarder(BaseHandler):
                 self._cond.notify_all()
         with contextlib.suppress(Exception):
             client.close()
-
-    def _report_once(self, key: str, message: str) -> None:
-        if key not in self._reported:
-            self._reported.add(key)
-            _report(message)

@@ -15,9 +15,10 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from goggles_io._bus import EventBus, check_scope
-from goggles_io._config import get_settings, get_transport
-from goggles_io._records import Event, Kind
+from goggles_io._api.state import get_settings, get_transport
+from goggles_io._bus.bus import EventBus
+from goggles_io._bus.transport import check_scope
+from goggles_io._event.records import Event, Kind
 from goggles_io._transport.subscription import Subscription
 
 __all__ = ["Subscription", "subscribe"]

@@ -15,7 +15,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from goggles_io._remote_protocol import (
+from goggles_io._event.remote_protocol import (
     MAX_BODY_BYTES,
     ProtocolError,
     dump_json,
@@ -51,7 +51,7 @@ class CollectorApp:
     """ASGI callable: ingest endpoints and, for every other path, the dashboard app."""
 
     def __init__(self, collector: Any, ui: Any) -> None:
-        """``collector``: a :class:`goggles_io.collector.Collector` (not imported: no cycle)."""
+        """``collector``: a :class:`goggles_io.server.collector.Collector` (not imported: no cycle)."""
         self.collector = collector
         self.ui = ui
 

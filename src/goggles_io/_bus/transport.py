@@ -1,0 +1,149 @@
+"""The interface every bus implements, and what ``finish()`` reports.
+
+:class:`Transport` is what the public functions need from a bus: the in-process
+:class:`~goggles_io._bus.bus.EventBus` and the socket client both implement it (cf. httpx's
+``_transports/base.py``: the interface in its own module, beside its implementations). Scope
+matching lives here too, because every implementation routes the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from goggles_io._event.records import Event
+from goggles_io.exceptions import InvalidNameError
+from goggles_io.handlers.base import Handler
+
+__all__ = [
+    "ALL_SCOPES",
+    "FinishReport",
+    "HandlerStats",
+    "Transport",
+    "check_scope",
+    "handler_losses",
+    "scope_matches",
+]
+
+
+@attrs.frozen
+class HandlerStats:
+    """Delivery tally of one handler, reported by ``finish()``."""
+
+    delivered: int = 0
+    dropped: int = 0
+    errors: int = 0
+    losses: Mapping[str, int] = attrs.field(factory=dict)
+    """The handler's own refusals and losses by reason (``BaseHandler.losses()``)."""
+
+    @property
+    def lost(self) -> int:
+        """Total of :attr:`losses`: what the handler itself refused or could not write."""
+        return sum(self.losses.values())
+
+
+@attrs.frozen
+class FinishReport:
+    """What ``finish()`` delivered and dropped, per handler name, and this process's transport.
+
+    ``transport`` is the socket client's own tally (events it could not hand to the host: queue
+    full, lost with a dead host, unencodable, not sent in time), so ``dropped`` counts every
+    loss the user should hear of, wherever it happened.
+    """
+
+    handlers: Mapping[str, HandlerStats] = attrs.field(factory=dict)
+    timed_out: bool = False
+    transport: HandlerStats = attrs.field(factory=HandlerStats)
+
+    @property
+    def dropped(self) -> int:
+        """Total events dropped across handlers and this process's transport."""
+        return sum(s.dropped for s in self.handlers.values()) + self.transport.dropped
+
+    @property
+    def lost(self) -> int:
+        """Total the handlers themselves refused or could not write (their ``losses()``)."""
+        return sum(s.lost for s in self.handlers.values())
+
+    def summary(self) -> str:
+        """One line: ``name: delivered/dropped/errors`` (and its own losses) per handler."""
+        parts = []
+        for name, s in sorted(self.handlers.items()):
+            part = f"{name}: {s.delivered} delivered, {s.dropped} dropped, {s.errors} errors"
+            if s.losses:
+                own = ", ".join(f"{n} {reason}" for reason, n in sorted(s.losses.items()))
+                part += f" (handler: {own})"
+            parts.append(part)
+        if self.transport.dropped:
+            why = ", ".join(f"{n} {r}" for r, n in sorted(self.transport.losses.items()))
+            parts.append(f"transport: {self.transport.dropped} dropped ({why})")
+        return "; ".join(parts) or "no handlers"
+
+
+class Transport(Protocol):
+    """What the public functions need from a bus; the socket client of issue 4 implements it.
+
+    Every method takes effect before it returns (events emitted afterwards see the new routing).
+    ``emit`` must never block on a slow consumer and never raise for environment failures.
+    """
+
+    def attach(self, handler: Handler, scopes: Sequence[str]) -> None: ...
+
+    def detach(self, name: str, scope: str) -> None: ...
+
+    def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None: ...
+
+    def emit(self, event: Event) -> None: ...
+
+    def call(self, name: str, method: str, payload: Any) -> None: ...
+
+    def has_handler(self, name: str) -> bool: ...
+
+    def flush(self, timeout_s: float | None = None) -> bool: ...
+
+    def finish(self, timeout_s: float | None = None) -> FinishReport: ...
+
+    def after_fork_in_child(self) -> None: ...
+
+
+ALL_SCOPES = "*"
+"""A handler (or subscription) scope that every event reaches, whatever its scope."""
+
+
+def check_scope(scope: object, *, wildcard: bool = False) -> str:
+    """Validate a scope name: non-empty str of non-empty dot-separated parts.
+
+    With ``wildcard`` (attaching a handler or subscribing), ``"*"`` means every scope.
+    """
+    if wildcard and scope == ALL_SCOPES:
+        return ALL_SCOPES
+    if not isinstance(scope, str) or not scope or "" in scope.split("."):
+        msg = (
+            f"scope must be a non-empty str of dot-separated names such as 'global' or "
+            f"'global.eval' (got {scope!r})."
+        )
+        raise InvalidNameError(msg, name=scope)
+    return scope
+
+
+def scope_matches(event_scope: str, handler_scope: str) -> bool:
+    """Return whether an event in ``event_scope`` reaches a handler on ``handler_scope``."""
+    return (
+        event_scope == handler_scope
+        or event_scope.startswith(handler_scope + ".")
+        or handler_scope == ALL_SCOPES
+    )
+
+
+def handler_losses(handler: object) -> dict[str, int]:
+    """``handler.losses()`` as ``{reason: count > 0}``; ``{}`` when absent, broken or malformed."""
+    method = getattr(handler, "losses", None)
+    if not callable(method):
+        return {}
+    try:
+        found = method()
+        return {str(k): int(v) for k, v in dict(found).items() if int(v) > 0}
+    except Exception:  # a diagnostics hook must never break finish()
+        return {}

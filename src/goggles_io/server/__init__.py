@@ -1,0 +1,14 @@
+"""SERVED AND SHOWN: the collector (HTTP ingest of the remote sink) and the dashboard, one ASGI app.
+
+Needs the ``[ui]`` extra to serve. ``store`` keeps runs and points in SQLite; ``ingest`` checks
+keys and routes the remote protocol onto the store; ``asgi`` is the one ASGI application
+(ingest + dashboard); ``uvicorn_thread`` serves it on a thread; ``collector`` puts them together;
+``ui`` is the dashboard. It lives outside the I/O library's floors (ADR 0024): goggles_io's
+logging path never imports it.
+"""
+
+from __future__ import annotations
+
+from goggles_io.server.collector import Collector, is_loopback
+
+__all__ = ["Collector", "is_loopback"]
