@@ -24,6 +24,7 @@ __all__ = [
     "InvalidPayloadError",
     "InvalidPayloadTypeError",
     "MethodNotAllowedError",
+    "RunFileError",
     "ShutdownError",
     "SocketOwnershipError",
     "UnknownFieldError",
@@ -166,3 +167,12 @@ class UnknownFieldError(InvalidNameError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class RunFileError(GogglesIOError, ValueError):
+    """A run file cannot be read; the message names the file and line (``path``, ``line``)."""
+
+    def __init__(self, msg: str, path: str, line: int | None = None) -> None:
+        super().__init__(msg)
+        self.path = path
+        self.line = line

@@ -54,7 +54,7 @@ def post(path: str, body: bytes, extra: str = "") -> bytes:
 @pytest.fixture
 def collector() -> Iterator[Collector]:
     with Collector(read_timeout_s=5.0) as running:
-        running._register({"run_id": "r1"})
+        running.store.register({"run_id": "r1"})
         yield running
 
 
@@ -68,7 +68,7 @@ class TestTransportLevel:
         with socket.create_connection((collector.host, collector.port)) as sock:
             sock.sendall(b"GET /runs HTTP/1.1\r\nHost: x\r\n\r\n")
             sock.recv(65536)
-            conns = wait_until(lambda: list(collector._conns), what="connection tracked")
+            conns = wait_until(lambda: collector.connections, what="connection tracked")
             flags = [c.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for c in conns]
 
         assert all(flags) and flags
@@ -115,7 +115,7 @@ class TestBodies:
     def test_over_limit_413_is_seen_by_the_client(self) -> None:
         """A body over max_body_bytes gets 413 (read away, so the client sees it) and nothing is stored."""
         with Collector(max_body_bytes=1000) as small:
-            small._register({"run_id": "r1"})
+            small.store.register({"run_id": "r1"})
             big = points_body(*({"seq": i, "name": "x", "value": 1.0} for i in range(1, 200)))
             status, body, closes = exchange(small, post("/runs/r1/points", big))
 
@@ -137,7 +137,7 @@ class TestBodies:
     def test_chunked_body_over_limit_413(self) -> None:
         """Chunked bodies are held to the same limit."""
         with Collector(max_body_bytes=100) as small:
-            small._register({"run_id": "r1"})
+            small.store.register({"run_id": "r1"})
             raw = b"POST /runs/r1/points HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
             status, _, closes = exchange(small, raw + b"80\r\n" + b"x" * 128 + b"\r\n0\r\n\r\n")
 
@@ -216,7 +216,7 @@ class TestPointValidation:
         """Infinity or TEXT stored by an older collector is served back as null, never bare Infinity."""
         db = tmp_path / "old.sqlite"
         with Collector(db_path=str(db)) as first:
-            first._register({"run_id": "r1"})
+            first.store.register({"run_id": "r1"})
         raw = sqlite3.connect(db)
         raw.executemany(
             "INSERT INTO points VALUES ('r1', ?, 'x', ?, 1, 0.0)", [(1, float("inf")), (2, "abc")]
@@ -280,7 +280,7 @@ class TestMethodsAndExposure:
 class TestStaleRuns:
     def test_silent_run_marked_stale_then_running_again(self, collector: Collector) -> None:
         """A running run quiet for 3 heartbeat periods shows as stale; a heartbeat revives it."""
-        collector._register({"run_id": "quiet", "heartbeat_s": 0.05})
+        collector.store.register({"run_id": "quiet", "heartbeat_s": 0.05})
 
         wait_until(
             lambda: {r["run_id"]: r["status"] for r in collector.runs()}["quiet"] == "stale",

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goggles_io._api.state import STATE, get_settings, get_transport
-from goggles_io._bus.transport import FinishReport
+from goggles_io._bus.transport import FinishReport, Transport
 from goggles_io._event import validate as v
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers.base import Handler
+
+if TYPE_CHECKING:
+    from goggles_io._broker.consumer import BrokerConsumer
 
 __all__ = [
     "DEFAULT_CONSOLE_NAME",
@@ -59,7 +62,7 @@ def attach(
     get_transport().attach(handler, _scopes(scopes))
 
 
-def broker_consumer() -> Any:
+def broker_consumer() -> BrokerConsumer:
     """This process's consumer of the broker stream, made on first use.
 
     Raises:
@@ -110,7 +113,7 @@ def call_handler(name: str, method: str, payload: Any) -> None:
     get_transport().call(name, method, payload)
 
 
-def get_bus() -> Any:
+def get_bus() -> Transport:
     """Return the bus this process logs to (robo-goggles' name): the socket client or the
     in-process :class:`~goggles_io.EventBus`. ``get_bus().is_host`` says whether the handlers
     run in this process."""

@@ -13,11 +13,12 @@ import gc
 import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from goggles_io._bus.settings import Settings, read_settings
 
 if TYPE_CHECKING:
+    from goggles_io._broker.consumer import BrokerConsumer
     from goggles_io._bus.transport import FinishReport, Transport
 
 __all__ = [
@@ -45,7 +46,7 @@ class _State:
         self.x_axes: dict[str, str] = {}
         self.atexit_registered = False
         self.broker_url: str | None = None  # configure(broker=...)
-        self.consumer: Any = None  # the broker consumer of from_broker handlers, if any
+        self.consumer: BrokerConsumer | None = None  # reads the broker for from_broker handlers
 
 
 STATE = _State()

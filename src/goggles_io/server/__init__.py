@@ -10,5 +10,6 @@ logging path never imports it.
 from __future__ import annotations
 
 from goggles_io.server.collector import Collector, is_loopback
+from goggles_io.server.store import RunStore
 
-__all__ = ["Collector", "is_loopback"]
+__all__ = ["Collector", "RunStore", "is_loopback"]

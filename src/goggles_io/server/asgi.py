@@ -22,11 +22,11 @@ from goggles_io._event.remote_protocol import (
     parse_content_length,
     parse_json,
 )
+from goggles_io.server.ingest import Ingest
 
-__all__ = ["ALLOW", "KEY_COOKIE", "CollectorApp", "send_json"]
+__all__ = ["ALLOW", "CollectorApp", "send_json"]
 
 ALLOW = "GET, POST"
-KEY_COOKIE = "telemetry_key"  # the dashboard keeps the API key in this HttpOnly cookie
 _DRAIN_LIMIT = 4 * MAX_BODY_BYTES  # read away an oversize body up to this, so the 413 is seen
 
 
@@ -50,16 +50,16 @@ def _header_values(scope: dict[str, Any], name: bytes) -> list[str]:
 class CollectorApp:
     """ASGI callable: ingest endpoints and, for every other path, the dashboard app."""
 
-    def __init__(self, collector: Any, ui: Any) -> None:
-        """``collector``: a :class:`goggles_io.server.collector.Collector` (not imported: no cycle)."""
-        self.collector = collector
+    def __init__(self, ingest: Ingest, ui: Any) -> None:
+        """``ui``: the dashboard's ASGI app, for every path outside ``/runs``."""
+        self.ingest = ingest
         self.ui = ui
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        collector = self.collector
-        collector.requests_received += 1
+        ingest = self.ingest
+        ingest.requests_received += 1
         method = scope["method"]
         if method not in ("GET", "POST"):
             msg = f"method {method} is not allowed; the collector answers {ALLOW}"
@@ -67,7 +67,7 @@ class CollectorApp:
             await send_json(send, 405, {"error": msg}, close=True, extra=allow)
             return
         try:
-            collector._authorise_scope(scope)
+            ingest.authorise_scope(scope)
         except ProtocolError as exc:  # never read a body for a stranger
             await send_json(send, exc.status, exc.body, close=True)
             return
@@ -80,19 +80,17 @@ class CollectorApp:
     async def _protocol(
         self, scope: dict[str, Any], receive: Any, send: Any, method: str, path: str
     ) -> None:
-        collector = self.collector
+        ingest = self.ingest
         close = False
         try:
             try:
-                raw = await asyncio.wait_for(
-                    self._read_body(scope, receive), collector.read_timeout_s
-                )
+                raw = await asyncio.wait_for(self._read_body(scope, receive), ingest.read_timeout_s)
             except ProtocolError:
                 close = True
                 raise
             except asyncio.TimeoutError:
                 close = True
-                msg = f"body not received within {collector.read_timeout_s} s"
+                msg = f"body not received within {ingest.read_timeout_s} s"
                 raise ProtocolError(HTTPStatus.REQUEST_TIMEOUT, msg) from None
             await self._wait_delay()
             parts = [unquote(p) for p in path.strip("/").split("/") if p]
@@ -105,16 +103,16 @@ class CollectorApp:
     def _handle(
         self, method: str, parts: list[str], raw: bytes, query: dict[str, list[str]]
     ) -> tuple[HTTPStatus, Any]:
-        return self.collector._route(method, parts, parse_json(raw), query)
+        return self.ingest.route(method, parts, parse_json(raw), query)
 
     async def _wait_delay(self) -> None:
         """Sit out ``response_delay_s`` (tests), re-reading it so lowering it releases us."""
         arrived = time.monotonic()
-        while (left := self.collector.response_delay_s - (time.monotonic() - arrived)) > 0:
+        while (left := self.ingest.response_delay_s - (time.monotonic() - arrived)) > 0:
             await asyncio.sleep(min(left, 0.02))
 
     async def _read_body(self, scope: dict[str, Any], receive: Any) -> bytes:
-        limit = self.collector.max_body_bytes
+        limit = self.ingest.max_body_bytes
         encoding = _header_values(scope, b"transfer-encoding")
         lengths = _header_values(scope, b"content-length")
         if encoding:

@@ -16,7 +16,7 @@ from goggles_io._event.records import Event, Kind
 from goggles_io._event.remote_protocol import ProtocolError
 from goggles_io.exceptions import InvalidNameError, InvalidPayloadError
 from goggles_io.handlers.remote import RemoteHandler
-from goggles_io.server.collector import Collector
+from goggles_io.server import Collector, RunStore
 from support import wait_until
 
 
@@ -33,10 +33,10 @@ def collector(tmp_path: Path) -> Iterator[Collector]:
         yield running
 
 
-class _PickyCollector(Collector):
-    """The real collector, plus one storage rule the handler does not know: no "bad*" names."""
+class _PickyStore(RunStore):
+    """The real store, plus one storage rule the handler does not know: no "bad*" names."""
 
-    def _add_points(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    def add_points(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
         invalid = [
             {"index": i, "seq": p.get("seq"), "error": "names starting with 'bad' are refused"}
             for i, p in enumerate(body.get("points", []))
@@ -44,7 +44,7 @@ class _PickyCollector(Collector):
         ]
         if invalid:
             raise ProtocolError(HTTPStatus.UNPROCESSABLE_ENTITY, "refused", invalid=invalid)
-        return super()._add_points(run_id, body)
+        return super().add_points(run_id, body)
 
 
 def make(collector: Collector, **kwargs: Any) -> RemoteHandler:
@@ -91,7 +91,7 @@ class TestNeverStalls:
         self, tmp_path: Path
     ) -> None:
         """A 422 naming one point drops exactly it (counted); the next 1,000 points are stored."""
-        with _PickyCollector(db_path=str(tmp_path / "p.sqlite")) as picky:
+        with Collector(store=_PickyStore(str(tmp_path / "p.sqlite"))) as picky:
             handler = make(picky, buffer_size=50)
             handler.log_scalar("bad", 1.0, 0)
             for step in range(1, 1001):
@@ -132,7 +132,7 @@ class TestNeverStalls:
             handler = make(quick, buffer_size=1)
             handler.log_scalar("loss", 1.0, 1)
             wait_until(lambda: len(quick.points(handler.run_id)) == 1, what="first point")
-            wait_until(lambda: not quick._conns, what="idle connection closed by the server")
+            wait_until(lambda: not quick.connections, what="idle connection closed by the server")
             handler.log_scalar("loss", 2.0, 2)
             handler.close()
 

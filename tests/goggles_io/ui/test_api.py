@@ -98,8 +98,8 @@ class TestRunsAndCharts:
     def test_collector_points_are_charted_and_stale_run_crashed(self) -> None:
         """Points posted over the protocol are charted; a silent run shows as crashed."""
         with Collector() as server:
-            server._register({"run_id": "r1", "heartbeat_s": 0.05})
-            server._add_points("r1", {"points": [{"seq": i, "name": "loss", "value": i * 1.0,
+            server.store.register({"run_id": "r1", "heartbeat_s": 0.05})
+            server.store.add_points("r1", {"points": [{"seq": i, "name": "loss", "value": i * 1.0,
                                                   "step": i} for i in range(1, 4)]})  # fmt: skip
             from support import wait_until
 
@@ -125,7 +125,7 @@ class TestSafety:
     def test_markup_in_names_is_data_not_markup(self, tmp_path: Path) -> None:
         """Names are sent as JSON strings; the page itself holds no run data to inject into."""
         with Collector() as server:
-            server._register({"run_id": "<script>x</script>", "config": {"<b>": "<i>"}})
+            server.store.register({"run_id": "<script>x</script>", "config": {"<b>": "<i>"}})
             _, runs = get(f"{server.url}/api/runs")
             status, page = get(f"{server.url}/")
 

@@ -9,6 +9,7 @@ there, not copied into this repository.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from importlib import resources
 from pathlib import Path
@@ -21,7 +22,8 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from goggles_io._event.remote_protocol import dump_json
-from goggles_io.server.asgi import KEY_COOKIE
+from goggles_io.server.ingest import KEY_COOKIE
+from goggles_io.server.store import RunStore
 from goggles_io.server.ui._downsample import downsample, window
 from goggles_io.server.ui._sources import Catalog, inside, stat_records
 
@@ -59,10 +61,15 @@ def _float_arg(request: Request, name: str) -> float | None:
     return value if value == value else None
 
 
-def make_ui_app(collector: Any, run_dirs: list[str]) -> Starlette:
-    """The dashboard over ``collector``'s database (a :class:`~goggles_io.server.collector.Collector`)
-    and the runs under ``run_dirs``."""
-    catalog = Catalog(collector, run_dirs)
+def make_ui_app(
+    store: RunStore, run_dirs: list[str], stopping: threading.Event | None = None
+) -> Starlette:
+    """The dashboard over ``store`` (the collector's runs) and the runs under ``run_dirs``.
+
+    ``stopping``, once set, ends the live streams (the collector sets it on shutdown).
+    """
+    catalog = Catalog(store, run_dirs)
+    stopping = threading.Event() if stopping is None else stopping
     plotly_js = _plotly_js()
 
     async def refreshed() -> None:
@@ -159,7 +166,7 @@ def make_ui_app(collector: Any, run_dirs: list[str]) -> Starlette:
         async def events() -> AsyncIterator[bytes]:
             last = b""
             idle = 0.0
-            while not collector.stopping.is_set():
+            while not stopping.is_set():
                 await asyncio.to_thread(catalog.refresh, True)
                 data = dump_json({"runs": catalog.summaries()})
                 if data != last:

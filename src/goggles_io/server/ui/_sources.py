@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from goggles_io.runs import RunFileError, read_kv, read_run
+from goggles_io.server.store import RunStore
 
 __all__ = ["Catalog", "Series", "inside", "stat_records"]
 
@@ -215,22 +216,16 @@ def _float(text: str) -> float | None:
 class _DbRuns:
     """The collector database's runs and points, read by rowid as points arrive."""
 
-    def __init__(self, collector: Any) -> None:
-        self.collector = collector
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
         self.runs: dict[str, dict[str, Any]] = {}
         self.series: dict[str, dict[str, Series]] = {}
         self._rowid = 0
 
     def refresh(self) -> None:
-        collector = self.collector
-        self.runs = {run["run_id"]: run for run in collector.runs()}
+        self.runs = {run["run_id"]: run for run in self.store.runs()}
         while True:
-            with collector._db_lock:
-                rows = collector._db.execute(
-                    "SELECT rowid, run_id, name, value, step, time FROM points WHERE rowid > ?"
-                    " ORDER BY rowid LIMIT 200000",
-                    (self._rowid,),
-                ).fetchall()
+            rows = self.store.points_after(self._rowid, 200_000)
             if not rows:
                 return
             for rowid, run_id, name, value, step, when in rows:
@@ -249,11 +244,10 @@ _DB_STATUS = {"stale": "crashed"}
 class Catalog:
     """Every run the dashboard shows, keyed ``dir:<run id>`` or ``db:<run id>``."""
 
-    def __init__(self, collector: Any, run_dirs: Iterable[str]) -> None:
-        self.collector = collector
+    def __init__(self, store: RunStore, run_dirs: Iterable[str]) -> None:
         self.roots = [Path(p) for p in run_dirs]
         self.dirs: dict[str, _DirRun] = {}
-        self.db = _DbRuns(collector)
+        self.db = _DbRuns(store)
         self._lock = threading.Lock()
         self._last = 0.0
 

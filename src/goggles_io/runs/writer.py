@@ -1,9 +1,10 @@
-"""Run lifecycle: a run directory with ``run.kv`` written before step 0, config recorded once.
+"""Writing a run: ``RunContext`` (the run directory, ``run.kv`` before step 0, heartbeat, config
+recorded once) and ``register_run`` (announcing the run to its handlers).
 
 A :class:`RunContext` creates ``<root>/<run id>/`` and writes ``run.kv`` (who, where, which commit,
 ``status=running``) before any training, so a run that dies at step 0 still leaves a trace. A
 daemon thread touches ``heartbeat`` every few seconds: a run whose process died keeps
-``status=running`` with a stale heartbeat, and :func:`read_run` reports it as ``crashed``.
+``status=running`` with a stale heartbeat, and the reader reports it as ``crashed``.
 Settings go through :meth:`RunContext.set_config`, recorded once in ``config.kv`` /
 ``config.yaml`` and forwarded to every handler that has ``record_config(mapping)``: through
 :func:`goggles_io.call_handler` when the handler is attached to the bus (so the instance that
@@ -30,31 +31,13 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from goggles_io._api.functions import call_handler, is_attached
-from goggles_io._util.kvfile import (
-    RunFileError,
-    last_metrics,
-    last_step,
-    overwrite_kv,
-    read_kv,
-    write_kv,
-)
+from goggles_io._util.kvfile import overwrite_kv, write_kv
 from goggles_io._util.report import report
 from goggles_io.exceptions import ConfigConflictError, ConfigurationError
+from goggles_io.runs.status import DEFAULT_HEARTBEAT_S, RunStatus
 
-__all__ = [
-    "RunContext",
-    "RunFileError",
-    "RunStatus",
-    "last_metrics",
-    "list_runs",
-    "read_kv",
-    "read_run",
-    "register_run",
-    "write_kv",
-]
+__all__ = ["RunContext", "register_run"]
 
-_DEFAULT_HEARTBEAT_S = 5.0
-_STALE_FACTOR = 3.0  # a heartbeat older than this many periods means the writer is gone
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _KEY = re.compile(r"^[A-Za-z0-9_.\-/]+$")
 _SCALARS = (str, int, float, bool, type(None))
@@ -101,16 +84,6 @@ def _plain(key: str, value: Any) -> Any:
     raise ConfigurationError(msg, key=key, value=value)
 
 
-class RunStatus:
-    """Lifecycle states as written in ``run.kv`` (``crashed`` is derived, never written)."""
-
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-    CRASHED = "crashed"
-
-
 class RunContext:
     """One training run: its directory, ``run.kv``, heartbeat, checkpoints and config.
 
@@ -137,7 +110,7 @@ class RunContext:
         slug: str,
         seed: int | None = None,
         root: str | os.PathLike[str] = "runs",
-        heartbeat_s: float = _DEFAULT_HEARTBEAT_S,
+        heartbeat_s: float = DEFAULT_HEARTBEAT_S,
     ) -> None:
         for pname, pvalue in (("project", project), ("slug", slug)):
             if not isinstance(pvalue, str) or not pvalue.strip():
@@ -384,91 +357,3 @@ def register_run(run: RunContext, *handlers: Any) -> None:
         _forward(handler, "register_run", run.info())
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
-
-
-def read_run(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read one run directory: ``run.kv`` plus derived ``status``, ``age_s`` and ``last_step``.
-
-    ``status`` is ``crashed`` when ``run.kv`` says ``running`` but the heartbeat is older than
-    three periods, or the pid is dead on this host.
-
-    Damaged fields never raise: a ``heartbeat_s`` that is not a positive finite number means
-    the default period, a ``pid`` that is not a plausible pid is ignored, a ``started`` without
-    a time zone is taken as UTC.
-
-    Raises:
-        FileNotFoundError: ``run_dir`` holds no ``run.kv``.
-        RunFileError: ``run.kv`` is not valid UTF-8 (the message names the file and line).
-    """
-    path = Path(run_dir)
-    info: dict[str, Any] = dict(read_kv(path / "run.kv"))
-    info["run_dir"] = str(path)
-    if info.get("status") == RunStatus.RUNNING:
-        period = _period(info.get("heartbeat_s"))
-        try:
-            beat_age = time.time() - (path / "heartbeat").stat().st_mtime
-        except OSError:
-            beat_age = float("inf")
-        same_host = info.get("host") == socket.gethostname()
-        pid = _pid(info.get("pid"))
-        dead = same_host and pid is not None and not _pid_alive(pid)
-        if dead or beat_age > _STALE_FACTOR * period + 1.0:
-            info["status"] = RunStatus.CRASHED
-    info["age_s"] = _age_s(info.get("started"))
-    info["last_step"] = last_step(path)
-    return info
-
-
-def _period(text: Any) -> float:
-    try:
-        period = float(text)
-    except (TypeError, ValueError):
-        return _DEFAULT_HEARTBEAT_S
-    return period if 0 < period < float("inf") else _DEFAULT_HEARTBEAT_S  # nan fails both
-
-
-def _pid(text: Any) -> int | None:
-    raw = str(text or "")
-    if not raw.isascii() or not raw.isdigit() or len(raw) > 10:
-        return None
-    pid = int(raw)
-    return pid if 0 < pid < 2**31 else None
-
-
-def _age_s(text: Any) -> float | None:
-    try:
-        started = _dt.datetime.fromisoformat(str(text))
-    except ValueError:
-        return None
-    if started.tzinfo is None:
-        started = started.replace(tzinfo=_dt.timezone.utc)
-    return (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds()
-
-
-def list_runs(root: str | os.PathLike[str] = "runs") -> list[dict[str, Any]]:
-    """Every run under ``root`` (directories with a ``run.kv``), oldest first.
-
-    A run whose files cannot be read is still listed, with ``status="unreadable"`` and the
-    reason in ``error`` (naming the file and line), so one damaged run hides no other.
-    """
-    base = Path(root)
-    if not base.is_dir():
-        return []
-    runs = []
-    for p in sorted(base.iterdir()):
-        if not (p / "run.kv").is_file():
-            continue
-        try:
-            runs.append(read_run(p))
-        except (OSError, ValueError) as exc:
-            runs.append({"run_id": p.name, "run_dir": str(p), "status": "unreadable",
-                         "error": str(exc), "age_s": None, "last_step": None})  # fmt: skip
-    return sorted(runs, key=lambda r: str(r.get("started", "")))

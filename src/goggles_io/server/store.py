@@ -1,0 +1,226 @@
+"""``RunStore``: the collector's runs and points in SQLite, stored exactly once by sequence number.
+
+Each point carries a per-run sequence number; a point whose number was already stored is a
+duplicate (a retry after a lost response) and is skipped. A gap in the numbers (batches the
+client refused) is counted per run. The dashboard reads new points by ``rowid`` through
+:meth:`RunStore.points_after`, so it never needs the database itself.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from http import HTTPStatus
+from typing import Any
+
+from goggles_io._event.remote_protocol import (
+    ProtocolError,
+    check_finish,
+    check_points,
+    check_register,
+    dump_json,
+)
+
+__all__ = ["RunStore"]
+
+_DEFAULT_HEARTBEAT_S = 60.0  # RemoteHandler's default, for runs registered without one
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, name TEXT, config TEXT, info TEXT, status TEXT,
+    registered REAL, last_seen REAL, finished REAL, last_seq INTEGER, gaps INTEGER,
+    duplicates INTEGER, heartbeats INTEGER, summary TEXT
+);
+CREATE TABLE IF NOT EXISTS points (
+    run_id TEXT, seq INTEGER, name TEXT, value REAL, step INTEGER, time REAL,
+    PRIMARY KEY (run_id, seq)
+);
+"""
+_RUN_KEYS = (
+    "run_id",
+    "name",
+    "config",
+    "info",
+    "status",
+    "registered",
+    "last_seen",
+    "finished",
+    "last_seq",
+    "gaps",
+    "duplicates",
+    "heartbeats",
+    "summary",
+)
+
+
+class RunStore:
+    """Runs and points of the remote protocol in one SQLite database, safe across threads.
+
+    Args:
+        db_path: SQLite file, or ``":memory:"``.
+        stale_heartbeats: A ``running`` run silent for this many of its heartbeat periods is
+            marked ``stale`` when runs are listed (its finish never came).
+    """
+
+    def __init__(self, db_path: str = ":memory:", stale_heartbeats: float = 3.0) -> None:
+        self.stale_heartbeats = stale_heartbeats
+        self._db = sqlite3.connect(db_path, check_same_thread=False)
+        if db_path != ":memory:":
+            # WAL + NORMAL: a commit per batch without an fsync each; a crash loses at most the
+            # last batches, which the client's retries resend (seq numbers make that safe).
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+        if "heartbeat_s" not in columns:  # databases from before the stale marking
+            self._db.execute("ALTER TABLE runs ADD COLUMN heartbeat_s REAL")
+            self._db.commit()
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
+
+    # -- reading ------------------------------------------------------------------------------
+    def runs(self) -> list[dict[str, Any]]:
+        """Every registered run with its status, counts and config (stale runs marked first)."""
+        now = time.time()
+        with self._lock, self._db:
+            self._db.execute(
+                "UPDATE runs SET status = 'stale' WHERE status = 'running' AND last_seen < "
+                "? - ? * COALESCE(heartbeat_s, ?)",
+                (now, self.stale_heartbeats, _DEFAULT_HEARTBEAT_S),
+            )
+            rows = self._db.execute(
+                f"SELECT {', '.join(_RUN_KEYS)} FROM runs ORDER BY registered"
+            ).fetchall()
+            counts = dict(
+                self._db.execute("SELECT run_id, COUNT(*) FROM points GROUP BY run_id").fetchall()
+            )
+        result = []
+        for row in rows:
+            run = dict(zip(_RUN_KEYS, row, strict=True))
+            for k in ("config", "info", "summary"):
+                run[k] = json.loads(run[k] or "{}")
+            run["points"] = counts.get(run["run_id"], 0)
+            result.append(run)
+        return result
+
+    def points(self, run_id: str, name: str | None = None) -> list[dict[str, Any]]:
+        """The points of one run in sequence order, optionally of one metric.
+
+        A value that is not a finite number (text or ``Infinity`` stored by an older collector)
+        reads back as ``None``, like NaN: answers are strict JSON.
+        """
+        query = "SELECT seq, name, value, step, time FROM points WHERE run_id = ?"
+        args: tuple[Any, ...] = (run_id,)
+        if name is not None:
+            query, args = query + " AND name = ?", (*args, name)
+        with self._lock:
+            rows = self._db.execute(query + " ORDER BY seq", args).fetchall()
+        out = []
+        for seq, pname, value, step, when in rows:
+            if not isinstance(value, float) or value - value != 0.0:  # text, inf, nan -> null
+                value = float(value) if type(value) is int else None
+            out.append({"seq": seq, "name": pname, "value": value, "step": step, "time": when})
+        return out
+
+    def points_after(self, rowid: int, limit: int) -> list[tuple[Any, ...]]:
+        """``(rowid, run_id, name, value, step, time)`` of points stored after ``rowid``."""
+        with self._lock:
+            return self._db.execute(
+                "SELECT rowid, run_id, name, value, step, time FROM points WHERE rowid > ?"
+                " ORDER BY rowid LIMIT ?",
+                (rowid, limit),
+            ).fetchall()
+
+    def require_run(self, run_id: str) -> None:
+        """Raise a 404 :class:`ProtocolError` unless ``run_id`` was registered."""
+        with self._lock:
+            found = self._db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if not found:
+            raise ProtocolError(HTTPStatus.NOT_FOUND, f"unknown run {run_id!r}; POST /runs first")
+
+    # -- writing (bodies as the protocol sends them; checked here) -----------------------------
+    def register(self, body: Any) -> dict[str, Any]:
+        """``POST /runs``: a new run, or a re-registration whose config is merged."""
+        run = check_register(body)
+        run_id, config = run["run_id"], run["config"]
+        now = time.time()
+        with self._lock, self._db:
+            row = self._db.execute("SELECT config FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                self._db.execute(
+                    "INSERT INTO runs (run_id, name, config, info, status, registered, last_seen,"
+                    " finished, last_seq, gaps, duplicates, heartbeats, summary, heartbeat_s)"
+                    " VALUES (?, ?, ?, ?, 'running', ?, ?, NULL, 0, 0, 0, 0, '{}', ?)",
+                    (
+                        run_id,
+                        run["name"],
+                        dump_json(config).decode(),
+                        dump_json(run["info"]).decode(),
+                        now,
+                        now,
+                        run["heartbeat_s"],
+                    ),
+                )
+            else:  # re-registration (a retry, or config recorded later): merge the config
+                merged = {**json.loads(row[0] or "{}"), **config}
+                self._db.execute(
+                    "UPDATE runs SET config = ?, last_seen = ?,"
+                    " heartbeat_s = COALESCE(?, heartbeat_s) WHERE run_id = ?",
+                    (dump_json(merged).decode(), now, run["heartbeat_s"], run_id),
+                )
+        return {"run_id": run_id}
+
+    def add_points(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /runs/<id>/points``: store new points once; count duplicates and gaps."""
+        rows = check_points(body)
+        gaps = 0
+        with self._lock, self._db:
+            (last_seq,) = self._db.execute(
+                "SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            # Stored seqs are all <= last_seq, so a seq above it is new: gaps need no lookups.
+            for row in rows:
+                if row[0] > last_seq:
+                    gaps += row[0] > last_seq + 1
+                    last_seq = row[0]
+            cur = self._db.executemany(
+                "INSERT OR IGNORE INTO points VALUES (?, ?, ?, ?, ?, ?)",
+                [(run_id, *row) for row in rows],
+            )
+            accepted = max(cur.rowcount, 0)
+            duplicates = len(rows) - accepted
+            self._db.execute(
+                "UPDATE runs SET last_seq = ?, gaps = gaps + ?, duplicates = duplicates + ?,"
+                " last_seen = ?, status = CASE status WHEN 'stale' THEN 'running' ELSE status END"
+                " WHERE run_id = ?",
+                (last_seq, gaps, duplicates, time.time(), run_id),
+            )
+        return {"accepted": accepted, "duplicates": duplicates, "gaps": gaps}
+
+    def heartbeat(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /runs/<id>/heartbeat``: the run is alive (a stale run runs again)."""
+        with self._lock, self._db:
+            self._db.execute(
+                "UPDATE runs SET heartbeats = heartbeats + 1, last_seen = ?,"
+                " status = CASE status WHEN 'stale' THEN 'running' ELSE status END"
+                " WHERE run_id = ?",
+                (time.time(), run_id),
+            )
+        return {"ok": True}
+
+    def finish(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /runs/<id>/finish``: the run's final status and summary."""
+        status, summary = check_finish(body)
+        now = time.time()
+        with self._lock, self._db:
+            self._db.execute(
+                "UPDATE runs SET status = ?, finished = ?, summary = ?, last_seen = ?"
+                " WHERE run_id = ?",
+                (status, now, dump_json(summary).decode(), now, run_id),
+            )
+        return {"ok": True}
