@@ -12,7 +12,7 @@ import sys
 import traceback
 from collections.abc import Mapping
 from time import time as _now
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from goggles_io._api.state import STATE, get_settings, get_transport
 from goggles_io._bus.transport import check_scope
@@ -151,98 +151,75 @@ class TextLogger:
         if level >= self.level:
             self._log(level, msg, args, exc_info, extra, step, time, async_mode, fields)
 
-    def debug(
-        self,
-        msg: object,
-        *args: Any,
-        exc_info: Any = None,
-        extra: Mapping[str, Any] | None = None,
-        step: int | None = None,
-        time: float | None = None,
-        async_mode: bool | None = None,
-        **fields: Any,
-    ) -> None:
-        """Log at DEBUG (keywords as in :meth:`log`)."""
-        if DEBUG >= self.level:
-            self._log(DEBUG, msg, args, exc_info, extra, step, time, async_mode, fields)
-
-    def info(
-        self,
-        msg: object,
-        *args: Any,
-        exc_info: Any = None,
-        extra: Mapping[str, Any] | None = None,
-        step: int | None = None,
-        time: float | None = None,
-        async_mode: bool | None = None,
-        **fields: Any,
-    ) -> None:
-        """Log at INFO (keywords as in :meth:`log`)."""
-        if INFO >= self.level:
-            self._log(INFO, msg, args, exc_info, extra, step, time, async_mode, fields)
-
-    def warning(
-        self,
-        msg: object,
-        *args: Any,
-        exc_info: Any = None,
-        extra: Mapping[str, Any] | None = None,
-        step: int | None = None,
-        time: float | None = None,
-        async_mode: bool | None = None,
-        **fields: Any,
-    ) -> None:
-        """Log at WARNING (keywords as in :meth:`log`)."""
-        if WARNING >= self.level:
-            self._log(WARNING, msg, args, exc_info, extra, step, time, async_mode, fields)
-
-    def error(
-        self,
-        msg: object,
-        *args: Any,
-        exc_info: Any = None,
-        extra: Mapping[str, Any] | None = None,
-        step: int | None = None,
-        time: float | None = None,
-        async_mode: bool | None = None,
-        **fields: Any,
-    ) -> None:
-        """Log at ERROR (keywords as in :meth:`log`)."""
-        if ERROR >= self.level:
-            self._log(ERROR, msg, args, exc_info, extra, step, time, async_mode, fields)
-
-    def critical(
-        self,
-        msg: object,
-        *args: Any,
-        exc_info: Any = None,
-        extra: Mapping[str, Any] | None = None,
-        step: int | None = None,
-        time: float | None = None,
-        async_mode: bool | None = None,
-        **fields: Any,
-    ) -> None:
-        """Log at CRITICAL (keywords as in :meth:`log`)."""
-        if CRITICAL >= self.level:
-            self._log(CRITICAL, msg, args, exc_info, extra, step, time, async_mode, fields)
-
-    def exception(
-        self,
-        msg: object,
-        *args: Any,
-        exc_info: Any = True,
-        extra: Mapping[str, Any] | None = None,
-        step: int | None = None,
-        time: float | None = None,
-        async_mode: bool | None = None,
-        **fields: Any,
-    ) -> None:
-        """Log at ERROR with the current exception's traceback (call from ``except``)."""
-        if ERROR >= self.level:
-            self._log(ERROR, msg, args, exc_info, extra, step, time, async_mode, fields)
+    if TYPE_CHECKING:  # made from _LEVEL_METHODS below; declared here for type checkers
+        debug: _LevelCall
+        info: _LevelCall
+        warning: _LevelCall
+        error: _LevelCall
+        critical: _LevelCall
+        exception: _LevelCall
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, scope={self.scope!r})"
+
+
+class _LevelCall(Protocol):
+    """The signature of ``debug`` ... ``exception``: :meth:`TextLogger.log` without the level."""
+
+    def __call__(
+        self,
+        msg: object,
+        *args: Any,
+        exc_info: Any = ...,
+        extra: Mapping[str, Any] | None = None,
+        step: int | None = None,
+        time: float | None = None,
+        async_mode: bool | None = None,
+        **fields: Any,
+    ) -> None: ...
+
+
+# name, level, whether the current exception's traceback is attached by default, what it says.
+_LEVEL_METHODS = (
+    ("debug", DEBUG, None, "Log at DEBUG (keywords as in :meth:`log`)."),
+    ("info", INFO, None, "Log at INFO (keywords as in :meth:`log`)."),
+    ("warning", WARNING, None, "Log at WARNING (keywords as in :meth:`log`)."),
+    ("error", ERROR, None, "Log at ERROR (keywords as in :meth:`log`)."),
+    ("critical", CRITICAL, None, "Log at CRITICAL (keywords as in :meth:`log`)."),
+    (
+        "exception",
+        ERROR,
+        True,
+        "Log at ERROR with the current exception's traceback (call from ``except``).",
+    ),
+)
+
+
+def _level_method(name: str, level: int, exc_default: Any, doc: str) -> Any:
+    """One level method: a level check, then :meth:`TextLogger._log` (one frame, as hand-written)."""
+
+    def method(
+        self: TextLogger,
+        msg: object,
+        *args: Any,
+        exc_info: Any = exc_default,
+        extra: Mapping[str, Any] | None = None,
+        step: int | None = None,
+        time: float | None = None,
+        async_mode: bool | None = None,
+        **fields: Any,
+    ) -> None:
+        if level >= self.level:
+            self._log(level, msg, args, exc_info, extra, step, time, async_mode, fields)
+
+    method.__name__ = name
+    method.__qualname__ = f"TextLogger.{name}"
+    method.__doc__ = doc
+    return method
+
+
+for _name, _level, _exc, _doc in _LEVEL_METHODS:
+    setattr(TextLogger, _name, _level_method(_name, _level, _exc, _doc))
 
 
 def _format_exc(exc_info: Any) -> str:

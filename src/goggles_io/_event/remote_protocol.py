@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import quote
+
+from goggles_io.exceptions import InvalidNameError, InvalidPayloadError
 
 __all__ = [
     "INT64_MAX",
@@ -30,12 +34,16 @@ __all__ = [
     "PointRow",
     "ProtocolError",
     "check_finish",
+    "check_point_name",
+    "check_point_step",
     "check_points",
     "check_register",
     "dump_json",
     "parse_content_length",
     "parse_json",
     "point_problem",
+    "register_body",
+    "run_path",
 ]
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -270,3 +278,61 @@ def check_finish(body: Any) -> tuple[str, dict[str, Any]]:
     if type(summary) is not dict:
         raise ProtocolError(HTTPStatus.BAD_REQUEST, "summary must be a JSON object")
     return status, summary
+
+
+# -- the sender's side: what a log call may hand to the remote sink ---------------------------
+def check_point_name(name: Any) -> str:
+    """``name`` if the protocol can carry it: non-empty UTF-8 text of bounded length."""
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
+        msg = f"metric name must be a non-empty str of at most {MAX_NAME_CHARS} characters (got {name!r:.80})."
+        raise InvalidNameError(msg, name=name)
+    if not name.isascii():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            msg = f"metric name {name!r:.80} is not valid UTF-8 (it holds a lone surrogate)."
+            raise InvalidNameError(msg, name=name) from None
+    return name
+
+
+def check_point_step(name: str, step: Any) -> int | None:
+    """``step`` as a 64-bit int (or ``None``); the protocol carries nothing else."""
+    if step is None:
+        return None
+    if isinstance(step, float):
+        if not math.isfinite(step) or not step.is_integer():
+            msg = f"step of metric {name!r} must be a whole number (got {step!r})."
+            raise InvalidPayloadError(msg, value=step)
+        step = int(step)
+    else:
+        try:
+            step = operator.index(step)
+        except TypeError:
+            msg = f"step of metric {name!r} must be an int or None (got {step!r:.80})."
+            raise InvalidPayloadError(msg, value=step) from None
+    if not INT64_MIN <= step <= INT64_MAX:
+        msg = f"step of metric {name!r} must fit in 64 bits (got {step!r})."
+        raise InvalidPayloadError(msg, value=step)
+    return int(step)
+
+
+def run_path(run_id: str, action: str) -> str:
+    """The path of one run's ``action`` (``points``, ``heartbeat``, ``finish``), id quoted."""
+    return f"/runs/{quote(run_id, safe='')}/{action}"
+
+
+def register_body(
+    run_id: str,
+    name: str,
+    config: Mapping[str, Any],
+    info: Mapping[str, Any],
+    heartbeat_s: float,
+) -> dict[str, Any]:
+    """The body of ``POST /runs`` (:func:`check_register` is its collector side)."""
+    return {
+        "run_id": run_id,
+        "name": name,
+        "config": dict(config),
+        "info": dict(info),
+        "heartbeat_s": heartbeat_s,
+    }

@@ -17,7 +17,8 @@ from typing import Any
 
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.settings import Settings
-from goggles_io._transport.host import Host, acquire_host_lock
+from goggles_io._transport.host import Host
+from goggles_io._transport.identity import acquire_host_lock
 from goggles_io._transport.settings import TransportSettings
 from goggles_io._transport.shm import sweep_dead_segments
 

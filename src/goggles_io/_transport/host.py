@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import importlib
 import os
 import socket
-import struct
 import sys
 import threading
 import time
@@ -24,42 +22,19 @@ from typing import Any
 
 from goggles_io._event.codec import Ack, Batch, Call, Decoder, Hello, Reply
 from goggles_io._transport.framing import FrameDecoder
+from goggles_io._transport.identity import acquire_host_lock, peer_credentials
 from goggles_io._transport.settings import prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
 from goggles_io._transport.subscriber import ConnWriter, SubscriberSink
 from goggles_io._util.report import ReportOnce, host_name, report
 from goggles_io.exceptions import FrameError
 
-__all__ = ["Host", "acquire_host_lock", "main", "peer_credentials"]
+__all__ = ["Host", "main"]
 
 _STARTUP_GRACE_S = 10.0
 _RECV_BYTES = 1 << 20
 _BACKPRESSURE_MAX_S = 2.0
 _BATCH_ROOM = 1024  # events a client batch holds at most: the room kept free in handler queues
-
-
-def acquire_host_lock(socket_path: str) -> int | None:
-    """Take the election lock next to the socket without waiting; ``None`` if another host holds it."""
-    fd = os.open(socket_path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    # The holder's pid, for diagnostics ("which process hosts this socket?").
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
-def peer_credentials(conn: socket.socket) -> tuple[int, int, int] | None:
-    """Return ``(pid, uid, gid)`` of the peer (Linux ``SO_PEERCRED``), ``None`` where unsupported."""
-    opt = getattr(socket, "SO_PEERCRED", None)
-    if opt is None:
-        return None
-    raw = conn.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
-    pid, uid, gid = struct.unpack("3i", raw)
-    return pid, uid, gid
 
 
 def _build_handler(spec: Any) -> Any:

@@ -8,6 +8,7 @@ variable, then default; a malformed value raises :class:`ConfigurationError` nam
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TypeVar
 
@@ -38,7 +39,10 @@ __all__ = [
     "ENV_TRANSPORT",
     "ENV_VERBOSE",
     "read_bool",
+    "read_dotenv",
     "read_number",
+    "read_setting",
+    "read_switch",
     "read_text",
 ]
 
@@ -118,3 +122,26 @@ def read_number(env: Mapping[str, str], key: str, default: _N, *, minimum: _N | 
         )
         raise ConfigurationError(msg, key=key, value=env[key])
     return value  # type: ignore[return-value]
+
+
+def read_switch(env: Mapping[str, str], key: str) -> bool:
+    """A loose on-switch (``TELEMETRY_NO_REMOTE=1``): true for 1/true/yes/on, false otherwise."""
+    return (read_text(env, key) or "").lower() in _TRUE
+
+
+def read_dotenv() -> dict[str, str | None]:
+    """The ``.env`` file found from the current directory upwards, as a dict (``{}`` if none).
+
+    ``os.environ`` is never modified: a shared ``.env`` is read, not applied.
+    """
+    import dotenv
+
+    path = dotenv.find_dotenv(usecwd=True)
+    return dict(dotenv.dotenv_values(path)) if path else {}
+
+
+def read_setting(explicit: str | None, key: str, dotenv: Mapping[str, str | None]) -> str | None:
+    """The argument, else the variable, else its ``.env`` entry, else ``None``."""
+    if explicit:
+        return explicit
+    return os.environ.get(key) or dotenv.get(key) or None

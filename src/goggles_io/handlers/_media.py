@@ -13,18 +13,21 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from goggles_io._util.extras import import_extra, install_hint
+
 __all__ = [
     "MEDIA_INSTALL",
     "artifact_ext",
     "claim",
     "has_pyav",
+    "to_pixels",
     "write_artifact",
     "write_npy",
     "write_png",
     "write_video",
 ]
 
-MEDIA_INSTALL = "pip install 'split-telemetry[media]'"
+MEDIA_INSTALL = install_hint("media")
 _EXT = re.compile(r"[A-Za-z0-9]{1,10}")
 
 
@@ -78,20 +81,17 @@ def _to_uint8(array: Any) -> Any:
 
 
 def _import_pil() -> Any:
-    try:
-        from PIL import Image
-    except ImportError as exc:
-        msg = f"writing PNG/GIF files needs pillow: {MEDIA_INSTALL}"
-        raise ImportError(msg) from exc
-    return Image
+    return import_extra("PIL.Image", purpose="writing PNG/GIF files", extra="media")
+
+
+def to_pixels(image: Any) -> Any:
+    """An image as uint8 ``(H, W)`` or ``(H, W, C)`` (floats in [0, 1] scaled, NaN black)."""
+    pixels = _to_uint8(image)
+    return pixels[..., 0] if pixels.ndim == 3 and pixels.shape[-1] == 1 else pixels
 
 
 def write_png(image: Any, target: Path) -> None:
-    pil = _import_pil()
-    pixels = _to_uint8(image)
-    if pixels.ndim == 3 and pixels.shape[-1] == 1:
-        pixels = pixels[..., 0]
-    pil.fromarray(pixels).save(target, format="PNG")
+    _import_pil().fromarray(to_pixels(image)).save(target, format="PNG")
 
 
 def _frames(video: Any) -> Any:
@@ -129,11 +129,9 @@ def has_pyav() -> bool:
 
 
 def _write_mp4(frames: Any, target: Path, fps: float) -> None:
-    try:
-        import imageio.v3 as iio
-    except ImportError as exc:
-        msg = f"writing MP4 files needs imageio and PyAV: {MEDIA_INSTALL} av"
-        raise ImportError(msg) from exc
+    iio = import_extra(
+        "imageio.v3", purpose="writing MP4 files (with PyAV: pip install av)", extra="media"
+    )
     import numpy as np
 
     if frames.ndim == 3:

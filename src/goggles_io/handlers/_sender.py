@@ -132,6 +132,12 @@ class Sender:
             )
         return not refused
 
+    def stats(self) -> dict[str, int]:
+        """Counters: points sent / refused / rejected / lost, batches refused, retries, queued."""
+        names = ("points_sent", "refused_batches", "refused_points", "retries")
+        names += ("rejected_points", "lost_points", "split_requests")
+        return {**{n: getattr(self, n) for n in names}, "queued": self.pending()}
+
     def pending(self) -> int:
         with self._cond:
             return len(self._queue)

@@ -23,18 +23,31 @@ from __future__ import annotations
 
 import logging
 import math
-import operator
 import os
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Mapping
 from typing import Any, ClassVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from goggles_io._event.records import Event, Kind
-from goggles_io._event.remote_protocol import INT64_MAX, INT64_MIN, MAX_BODY_BYTES, MAX_NAME_CHARS
+from goggles_io._event.remote_protocol import (
+    MAX_BODY_BYTES,
+    check_point_name,
+    check_point_step,
+    register_body,
+    run_path,
+)
+from goggles_io._util.env import (
+    ENV_REMOTE_API_KEY,
+    ENV_REMOTE_OFF,
+    ENV_REMOTE_URL,
+    read_dotenv,
+    read_setting,
+    read_switch,
+)
+from goggles_io._util.report import report
 from goggles_io._util.secret import Secret
 from goggles_io.exceptions import ConfigurationError, InvalidNameError, InvalidPayloadError
 from goggles_io.handlers._sender import Message, Sender
@@ -44,58 +57,10 @@ __all__ = ["ENV_API_KEY", "ENV_NO_REMOTE", "ENV_URL", "RemoteHandler"]
 
 _logger = logging.getLogger(__name__)
 
-ENV_URL = "TELEMETRY_REMOTE_URL"
-ENV_API_KEY = "TELEMETRY_REMOTE_API_KEY"
-ENV_NO_REMOTE = "TELEMETRY_NO_REMOTE"
-_TRUE = ("1", "true", "yes", "on")
-
-
-def _dotenv_values() -> dict[str, str | None]:
-    import dotenv
-
-    path = dotenv.find_dotenv(usecwd=True)
-    return dict(dotenv.dotenv_values(path)) if path else {}
-
-
-def _setting(explicit: str | None, var: str, dotenv: dict[str, str | None]) -> str | None:
-    if explicit:
-        return explicit
-    return os.environ.get(var) or dotenv.get(var) or None
-
-
-def _check_name(name: Any) -> str:
-    """``name`` if the protocol can carry it: non-empty UTF-8 text of bounded length."""
-    if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
-        msg = f"metric name must be a non-empty str of at most {MAX_NAME_CHARS} characters (got {name!r:.80})."
-        raise InvalidNameError(msg, name=name)
-    if not name.isascii():
-        try:
-            name.encode("utf-8")
-        except UnicodeEncodeError:
-            msg = f"metric name {name!r:.80} is not valid UTF-8 (it holds a lone surrogate)."
-            raise InvalidNameError(msg, name=name) from None
-    return name
-
-
-def _check_step(name: str, step: Any) -> int | None:
-    """``step`` as a 64-bit int (or ``None``); the protocol carries nothing else."""
-    if step is None:
-        return None
-    if isinstance(step, float):
-        if not math.isfinite(step) or not step.is_integer():
-            msg = f"step of metric {name!r} must be a whole number (got {step!r})."
-            raise InvalidPayloadError(msg, value=step)
-        step = int(step)
-    else:
-        try:
-            step = operator.index(step)
-        except TypeError:
-            msg = f"step of metric {name!r} must be an int or None (got {step!r:.80})."
-            raise InvalidPayloadError(msg, value=step) from None
-    if not INT64_MIN <= step <= INT64_MAX:
-        msg = f"step of metric {name!r} must fit in 64 bits (got {step!r})."
-        raise InvalidPayloadError(msg, value=step)
-    return int(step)
+# The variables' public names here (``_util/env.py`` names every variable goggles_io reads).
+ENV_URL = ENV_REMOTE_URL
+ENV_API_KEY = ENV_REMOTE_API_KEY
+ENV_NO_REMOTE = ENV_REMOTE_OFF
 
 
 def _positive(name: str, value: Any, kind: type = int) -> None:
@@ -193,13 +158,13 @@ class RemoteHandler(BaseHandler):
         self._last_stats: dict[str, int] = {}
         if run_info:
             self._adopt_locked(run_info)
-        env = {} if enabled is False or not read_env else _dotenv_values()
+        env = {} if enabled is False or not read_env else read_dotenv()
         silenced = enabled is False or (
-            enabled is None and read_env and str(os.environ.get(ENV_NO_REMOTE, "")).lower() in _TRUE
+            enabled is None and read_env and read_switch(os.environ, ENV_NO_REMOTE)
         )
         if read_env:
-            self.server_url = None if silenced else _setting(server_url, ENV_URL, env)
-            key = _setting(api_key, ENV_API_KEY, env)
+            self.server_url = None if silenced else read_setting(server_url, ENV_URL, env)
+            key = read_setting(api_key, ENV_API_KEY, env)
         else:
             self.server_url = None if silenced else server_url or None
             key = api_key or None
@@ -269,8 +234,8 @@ class RemoteHandler(BaseHandler):
         """
         if self.server_url is None:
             return
-        _check_name(name)
-        step = _check_step(name, step)
+        check_point_name(name)
+        step = check_point_step(name, step)
         try:
             number = float(value)
         except (TypeError, ValueError):
@@ -367,8 +332,8 @@ class RemoteHandler(BaseHandler):
             sender, self._sender = self._sender, None
             if sender is not None:
                 summary = {"points_logged": self._logged}
-                path = f"/runs/{quote(self.run_id, safe='')}/finish"
-                sender.put(("finish", path, {"status": "done", "summary": summary}, 0), force=True)
+                body = {"status": "done", "summary": summary}
+                sender.put(("finish", run_path(self.run_id, "finish"), body, 0), force=True)
             self._registered = False
         if sender is None:
             return
@@ -376,15 +341,14 @@ class RemoteHandler(BaseHandler):
         try:
             sender.shutdown(self.close_timeout_s)
         finally:
-            self._last_stats = self._stats_of(sender)
+            self._last_stats = sender.stats()
             self._closing = None
         s = self._last_stats
-        print(
-            f"goggles_io remote [{self.name}]: {s['points_sent']} points sent, "
+        report(
+            f"remote [{self.name}]: {s['points_sent']} points sent, "
             f"{s['refused_batches']} batches refused ({s['refused_points']} points), "
             f"{s['retries']} retries, {s['rejected_points']} rejected, {s['lost_points']} lost"
-            + (f", {self._invalid} invalid" if self._invalid else ""),
-            file=sys.stderr,
+            + (f", {self._invalid} invalid" if self._invalid else "")
         )
 
     def losses(self) -> dict[str, int]:
@@ -393,7 +357,7 @@ class RemoteHandler(BaseHandler):
         queued or in flight: ``finish()`` timed out while the sender was draining)."""
         with self._lock:
             sender, invalid = self._sender or self._closing, self._invalid
-        stats = self._stats_of(sender) if sender is not None else dict(self._last_stats)
+        stats = sender.stats() if sender is not None else dict(self._last_stats)
         counts = {
             "refused": stats.get("refused_points", 0),
             "rejected": stats.get("rejected_points", 0),
@@ -407,29 +371,17 @@ class RemoteHandler(BaseHandler):
         """Counters: points sent / refused / rejected / lost, batches refused, retries, queued."""
         with self._lock:
             sender = self._sender
-        return self._stats_of(sender) if sender is not None else dict(self._last_stats)
+        return sender.stats() if sender is not None else dict(self._last_stats)
 
     # -- internals ----------------------------------------------------------------------------
 
-    @staticmethod
-    def _stats_of(sender: Sender) -> dict[str, int]:
-        names = ("points_sent", "refused_batches", "refused_points", "retries")
-        names += ("rejected_points", "lost_points", "split_requests")
-        return {**{n: getattr(sender, n) for n in names}, "queued": sender.pending()}
-
     def _register_message(self) -> Message:
-        payload = {
-            "run_id": self.run_id,
-            "name": self.run_name,
-            "config": dict(self._config),
-            "info": dict(self._info),
-            "heartbeat_s": self.heartbeat_s,
-        }
-        return ("register", "/runs", payload, 0)
+        body = register_body(self.run_id, self.run_name, self._config, self._info, self.heartbeat_s)
+        return ("register", "/runs", body, 0)
 
     def _heartbeat_message(self) -> Message:
-        path = f"/runs/{quote(self.run_id, safe='')}/heartbeat"
-        return ("heartbeat", path, {"time": time.time(), "points_logged": self._logged}, 0)
+        body = {"time": time.time(), "points_logged": self._logged}
+        return ("heartbeat", run_path(self.run_id, "heartbeat"), body, 0)
 
     def _sender_locked(self) -> Sender:
         if self._sender is None:
@@ -456,5 +408,5 @@ class RemoteHandler(BaseHandler):
         if not self._registered:
             self._register_locked()  # lazy registration on the first flush
         batch, self._pending = self._pending, []  # tuples: the sender thread encodes them
-        path = f"/runs/{quote(self.run_id, safe='')}/points"
+        path = run_path(self.run_id, "points")
         self._sender_locked().put(("points", path, {"points": batch}, len(batch)))

@@ -27,16 +27,17 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from goggles_io._event.records import Event, Kind
+from goggles_io._util.extras import import_extra
 from goggles_io._util.report import ReportOnce
 from goggles_io._util.secret import Secret
 from goggles_io.exceptions import ConfigurationError
+from goggles_io.handlers._media import claim, to_pixels, write_video
 from goggles_io.handlers.base import BaseHandler, register_handler
 
 __all__ = ["WandBHandler"]
 
 _logger = logging.getLogger(__name__)
 
-_INSTALL = "pip install 'split-telemetry[wandb]'"
 _API_KEY_VAR = "WANDB_API_KEY"
 # Set by wandb in a process that started a run (it points at that process's own service) or
 # private: never carried to another process.
@@ -53,12 +54,7 @@ def _wandb_env() -> dict[str, str]:
 
 
 def _import_wandb() -> Any:
-    try:
-        import wandb
-    except ImportError as exc:
-        msg = f"WandBHandler needs the wandb package: {_INSTALL}"
-        raise ImportError(msg) from exc
-    return wandb
+    return import_extra("wandb", purpose="WandBHandler", extra="wandb")
 
 
 class _Run:
@@ -366,7 +362,7 @@ class WandBHandler(BaseHandler):
             return entries
         name = str(extra.get("name") or kind.value)
         if kind is Kind.IMAGE:
-            value: Any = wandb.Image(_uint8(event.payload))
+            value: Any = wandb.Image(to_pixels(event.payload))
         elif kind is Kind.VIDEO:
             value = self._video(event.payload, float(extra.get("fps") or 20))
         elif kind is Kind.HISTOGRAM:
@@ -379,8 +375,6 @@ class WandBHandler(BaseHandler):
 
     def _video(self, frames: Any, fps: float) -> Any:
         # wandb.Video encodes numpy arrays with moviepy; write a GIF ourselves instead.
-        from goggles_io.handlers._media import claim, write_video
-
         if self._tmp is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="goggles-wandb-")
         target = claim(Path(self._tmp.name), "video", "gif")
@@ -403,12 +397,3 @@ class WandBHandler(BaseHandler):
     def losses(self) -> dict[str, int]:
         """Rows ``run.log`` refused (``log_failed``); shown per handler by ``finish()``."""
         return {"log_failed": self.log_failed} if self.log_failed else {}
-
-
-def _uint8(image: Any) -> Any:
-    import numpy as np
-
-    arr = np.asarray(image)
-    if arr.dtype != np.uint8:
-        arr = (np.clip(arr, 0.0, 1.0) * 255.0).round().astype(np.uint8)
-    return arr[..., 0] if arr.ndim == 3 and arr.shape[-1] == 1 else arr

@@ -22,6 +22,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from goggles_io._util.extras import install_hint
+
 __all__ = ["ServerThread", "missing_ui_extra"]
 
 _BACKLOG = 1024
@@ -31,7 +33,7 @@ def missing_ui_extra(exc: ImportError) -> ImportError:
     """The error to raise when uvicorn or starlette is absent: says which extra to install."""
     msg = (
         f"the collector and `telemetry ui` need the [ui] extra ({exc.name} is missing): "
-        "pip install 'split-telemetry[ui]'"
+        f"{install_hint('ui')}"
     )
     return ImportError(msg)
 
