@@ -26,7 +26,7 @@ from experiment_telemetry.aggregators import (
     RecognitionAggregator,
     WatchAggregator,
 )
-from experiment_telemetry.aggregators.watches import CounterStall, Watch, default_watches
+from experiment_telemetry.aggregators.watch import CounterStall, Watch, default_watches
 from experiment_telemetry.context import EpisodeContext
 from experiment_telemetry.exceptions import ExperimentValueError, WorkerError
 from experiment_telemetry.recorder import (
@@ -39,10 +39,10 @@ from experiment_telemetry.stats import MetricAlert, StatEvent, WorkerLost
 from experiment_telemetry.transforms import (
     ConsoleTransform,
     CsvTransform,
+    GogglesTransform,
     PlainTextHandler,
     Transform,
     WandbAlertTransform,
-    WandbTransform,
 )
 from experiment_telemetry.workers import (
     EpisodeOutcome,
@@ -191,7 +191,7 @@ class Experiment:
     def make_transforms(self, run: RunContext) -> list[Transform]:
         """CSV stats always; the console lines when ``console``; goggles metrics always; W&B
         alerts (rate-limited) when ``wandb``."""
-        transforms: list[Transform] = [CsvTransform(run.dir), WandbTransform(scope=SCOPE)]
+        transforms: list[Transform] = [CsvTransform(run.dir), GogglesTransform(scope=SCOPE)]
         if self.console:
             transforms.append(ConsoleTransform(scope=SCOPE))
         if self.wandb:

@@ -32,7 +32,7 @@ from typing import Any
 
 import goggles_io
 from experiment_telemetry.exceptions import ExperimentValueError, WorkerError
-from experiment_telemetry.workers.collector import EventCollector
+from experiment_telemetry.workers.inbox import EpisodeInbox
 from experiment_telemetry.workers.outcomes import (
     EpisodeOutcome,
     EpisodeTask,
@@ -123,7 +123,7 @@ class WorkerPool:
         self._version = 0
         self._workers: list[_Worker] = []
         self._readers: list[threading.Thread] = []
-        self._collector: EventCollector | None = None
+        self._inbox: EpisodeInbox | None = None
         self._dirty = True  # the workers' shared memory must come from the learner first
         self._remote_dir: str | None = None  # the workers' own socket dir, via a broker
         self._learner: _Worker | None = None
@@ -160,7 +160,7 @@ class WorkerPool:
             env["GOGGLES_DEDICATED_HOST"] = "1"
             run = env.get("GOGGLES_BROKER_RUN") or self.scope.replace("experiment_workers.", "w")
             env["GOGGLES_BROKER_RUN"] = os.environ["GOGGLES_BROKER_RUN"] = run
-        self._collector = EventCollector(self.scope, self._cond, from_broker=via_broker)
+        self._inbox = EpisodeInbox(self.scope, self._cond, from_broker=via_broker)
         # Workers import what this process can: the runtime factory may live on sys.path only.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         setup = {
@@ -223,10 +223,10 @@ class WorkerPool:
                 worker.proc.wait()
         for reader in self._readers:
             reader.join(timeout=5.0)
-        if self._collector is not None:
-            self.report.subscription_dropped = self._collector.dropped
-            self._collector.close()
-            self._collector = None
+        if self._inbox is not None:
+            self.report.subscription_dropped = self._inbox.dropped
+            self._inbox.close()
+            self._inbox = None
         if self._remote_dir is not None:
             shutil.rmtree(self._remote_dir, ignore_errors=True)
             self._remote_dir = None
@@ -276,8 +276,8 @@ class WorkerPool:
                         break
 
     def _changes(self) -> int:
-        collector = self._collector
-        return self._version + (0 if collector is None else collector.arrivals)
+        inbox = self._inbox
+        return self._version + (0 if inbox is None else inbox.arrivals)
 
     @staticmethod
     def _wait_s(slot: _Slot) -> float | None:
@@ -358,15 +358,15 @@ class WorkerPool:
     def _finish(self, slot: _Slot) -> EpisodeOutcome | object | None:
         """The head slot's outcome once it is complete, ``_AGAIN`` to look again at once,
         else None (wait for a change)."""
-        collector = self._collector
-        assert collector is not None
+        inbox = self._inbox
+        assert inbox is not None
         worker = slot.worker
         episode = slot.task.context.episode
         with self._cond:
             if worker is None:
                 return None
             if slot.lost:
-                collector.discard(worker.index, episode)
+                inbox.discard(worker.index, episode)
                 return EpisodeOutcome(
                     slot.task, worker.index, worker.pid, 0.0, lost=True,
                     returncode=worker.proc.returncode,
@@ -374,18 +374,18 @@ class WorkerPool:
             done = slot.done
             if done is None:
                 return None
-            complete = collector.ended(worker.index, episode)
+            complete = inbox.ended(worker.index, episode)
         if not complete and not slot.synced:
             slot.synced = True
             # The worker flushed before saying done, so the host holds the rest: sync fetches it.
-            collector.sync(self.flush_timeout_s)
-            if not done.get("flushed") or collector.remote:
+            inbox.sync(self.flush_timeout_s)
+            if not done.get("flushed") or inbox.remote:
                 slot.deadline = time.monotonic() + self.flush_timeout_s
             return _AGAIN
         if not complete and slot.deadline is not None and time.monotonic() < slot.deadline:
             return None
         with self._cond:
-            arrived = collector.take(worker.index, episode)
+            arrived = inbox.take(worker.index, episode)
         events = arrived.decode()  # here, not on the subscription's reader thread
         missing = max(0, int(done["sent"]) - (len(events) - arrived.loose))
         return EpisodeOutcome(

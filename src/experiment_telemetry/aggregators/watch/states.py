@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from experiment_telemetry.aggregators.watches import (
+from experiment_telemetry.aggregators.watch.configs import (
     Collapse,
     CounterStall,
     Divergence,
     Growth,
-    median_and_mad,
-    median_of,
 )
 
-__all__ = ["Finding", "SeriesState", "make_states"]
+__all__ = ["Finding", "SeriesState", "make_states", "median_and_mad", "median_of"]
 
 _MAD_TO_SIGMA = 1.4826  # MAD of a normal sample -> its standard deviation
 _MEDIAN_SD = 1.2533  # sd of a normal sample's median, in units of sigma / sqrt(n)
@@ -42,6 +40,24 @@ class SeriesState(Protocol):
     def update(
         self, seq: int, step: int, value: float, values: Mapping[str, float]
     ) -> Finding | None: ...
+
+
+def median_and_mad(values: list[float]) -> tuple[float, float]:
+    """Median and median absolute deviation of ``values`` (sorted in place)."""
+    values.sort()
+    n = len(values)
+    half = n // 2
+    median = values[half] if n % 2 else 0.5 * (values[half - 1] + values[half])
+    deviations = sorted(abs(v - median) for v in values)
+    mad = deviations[half] if n % 2 else 0.5 * (deviations[half - 1] + deviations[half])
+    return median, mad
+
+
+def median_of(values: Sequence[float]) -> float:
+    """Median of a short sequence."""
+    ordered = sorted(values)
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else 0.5 * (ordered[n // 2 - 1] + ordered[n // 2])
 
 
 def _median_sd(mads: deque[float], block: int) -> float:
