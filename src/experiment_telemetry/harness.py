@@ -19,14 +19,8 @@ from typing import Any
 import attrs
 
 import goggles_io
-from experiment_telemetry.aggregators import (
-    STATS_STREAM,
-    Aggregator,
-    MetricsAggregator,
-    RecognitionAggregator,
-    WatchAggregator,
-)
-from experiment_telemetry.aggregators.watch import CounterStall, Watch, default_watches
+from experiment_telemetry.aggregators import STATS_STREAM, Aggregator
+from experiment_telemetry.aggregators.standard import make_aggregators, make_watches
 from experiment_telemetry.context import EpisodeContext
 from experiment_telemetry.exceptions import ExperimentValueError, WorkerError
 from experiment_telemetry.recorder import (
@@ -56,47 +50,12 @@ from experiment_telemetry.workers import (
 from goggles_io.runs import RunContext, register_run
 from runtime_telemetry import configure, get_telemetry
 
+# make_aggregators and make_watches live in aggregators/standard.py; still importable from here.
 __all__ = ["SCOPE", "Experiment", "RunResult", "make_aggregators", "make_watches"]
 
 SCOPE = "experiment"
 """goggles_io scope of everything the transforms log."""
 _logger = logging.getLogger(__name__)
-
-
-def make_watches(config: Mapping[str, Any]) -> list[Watch]:
-    """The default watches; ``watch.train_steps_per_step`` sets the counter's expected ratio."""
-    watches = default_watches()
-    ratio = config.get("watch.train_steps_per_step")
-    if ratio is not None:
-        watches = [
-            CounterStall(expected_ratio=float(ratio)) if isinstance(w, CounterStall) else w
-            for w in watches
-        ]
-    return watches
-
-
-def make_aggregators(config: Mapping[str, Any]) -> list[Aggregator]:
-    """The standard aggregators, configured from a run's recorded config (replay uses this).
-
-    Recognition verdicts and the watchers run unless the config says
-    ``recognition.enabled: false`` / ``watch.enabled: false``.
-    """
-    aggregators: list[Aggregator] = []
-    if config.get("recognition.enabled", True):
-        aggregators.append(
-            RecognitionAggregator(
-                learn_labels_in=tuple(config.get("recognition.learn_labels_in", ("train",)))
-            )
-        )
-    aggregators.append(
-        MetricsAggregator(
-            progress_every=int(config.get("metrics.progress_every", 50_000)),
-            diagnostic_every=int(config.get("metrics.diagnostic_every", 1_000)),
-        )
-    )
-    if config.get("watch.enabled", True):
-        aggregators.append(WatchAggregator(make_watches(config)))
-    return aggregators
 
 
 @attrs.frozen
