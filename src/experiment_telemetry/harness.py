@@ -19,10 +19,11 @@ from typing import Any
 import attrs
 
 import goggles_io
+from experiment_telemetry._validate import check_int
 from experiment_telemetry.aggregators import STATS_STREAM, Aggregator
 from experiment_telemetry.aggregators.standard import make_aggregators, make_watches
 from experiment_telemetry.context import EpisodeContext
-from experiment_telemetry.exceptions import ExperimentValueError, WorkerError
+from experiment_telemetry.exceptions import WorkerError
 from experiment_telemetry.recorder import (
     ALERTS_FILE,
     RUNTIME_EVENTS_FILE,
@@ -114,12 +115,8 @@ class Experiment:
         telemetry_levels: Mapping[str, str | int] | None = None,
         num_workers: int = 0,
     ) -> None:
-        if isinstance(num_epochs, bool) or not isinstance(num_epochs, int) or num_epochs < 1:
-            msg = f"num_epochs must be an int >= 1 (got {num_epochs!r})."
-            raise ExperimentValueError(msg, num_epochs)
-        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
-            msg = f"num_workers must be an int >= 0 (got {num_workers!r}); 0 runs episodes in this process."
-            raise ExperimentValueError(msg, num_workers)
+        check_int("num_epochs", num_epochs, 1)
+        check_int("num_workers", num_workers, 0, hint="; 0 runs episodes in this process")
         self.num_workers = num_workers
         self.root = Path(root)
         self.num_epochs = num_epochs

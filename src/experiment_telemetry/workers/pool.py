@@ -27,6 +27,7 @@ from functools import partial
 from typing import Any
 
 import goggles_io
+from experiment_telemetry._validate import check_int
 from experiment_telemetry.exceptions import ExperimentValueError, WorkerError
 from experiment_telemetry.workers.channel import WorkerChannel, worker_env
 from experiment_telemetry.workers.inbox import EpisodeInbox
@@ -95,9 +96,7 @@ class WorkerPool:
         levels: Mapping[str, str | int] | None = None,
         flush_timeout_s: float = 30.0,
     ) -> None:
-        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-            msg = f"num_workers must be an int >= 1 (got {num_workers!r})."
-            raise ExperimentValueError(msg, num_workers)
+        check_int("num_workers", num_workers, 1)
         self.num_workers = num_workers
         self.spec = spec
         self.levels = dict(levels or {"telemetry": "INFO"})

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 import attrs
 
+from experiment_telemetry._validate import check_int
 from experiment_telemetry.exceptions import ExperimentTypeError, ExperimentValueError
 from experiment_telemetry.stats import SEVERITIES
 
@@ -45,15 +46,11 @@ def _positive(instance: object, attribute: attrs.Attribute, value: object) -> No
 
 
 def _block_size(instance: object, attribute: attrs.Attribute, value: object) -> None:  # type: ignore[type-arg]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        msg = f"{type(instance).__name__}.{attribute.name} must be an int >= 2 (got {value!r})."
-        raise ExperimentValueError(msg, value)
+    check_int(f"{type(instance).__name__}.{attribute.name}", value, 2)
 
 
 def _count(instance: object, attribute: attrs.Attribute, value: object) -> None:  # type: ignore[type-arg]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        msg = f"{type(instance).__name__}.{attribute.name} must be an int >= 1 (got {value!r})."
-        raise ExperimentValueError(msg, value)
+    check_int(f"{type(instance).__name__}.{attribute.name}", value, 1)
 
 
 def _fraction(instance: object, attribute: attrs.Attribute, value: object) -> None:  # type: ignore[type-arg]
