@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
+import sys
 
 import pytest
 
@@ -33,3 +36,19 @@ class TestOldNames:
         mod = importlib.import_module(module)
 
         assert getattr(mod, new) is getattr(mod, old)
+
+
+class TestImportCost:
+    def test_importing_the_package_loads_none_of_its_names(self) -> None:
+        """A fresh interpreter importing experiment_telemetry loads no submodule, goggles_io or
+        cattrs: every name waits for its first use."""
+        code = (
+            "import json, sys, experiment_telemetry; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith(("
+            "'experiment_telemetry.', 'goggles_io', 'cattrs')))))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        )
+
+        assert [] == json.loads(out.stdout)
