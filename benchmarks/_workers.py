@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from _worker_runtime import ReplayRuntime, episode_events
 
 import runtime_telemetry as rt
+from experiment_telemetry.aggregators.standard import make_aggregators
 from experiment_telemetry.context import EpisodeContext
-from experiment_telemetry.harness import make_aggregators
 from experiment_telemetry.workers import (
     EpisodeTask,
     EventForwarder,

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from experiment_telemetry._validate import check_int
 from experiment_telemetry.exceptions import ExperimentTypeError, ExperimentValueError
 from runtime_telemetry import TelemetrySchema
 
@@ -35,9 +36,7 @@ def _check_mode(_inst: Any, _attr: Any, value: str) -> None:
 
 
 def _check_count(_inst: Any, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        msg = f"{attribute.name} must be an int >= 0 (got {value!r})."
-        raise ExperimentValueError(msg, value)
+    check_int(attribute.name, value, 0)
 
 
 def _check_label(_inst: Any, _attr: Any, value: object) -> None:

@@ -19,16 +19,11 @@ from typing import Any
 import attrs
 
 import goggles_io
-from experiment_telemetry.aggregators import (
-    STATS_STREAM,
-    Aggregator,
-    MetricsAggregator,
-    RecognitionAggregator,
-    WatchAggregator,
-)
-from experiment_telemetry.aggregators.watches import CounterStall, Watch, default_watches
+from experiment_telemetry._validate import check_int
+from experiment_telemetry.aggregators import STATS_STREAM, Aggregator
+from experiment_telemetry.aggregators.standard import make_aggregators, make_watches
 from experiment_telemetry.context import EpisodeContext
-from experiment_telemetry.exceptions import ExperimentValueError, WorkerError
+from experiment_telemetry.exceptions import WorkerError
 from experiment_telemetry.recorder import (
     ALERTS_FILE,
     RUNTIME_EVENTS_FILE,
@@ -39,10 +34,10 @@ from experiment_telemetry.stats import MetricAlert, StatEvent, WorkerLost
 from experiment_telemetry.transforms import (
     ConsoleTransform,
     CsvTransform,
+    GogglesTransform,
     PlainTextHandler,
     Transform,
     WandbAlertTransform,
-    WandbTransform,
 )
 from experiment_telemetry.workers import (
     EpisodeOutcome,
@@ -56,47 +51,12 @@ from experiment_telemetry.workers import (
 from goggles_io.runs import RunContext, register_run
 from runtime_telemetry import configure, get_telemetry
 
+# make_aggregators and make_watches live in aggregators/standard.py; still importable from here.
 __all__ = ["SCOPE", "Experiment", "RunResult", "make_aggregators", "make_watches"]
 
 SCOPE = "experiment"
 """goggles_io scope of everything the transforms log."""
 _logger = logging.getLogger(__name__)
-
-
-def make_watches(config: Mapping[str, Any]) -> list[Watch]:
-    """The default watches; ``watch.train_steps_per_step`` sets the counter's expected ratio."""
-    watches = default_watches()
-    ratio = config.get("watch.train_steps_per_step")
-    if ratio is not None:
-        watches = [
-            CounterStall(expected_ratio=float(ratio)) if isinstance(w, CounterStall) else w
-            for w in watches
-        ]
-    return watches
-
-
-def make_aggregators(config: Mapping[str, Any]) -> list[Aggregator]:
-    """The standard aggregators, configured from a run's recorded config (replay uses this).
-
-    Recognition verdicts and the watchers run unless the config says
-    ``recognition.enabled: false`` / ``watch.enabled: false``.
-    """
-    aggregators: list[Aggregator] = []
-    if config.get("recognition.enabled", True):
-        aggregators.append(
-            RecognitionAggregator(
-                learn_labels_in=tuple(config.get("recognition.learn_labels_in", ("train",)))
-            )
-        )
-    aggregators.append(
-        MetricsAggregator(
-            progress_every=int(config.get("metrics.progress_every", 50_000)),
-            diagnostic_every=int(config.get("metrics.diagnostic_every", 1_000)),
-        )
-    )
-    if config.get("watch.enabled", True):
-        aggregators.append(WatchAggregator(make_watches(config)))
-    return aggregators
 
 
 @attrs.frozen
@@ -155,12 +115,8 @@ class Experiment:
         telemetry_levels: Mapping[str, str | int] | None = None,
         num_workers: int = 0,
     ) -> None:
-        if isinstance(num_epochs, bool) or not isinstance(num_epochs, int) or num_epochs < 1:
-            msg = f"num_epochs must be an int >= 1 (got {num_epochs!r})."
-            raise ExperimentValueError(msg, num_epochs)
-        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
-            msg = f"num_workers must be an int >= 0 (got {num_workers!r}); 0 runs episodes in this process."
-            raise ExperimentValueError(msg, num_workers)
+        check_int("num_epochs", num_epochs, 1)
+        check_int("num_workers", num_workers, 0, hint="; 0 runs episodes in this process")
         self.num_workers = num_workers
         self.root = Path(root)
         self.num_epochs = num_epochs
@@ -191,7 +147,7 @@ class Experiment:
     def make_transforms(self, run: RunContext) -> list[Transform]:
         """CSV stats always; the console lines when ``console``; goggles metrics always; W&B
         alerts (rate-limited) when ``wandb``."""
-        transforms: list[Transform] = [CsvTransform(run.dir), WandbTransform(scope=SCOPE)]
+        transforms: list[Transform] = [CsvTransform(run.dir), GogglesTransform(scope=SCOPE)]
         if self.console:
             transforms.append(ConsoleTransform(scope=SCOPE))
         if self.wandb:

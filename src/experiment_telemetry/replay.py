@@ -15,9 +15,9 @@ from typing import Any
 
 import runtime_telemetry.events.metrics  # noqa: F401  (registers MetricsBundle for decoding)
 from experiment_telemetry.aggregators import Aggregator
+from experiment_telemetry.aggregators.standard import make_aggregators
 from experiment_telemetry.context import EpisodeContext
 from experiment_telemetry.exceptions import ReplayError
-from experiment_telemetry.harness import make_aggregators
 from experiment_telemetry.recorder import RUNTIME_EVENTS_FILE, STATS_FILE
 from experiment_telemetry.stats import StatEvent, WorkerLost
 from runtime_telemetry import TelemetrySchema, from_json

@@ -148,7 +148,7 @@ ALERT_CHECKS = (
     "counter_stall",
     "silence",
 )
-"""Every check a ``MetricAlert`` can report (``experiment_telemetry.aggregators.watches``)."""
+"""Every check a ``MetricAlert`` can report (``experiment_telemetry.aggregators.watch``)."""
 SEVERITIES = ("warning", "error")
 """Alert severities, mildest first."""
 

@@ -7,7 +7,9 @@ delivered, and nearly nothing is spent, until both happen.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+import lazy_loader
 
 from runtime_telemetry._config import configure
 from runtime_telemetry._emitter import (
@@ -36,9 +38,13 @@ if TYPE_CHECKING:
         write_jsonl,
     )
 
-_CODEC_NAMES = frozenset(
-    {"from_dict", "from_json", "read_jsonl", "to_dict", "to_json", "write_jsonl"}
-)
+# The codec (cattrs) loads on first use: runtime code that only emits never pays for it.
+__getattr__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "_codec": ["from_dict", "from_json", "read_jsonl", "to_dict", "to_json", "write_jsonl"]
+    },
+)[0]
 
 __all__ = [
     "OFF",
@@ -61,13 +67,3 @@ __all__ = [
     "to_json",
     "write_jsonl",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # The codec (cattrs) loads on first use: runtime code that only emits never pays for it.
-    if name in _CODEC_NAMES:
-        from runtime_telemetry import _codec
-
-        return getattr(_codec, name)
-    msg = f"module 'runtime_telemetry' has no attribute {name!r}"
-    raise AttributeError(msg)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from types import FrameType
 
 from runtime_telemetry._schema import TelemetryEvent, TelemetrySnapshot
 from runtime_telemetry.exceptions import SchemaTypeError, TelemetryTypeError
@@ -104,14 +105,7 @@ class TelemetryEmitter:
             return
         if not isinstance(event, TelemetryEvent):
             raise _wrong_type("emit", "event", event, TelemetryEvent)
-        frame = sys._getframe(stacklevel)
-        code = frame.f_code
-        logger.handle(
-            logger.makeRecord(
-                logger.name, level, code.co_filename, frame.f_lineno, event, None, None,
-                code.co_name,
-            )
-        )  # fmt: skip
+        _handle(logger, level, event, sys._getframe(stacklevel))
 
     def snapshot(
         self, snapshot: TelemetrySnapshot, level: int = TRACE, stacklevel: int = 1
@@ -126,14 +120,17 @@ class TelemetryEmitter:
             return
         if not isinstance(snapshot, TelemetrySnapshot):
             raise _wrong_type("snapshot", "snapshot", snapshot, TelemetrySnapshot)
-        frame = sys._getframe(stacklevel)
-        code = frame.f_code
-        logger.handle(
-            logger.makeRecord(
-                logger.name, level, code.co_filename, frame.f_lineno, snapshot, None, None,
-                code.co_name,
-            )
-        )  # fmt: skip
+        _handle(logger, level, snapshot, sys._getframe(stacklevel))
+
+
+def _handle(logger: logging.Logger, level: int, schema: object, frame: FrameType) -> None:
+    """Hand ``schema`` to ``logger`` as the record's ``msg``, located at ``frame`` (the caller)."""
+    code = frame.f_code
+    logger.handle(
+        logger.makeRecord(
+            logger.name, level, code.co_filename, frame.f_lineno, schema, None, None, code.co_name
+        )
+    )
 
 
 def _wrong_type(method: str, param: str, value: object, expected: type) -> SchemaTypeError:

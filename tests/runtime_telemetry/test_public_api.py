@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
+import subprocess
+import sys
 
 import pytest
 
@@ -53,3 +56,26 @@ class TestExceptions:
         """Each concrete error also subclasses the builtin it refines."""
 
         assert issubclass(exc, (TypeError, ValueError, KeyError))
+
+
+class TestImportCost:
+    def test_emitting_loads_no_codec(self) -> None:
+        """A fresh interpreter that imports the package and emits to a subscriber loads no cattrs;
+        the first codec name it asks for loads it."""
+        code = (
+            "import json, sys, runtime_telemetry as rt\n"
+            "from runtime_telemetry.events import LearningModuleStep\n"
+            "class Sink(rt.Subscriber):\n"
+            "    got = []\n"
+            "    def on_event(self, schema): self.got.append(schema)\n"
+            "Sink().subscribe()\n"
+            "rt.get_telemetry('rt.cost').emit(LearningModuleStep(lm_id='lm_0', step=1, possible_matches=('mug',)))\n"
+            "before = 'cattrs' in sys.modules\n"
+            "rt.to_dict\n"
+            "print(json.dumps([len(Sink.got), before, 'cattrs' in sys.modules]))\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        )
+
+        assert [1, False, True] == json.loads(out.stdout)

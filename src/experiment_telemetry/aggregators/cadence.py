@@ -13,10 +13,11 @@ import logging
 import re
 from collections.abc import Collection
 
+from experiment_telemetry._validate import check_int
 from experiment_telemetry.aggregators.base import STATS_STREAM, Aggregator
 from experiment_telemetry.aggregators.tally import MetricTally
 from experiment_telemetry.context import EpisodeContext
-from experiment_telemetry.exceptions import ExperimentTypeError, ExperimentValueError
+from experiment_telemetry.exceptions import ExperimentTypeError
 from experiment_telemetry.stats import MetricWindowStats, StatEvent
 from runtime_telemetry import receives
 from runtime_telemetry.events.metrics import MetricsBundle
@@ -62,10 +63,7 @@ class _Window:
 
 
 def _check_every(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        msg = f"{name} must be an int >= 1 step (got {value!r})."
-        raise ExperimentValueError(msg, value)
-    return value
+    return check_int(name, value, 1, unit=" step")
 
 
 class MetricsAggregator(Aggregator):

@@ -8,23 +8,16 @@ import os
 import sys
 from typing import Any
 
+from experiment_telemetry.demo.scenarios import SCENARIOS
+
 __all__ = ["add_parser", "run"]
 
-# Kept here so the parser needs no import of the demo package (``telemetry --help`` stays cheap).
-_SCENARIOS = (
-    "recognition",
-    "value-explosion",
-    "return-collapse",
-    "loss-without-return",
-    "train-steps-stall",
-    "silence",
-    "non-finite",
-    "all",
-)
+# demo.scenarios imports nothing, so ``telemetry --help`` stays cheap.
+_SCENARIOS = ("recognition", *SCENARIOS, "all")
 
 
 def _run_scenarios(args: argparse.Namespace) -> list[Any]:
-    from experiment_telemetry.demo.watch import SCENARIOS, run_watch_demo
+    from experiment_telemetry.demo.watch import run_watch_demo
     from experiment_telemetry.stats import MetricAlert
 
     wandb = not args.no_wandb and importlib.util.find_spec("wandb") is not None

@@ -1,7 +1,8 @@
 """A seeded, simulated RL training loop that can be driven into each failure the watchers know.
 
-Runtime side: it imports only ``runtime_telemetry`` and emits ``MetricsBundle`` events, as a
-learner would. Healthy, the critic's ``q_mean`` rises and levels off, ``critic_loss`` decays,
+Runtime side: it imports only ``runtime_telemetry`` (and its list of failures from
+``demo.scenarios``, a module without imports) and emits ``MetricsBundle`` events, as a learner
+would. Healthy, the critic's ``q_mean`` rises and levels off, ``critic_loss`` decays,
 ``train_steps`` advances once per environment step and ``episode_return`` climbs with noise. From
 ``onset`` (an episode) on, the chosen ``failure`` bends one of them the way the logging guide's
 "What to watch" describes.
@@ -12,21 +13,11 @@ from __future__ import annotations
 import math
 import random
 
+from experiment_telemetry.demo.scenarios import FAILURES
 from runtime_telemetry import get_telemetry
 from runtime_telemetry.events.metrics import MetricsBundle
 
 __all__ = ["FAILURES", "SimulatedTrainer"]
-
-FAILURES = (
-    "none",
-    "value-explosion",
-    "return-collapse",
-    "loss-without-return",
-    "train-steps-stall",
-    "silence",
-    "non-finite",
-)
-"""What ``SimulatedTrainer`` can break: ``none`` is a healthy run."""
 
 _telemetry = get_telemetry(__name__)
 

@@ -13,13 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from experiment_telemetry.context import NO_LABEL, EpisodeContext
-from experiment_telemetry.demo.trainer import FAILURES, SimulatedTrainer
+from experiment_telemetry.demo.scenarios import SCENARIOS
+from experiment_telemetry.demo.trainer import SimulatedTrainer
 from experiment_telemetry.harness import Experiment, RunResult
 
 __all__ = ["ONSET", "SCENARIOS", "WatchDemoExperiment", "run_watch_demo"]
 
-SCENARIOS = FAILURES[1:]
-"""Every failure the demo can show (``none``, the healthy run, is the trainer's default)."""
 ONSET = 60
 """The episode at which the failure starts (``loss-without-return`` is broken from the start)."""
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 import goggles_io
+from experiment_telemetry._validate import check_int
 from experiment_telemetry.exceptions import ExperimentValueError
 from experiment_telemetry.stats import MetricAlert
 from experiment_telemetry.transforms.base import Transform
@@ -61,9 +62,7 @@ class WandbAlertTransform(Transform):
         ):
             msg = f"min_interval_s must be a number >= 0 (got {min_interval_s!r})."
             raise ExperimentValueError(msg, min_interval_s)
-        if isinstance(max_alerts, bool) or not isinstance(max_alerts, int) or max_alerts < 0:
-            msg = f"max_alerts must be an int >= 0 (got {max_alerts!r})."
-            raise ExperimentValueError(msg, max_alerts)
+        check_int("max_alerts", max_alerts, 0)
         self.handler = handler
         self.scope = scope
         self.min_interval_s = float(min_interval_s)

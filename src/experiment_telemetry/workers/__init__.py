@@ -3,14 +3,20 @@
 The experiment side of the bridge (``docs/experiment_telemetry.md``, "Workers"): a
 ``RuntimeSpec`` names the runtime as plain data, a ``WorkerPool`` runs episodes in worker
 processes whose ``EventForwarder`` puts every runtime event on the goggles bus, and an
-``EventCollector`` hands them back to this process's ``telemetry.*`` loggers in plan order.
+``EpisodeInbox`` files them per episode until they are handed back to this process's
+``telemetry.*`` loggers in plan order (``EventCollector`` is its old name, kept as an alias).
 Runtime code imports none of this (an import-linter contract holds it).
 """
 
 from __future__ import annotations
 
-from experiment_telemetry.workers.collector import EpisodeEvents, EventCollector, replay_episode
 from experiment_telemetry.workers.forwarder import BRIDGE_LOGGER, EventForwarder
+from experiment_telemetry.workers.inbox import (
+    EpisodeEvents,
+    EpisodeInbox,
+    EventCollector,
+    replay_episode,
+)
 from experiment_telemetry.workers.outcomes import (
     EpisodeOutcome,
     EpisodeTask,
@@ -23,6 +29,7 @@ from experiment_telemetry.workers.spec import RuntimeSpec, check_plain
 __all__ = [
     "BRIDGE_LOGGER",
     "EpisodeEvents",
+    "EpisodeInbox",
     "EpisodeOutcome",
     "EpisodeTask",
     "EventCollector",

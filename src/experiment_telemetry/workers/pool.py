@@ -1,10 +1,9 @@
 """``WorkerPool``: episodes run in worker processes, their outcomes come back in plan order.
 
-Workers are fresh interpreters (``python -m experiment_telemetry.workers.process``, the
-"spawn" model without multiprocessing's pickled bootstrap), each building the runtime from a
-``RuntimeSpec`` and forwarding its events to the goggles bus. The pool keeps one episode per
-worker in flight. Learning episodes run one after another on the *learner* (the lowest live
-worker), since each changes the memory the next one starts from. Before the first
+Each worker is a ``WorkerChannel`` (``channel.py``): a fresh interpreter building the runtime
+from a ``RuntimeSpec`` and forwarding its events to the goggles bus. The pool keeps one
+episode per worker in flight. Learning episodes run one after another on the *learner* (the
+lowest live worker), since each changes the memory the next one starts from. Before the first
 non-learning episode after learning, the learner's memory is dumped (plain data) and loaded
 into every worker, and each non-learning episode starts by reloading it: its outcome depends
 only on that memory and its own arguments, whichever worker runs it.
@@ -17,22 +16,21 @@ its end marker arrived through the subscription (or, if the marker itself was dr
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
 import goggles_io
+from experiment_telemetry._validate import check_int
 from experiment_telemetry.exceptions import ExperimentValueError, WorkerError
-from experiment_telemetry.workers.collector import EventCollector
+from experiment_telemetry.workers.channel import WorkerChannel, worker_env
+from experiment_telemetry.workers.inbox import EpisodeInbox
 from experiment_telemetry.workers.outcomes import (
     EpisodeOutcome,
     EpisodeTask,
@@ -61,28 +59,16 @@ class _Slot:
         self.deadline: float | None = None
 
 
-class _Worker:
-    """One worker process, its pipes and the reader thread of its replies."""
+class _Worker(WorkerChannel):
+    """A worker's channel with the pool's bookkeeping: ready, its episode, other replies."""
 
-    def __init__(self, index: int, proc: subprocess.Popen[str]) -> None:
-        self.index = index
-        self.proc = proc
-        self.pid = proc.pid
-        self.alive = True
+    def __init__(self, index: int, env: Mapping[str, str], pool: WorkerPool) -> None:
+        super().__init__(
+            index, env, on_reply=partial(pool._on_reply, self), on_exit=partial(pool._on_exit, self)
+        )
         self.ready = False
         self.slot: _Slot | None = None
         self.replies: deque[dict[str, Any]] = deque()
-
-    def send(self, message: Mapping[str, Any]) -> bool:
-        stdin = self.proc.stdin
-        if stdin is None or not self.alive:
-            return False
-        try:
-            stdin.write(json.dumps(message) + "\n")
-            stdin.flush()
-        except (OSError, ValueError):  # its pipe closed: the reader thread reports the death
-            return False
-        return True
 
 
 class WorkerPool:
@@ -110,9 +96,7 @@ class WorkerPool:
         levels: Mapping[str, str | int] | None = None,
         flush_timeout_s: float = 30.0,
     ) -> None:
-        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-            msg = f"num_workers must be an int >= 1 (got {num_workers!r})."
-            raise ExperimentValueError(msg, num_workers)
+        check_int("num_workers", num_workers, 1)
         self.num_workers = num_workers
         self.spec = spec
         self.levels = dict(levels or {"telemetry": "INFO"})
@@ -122,8 +106,7 @@ class WorkerPool:
         self._cond = threading.Condition()
         self._version = 0
         self._workers: list[_Worker] = []
-        self._readers: list[threading.Thread] = []
-        self._collector: EventCollector | None = None
+        self._inbox: EpisodeInbox | None = None
         self._dirty = True  # the workers' shared memory must come from the learner first
         self._remote_dir: str | None = None  # the workers' own socket dir, via a broker
         self._learner: _Worker | None = None
@@ -150,19 +133,9 @@ class WorkerPool:
                 "or set it to 'socket'."
             )
             raise ExperimentValueError(msg, os.environ.get("GOGGLES_TRANSPORT"))
-        env = dict(os.environ)
-        via_broker = bool(env.get("GOGGLES_BROKER", "").strip())
-        if via_broker:
-            # Workers stand for other machines: their own host (socket), reaching this process
-            # only through the broker, on a stream of this pool's own.
-            self._remote_dir = tempfile.mkdtemp(prefix="experiment-workers-")
-            env["GOGGLES_SOCKET"] = os.path.join(self._remote_dir, "workers.sock")
-            env["GOGGLES_DEDICATED_HOST"] = "1"
-            run = env.get("GOGGLES_BROKER_RUN") or self.scope.replace("experiment_workers.", "w")
-            env["GOGGLES_BROKER_RUN"] = os.environ["GOGGLES_BROKER_RUN"] = run
-        self._collector = EventCollector(self.scope, self._cond, from_broker=via_broker)
-        # Workers import what this process can: the runtime factory may live on sys.path only.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+        # Via a broker, workers stand for other machines: their own host, on a socket of theirs.
+        env, self._remote_dir = worker_env(self.scope)
+        self._inbox = EpisodeInbox(self.scope, self._cond, from_broker=self._remote_dir is not None)
         setup = {
             "scope": self.scope,
             "runtime": self.spec.to_dict(),
@@ -170,22 +143,10 @@ class WorkerPool:
             "flush_timeout_s": self.flush_timeout_s,
         }
         for index in range(self.num_workers):
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "experiment_telemetry.workers.process"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-                encoding="utf-8",
-                env=env,
-            )
-            worker = _Worker(index, proc)
+            worker = _Worker(index, env, self)
             self._workers.append(worker)
             worker.send({**setup, "worker": index})
-            reader = threading.Thread(
-                target=self._read, args=(worker,), name=f"experiment:worker-{index}", daemon=True
-            )
-            reader.start()
-            self._readers.append(reader)
+            worker.start_reading()
         deadline = time.monotonic() + _START_TIMEOUT_S
         with self._cond:
             while not all(w.ready for w in self._workers):
@@ -208,25 +169,16 @@ class WorkerPool:
         """End the workers (EOF on their stdin: they finish goggles_io and exit; killed after
         ``timeout_s``), then the subscription. Idempotent."""
         for worker in self._workers:
-            stdin = worker.proc.stdin
-            if stdin is not None and not stdin.closed:
-                try:
-                    stdin.close()
-                except OSError:
-                    pass
+            worker.close_input()
         deadline = time.monotonic() + timeout_s
         for worker in self._workers:
-            try:
-                worker.proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                worker.proc.kill()
-                worker.proc.wait()
-        for reader in self._readers:
-            reader.join(timeout=5.0)
-        if self._collector is not None:
-            self.report.subscription_dropped = self._collector.dropped
-            self._collector.close()
-            self._collector = None
+            worker.wait(deadline - time.monotonic())
+        for worker in self._workers:
+            worker.join(5.0)
+        if self._inbox is not None:
+            self.report.subscription_dropped = self._inbox.dropped
+            self._inbox.close()
+            self._inbox = None
         if self._remote_dir is not None:
             shutil.rmtree(self._remote_dir, ignore_errors=True)
             self._remote_dir = None
@@ -276,8 +228,8 @@ class WorkerPool:
                         break
 
     def _changes(self) -> int:
-        collector = self._collector
-        return self._version + (0 if collector is None else collector.arrivals)
+        inbox = self._inbox
+        return self._version + (0 if inbox is None else inbox.arrivals)
 
     @staticmethod
     def _wait_s(slot: _Slot) -> float | None:
@@ -358,15 +310,15 @@ class WorkerPool:
     def _finish(self, slot: _Slot) -> EpisodeOutcome | object | None:
         """The head slot's outcome once it is complete, ``_AGAIN`` to look again at once,
         else None (wait for a change)."""
-        collector = self._collector
-        assert collector is not None
+        inbox = self._inbox
+        assert inbox is not None
         worker = slot.worker
         episode = slot.task.context.episode
         with self._cond:
             if worker is None:
                 return None
             if slot.lost:
-                collector.discard(worker.index, episode)
+                inbox.discard(worker.index, episode)
                 return EpisodeOutcome(
                     slot.task, worker.index, worker.pid, 0.0, lost=True,
                     returncode=worker.proc.returncode,
@@ -374,18 +326,18 @@ class WorkerPool:
             done = slot.done
             if done is None:
                 return None
-            complete = collector.ended(worker.index, episode)
+            complete = inbox.ended(worker.index, episode)
         if not complete and not slot.synced:
             slot.synced = True
             # The worker flushed before saying done, so the host holds the rest: sync fetches it.
-            collector.sync(self.flush_timeout_s)
-            if not done.get("flushed") or collector.remote:
+            inbox.sync(self.flush_timeout_s)
+            if not done.get("flushed") or inbox.remote:
                 slot.deadline = time.monotonic() + self.flush_timeout_s
             return _AGAIN
         if not complete and slot.deadline is not None and time.monotonic() < slot.deadline:
             return None
         with self._cond:
-            arrived = collector.take(worker.index, episode)
+            arrived = inbox.take(worker.index, episode)
         events = arrived.decode()  # here, not on the subscription's reader thread
         missing = max(0, int(done["sent"]) - (len(events) - arrived.loose))
         return EpisodeOutcome(
@@ -393,31 +345,25 @@ class WorkerPool:
             missing=missing, error=done.get("error"),
         )  # fmt: skip
 
-    # -- the reader thread of each worker ----------------------------------------------------
-    def _read(self, worker: _Worker) -> None:
-        stdout = worker.proc.stdout
-        assert stdout is not None
-        for line in stdout:
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            with self._cond:
-                op = message.get("op")
-                if op == "ready":
-                    worker.ready = True
-                elif op == "done" and worker.slot is not None:
-                    worker.slot.done = message
-                    worker.slot = None
-                else:
-                    worker.replies.append(message)
-                self._version += 1
-                self._cond.notify_all()
-        returncode = worker.proc.wait()
+    # -- what the reader thread of each worker reports ---------------------------------------
+    def _on_reply(self, worker: _Worker, message: dict[str, Any]) -> None:
+        with self._cond:
+            op = message.get("op")
+            if op == "ready":
+                worker.ready = True
+            elif op == "done" and worker.slot is not None:
+                worker.slot.done = message
+                worker.slot = None
+            else:
+                worker.replies.append(message)
+            self._version += 1
+            self._cond.notify_all()
+
+    def _on_exit(self, worker: _Worker, returncode: int) -> None:
         with self._cond:
             worker.alive = False
             slot, worker.slot = worker.slot, None
-            closing = worker.proc.stdin is None or worker.proc.stdin.closed
+            closing = worker.input_closed
             if slot is not None:
                 slot.lost = True
             if not closing or slot is not None:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from experiment_telemetry.aggregators import WatchAggregator
-from experiment_telemetry.aggregators.watches import (
+from experiment_telemetry.aggregators.watch import (
     Collapse,
     CounterStall,
     Divergence,

@@ -8,7 +8,7 @@ from experiment_telemetry.transforms import ConsoleTransform, PlainTextHandler
 from goggles_io.testing import MemoryHandler
 from runtime_telemetry import get_telemetry
 
-from .test_wandb import emit_episode
+from .test_goggles import emit_episode
 
 
 class TestConsoleTransform:

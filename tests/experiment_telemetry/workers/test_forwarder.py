@@ -1,4 +1,4 @@
-"""``EventForwarder`` -> goggles bus -> ``EventCollector``: events keep their order, their
+"""``EventForwarder`` -> goggles bus -> ``EpisodeInbox``: events keep their order, their
 episode and their exact content, and come back out on the logger they were emitted on."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiment_telemetry.workers import EventCollector, EventForwarder, replay_episode
+from experiment_telemetry.workers import EpisodeInbox, EventForwarder, replay_episode
 from runtime_telemetry import get_telemetry
 from runtime_telemetry.events import LearningModuleStep, MostLikelyHypothesis
 from runtime_telemetry.testing import capture_events
@@ -29,12 +29,12 @@ def _events(count: int) -> list[LearningModuleStep | MostLikelyHypothesis]:
     return out
 
 
-class TestForwarderAndCollector:
+class TestForwarderAndInbox:
     def test_round_trip_keeps_order_content_and_logger(self, tmp_path: Path) -> None:
         """200 events forwarded in one episode arrive complete and in order, and replaying them
         hands subscribers objects equal to the originals, on the original logger."""
         cond = threading.Condition()
-        collector = EventCollector(_SCOPE, cond)
+        inbox = EpisodeInbox(_SCOPE, cond)
         forwarder = EventForwarder(_SCOPE, worker=7).subscribe("telemetry.fwd_test")
         sent = _events(200)
         emitter = get_telemetry("fwd_test")
@@ -46,15 +46,15 @@ class TestForwarderAndCollector:
 
         def ended() -> bool:
             with cond:
-                return collector.ended(7, 3)
+                return inbox.ended(7, 3)
 
         wait_until(ended, 30, what="the end marker")
         with cond:
-            arrived = collector.take(7, 3)
+            arrived = inbox.take(7, 3)
         events = arrived.decode()
         with capture_events("telemetry.fwd_test") as captured:
             skipped = replay_episode(events, worker=7)
-        collector.close()
+        inbox.close()
 
         assert (200, 200, 0, 0) == (count, arrived.expected, arrived.missing, skipped)
         assert 4 == len(arrived.chunks)  # 64 events to a bus event
@@ -64,10 +64,10 @@ class TestForwarderAndCollector:
     def test_discarded_episode_ignores_late_arrivals(self) -> None:
         """After discard (its worker was lost), events of that episode are not kept."""
         cond = threading.Condition()
-        collector = EventCollector(_SCOPE, cond)
+        inbox = EpisodeInbox(_SCOPE, cond)
         forwarder = EventForwarder(_SCOPE, worker=1).subscribe("telemetry.fwd_test")
         with cond:
-            collector.discard(1, 5)
+            inbox.discard(1, 5)
         forwarder.begin(5)
         get_telemetry("fwd_test").emit(_events(2)[0])
         forwarder.end()
@@ -77,12 +77,12 @@ class TestForwarderAndCollector:
 
         def ended() -> bool:
             with cond:
-                return collector.ended(1, 6)
+                return inbox.ended(1, 6)
 
         wait_until(ended, 30, what="episode 6's end marker")
         with cond:
-            late = collector.take(1, 5)
-        collector.close()
+            late = inbox.take(1, 5)
+        inbox.close()
 
         assert ([], False) == (late.chunks, late.ended)
 

@@ -1,10 +1,13 @@
-"""``WandbTransform``: stat events to goggles_io metric calls, keyed by episode.
+"""``GogglesTransform``: stat events to goggles_io logger calls, keyed by episode.
 
 ``overall/<mode>_<stat>`` and ``episode/<stat>`` scalars, ``lm/<lm_id>/<stat>`` per module,
 histograms across modules when an episode has more than one, and an ``episode_stats`` table
-logged on ``close()``. Any goggles handler receives them: ``WandBHandler`` for W&B, the
-``CsvHandler`` for ``metrics.csv``. Window stats of the metrics aggregator become
+logged on ``close()``. Every goggles handler on the scope receives them: ``CsvHandler`` for
+``metrics.csv``, ``WandBHandler`` for W&B, any other sink attached there; the harness always
+attaches this transform. Window stats of the metrics aggregator become
 ``<cadence>/<source>/<metric>`` means, plotted against the source's step.
+
+``WandbTransform`` is its old name, kept as an alias (the transform never was W&B-only).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from experiment_telemetry.stats import (
 from experiment_telemetry.transforms.base import Transform
 from runtime_telemetry import receives
 
-__all__ = ["TABLE_COLUMNS", "WandbTransform"]
+__all__ = ["TABLE_COLUMNS", "GogglesTransform", "WandbTransform"]
 
 TABLE_COLUMNS = (
     "episode",
@@ -51,7 +54,7 @@ _OVERALL = (
 _CORRECT = frozenset({"correct", "correct_mlh"})
 
 
-class WandbTransform(Transform):
+class GogglesTransform(Transform):
     """Map stat events to ``scalar``/``push``/``histogram``/``table`` calls on a goggles logger.
 
     Args:
@@ -140,3 +143,7 @@ class WandbTransform(Transform):
                 list(TABLE_COLUMNS), rows, step=self._last_episode, name="episode_stats"
             )
         super().close()
+
+
+WandbTransform = GogglesTransform
+"""The old name of ``GogglesTransform`` (kept so existing imports keep working)."""

@@ -1,10 +1,14 @@
-"""``EventCollector``: in the experiment process, forwarded runtime events back into logging.
+"""``EpisodeInbox``: in the experiment process, forwarded runtime events filed per episode.
 
 A goggles subscription to the bridge scope hands every forwarded event to a callback on its
 reader thread, which only files it under (worker, episode) and wakes the harness. When the
-harness scores an episode, ``replay_episode`` decodes that episode's events with the runtime
-codec and hands each to the ``telemetry.*`` logger it was emitted on in the worker, so the
-recorder, the aggregators and any other subscriber receive them exactly as in one process.
+harness scores an episode, it takes that episode's events out of the inbox, and
+``replay_episode`` decodes them with the runtime codec and hands each to the ``telemetry.*``
+logger it was emitted on in the worker, so the recorder, the aggregators and any other
+subscriber receive them exactly as in one process.
+
+``EventCollector`` is the old name of ``EpisodeInbox``, kept as an alias; the inbox is not
+the HTTP collector (``goggles_io.collector``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import msgpack
 import goggles_io
 from runtime_telemetry import from_dict
 
-__all__ = ["EpisodeEvents", "EventCollector", "replay_episode"]
+__all__ = ["EpisodeEvents", "EpisodeInbox", "EventCollector", "replay_episode"]
 
 _logger = logging.getLogger(__name__)
 _Key = tuple[int, "int | None"]
@@ -68,7 +72,7 @@ class EpisodeEvents:
         return events
 
 
-class EventCollector:
+class EpisodeInbox:
     """Subscribe to ``scope`` and file forwarded events per worker and episode.
 
     Args:
@@ -91,9 +95,7 @@ class EventCollector:
         self.subscription: Any = None
         self._closed = False
         if from_broker:
-            goggles_io.attach(
-                _Feed(f"experiment.collector.{scope}", self), [scope], from_broker=True
-            )
+            goggles_io.attach(_Feed(f"experiment.inbox.{scope}", self), [scope], from_broker=True)
         else:
             self.subscription = goggles_io.subscribe(
                 [scope], kinds=["artifact"], callback=self._on_event
@@ -166,17 +168,21 @@ class EventCollector:
             self.subscription.close()
 
 
+EventCollector = EpisodeInbox
+"""The old name of ``EpisodeInbox`` (kept so existing imports keep working)."""
+
+
 class _Feed(goggles_io.BaseHandler):
-    """Hands the broker consumer's events of the bridge scope to an :class:`EventCollector`."""
+    """Hands the broker consumer's events of the bridge scope to an :class:`EpisodeInbox`."""
 
     capabilities = frozenset({goggles_io.Kind.ARTIFACT})
 
-    def __init__(self, name: str, collector: EventCollector) -> None:
+    def __init__(self, name: str, inbox: EpisodeInbox) -> None:
         super().__init__(name=name)
-        self.collector = collector
+        self.inbox = inbox
 
     def handle(self, event: goggles_io.Event) -> None:
-        self.collector._on_event(event)
+        self.inbox._on_event(event)
 
 
 def replay_episode(events: Iterable[Sequence[Any]], worker: int) -> int:

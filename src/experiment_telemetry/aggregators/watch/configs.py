@@ -1,4 +1,4 @@
-"""Watches: the logging guide's "What to watch" as configured checks on metric series.
+"""Watch configs: the logging guide's "What to watch" as configured checks on metric series.
 
 Each watch is a frozen config (which metrics, by ``fnmatch`` pattern, and its thresholds);
 ``WatchAggregator`` turns it into per-series state that sees every point. Checks that need a
@@ -11,12 +11,12 @@ metric back), so a failure that lasts gives one alert, not one per block.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from typing import ClassVar
 
 import attrs
 
+from experiment_telemetry._validate import check_int
 from experiment_telemetry.exceptions import ExperimentTypeError, ExperimentValueError
 from experiment_telemetry.stats import SEVERITIES
 
@@ -29,8 +29,6 @@ __all__ = [
     "Silence",
     "Watch",
     "default_watches",
-    "median_and_mad",
-    "median_of",
 ]
 
 
@@ -48,15 +46,11 @@ def _positive(instance: object, attribute: attrs.Attribute, value: object) -> No
 
 
 def _block_size(instance: object, attribute: attrs.Attribute, value: object) -> None:  # type: ignore[type-arg]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        msg = f"{type(instance).__name__}.{attribute.name} must be an int >= 2 (got {value!r})."
-        raise ExperimentValueError(msg, value)
+    check_int(f"{type(instance).__name__}.{attribute.name}", value, 2)
 
 
 def _count(instance: object, attribute: attrs.Attribute, value: object) -> None:  # type: ignore[type-arg]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        msg = f"{type(instance).__name__}.{attribute.name} must be an int >= 1 (got {value!r})."
-        raise ExperimentValueError(msg, value)
+    check_int(f"{type(instance).__name__}.{attribute.name}", value, 1)
 
 
 def _fraction(instance: object, attribute: attrs.Attribute, value: object) -> None:  # type: ignore[type-arg]
@@ -69,24 +63,6 @@ def _severity(instance: object, attribute: attrs.Attribute, value: object) -> No
     if value not in SEVERITIES:
         msg = f"{type(instance).__name__}.severity must be one of {SEVERITIES!r} (got {value!r})."
         raise ExperimentValueError(msg, value)
-
-
-def median_and_mad(values: list[float]) -> tuple[float, float]:
-    """Median and median absolute deviation of ``values`` (sorted in place)."""
-    values.sort()
-    n = len(values)
-    half = n // 2
-    median = values[half] if n % 2 else 0.5 * (values[half - 1] + values[half])
-    deviations = sorted(abs(v - median) for v in values)
-    mad = deviations[half] if n % 2 else 0.5 * (deviations[half - 1] + deviations[half])
-    return median, mad
-
-
-def median_of(values: Sequence[float]) -> float:
-    """Median of a short sequence."""
-    ordered = sorted(values)
-    n = len(ordered)
-    return ordered[n // 2] if n % 2 else 0.5 * (ordered[n // 2 - 1] + ordered[n // 2])
 
 
 @attrs.frozen(kw_only=True)

@@ -1,4 +1,4 @@
-"""WandbTransform: stat events become goggles_io scalars, histograms and a table."""
+"""GogglesTransform: stat events become goggles_io scalars, histograms and a table."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from experiment_telemetry.stats import (
     MetricWindowStats,
     OverallStats,
 )
-from experiment_telemetry.transforms import WandbTransform
+from experiment_telemetry.transforms import GogglesTransform
 from goggles_io.testing import MemoryHandler
 from runtime_telemetry import get_telemetry
 
@@ -44,11 +44,11 @@ def memory() -> MemoryHandler:
     return handler
 
 
-class TestWandbTransform:
+class TestGogglesTransform:
     def test_overall_episode_and_module_scalars_keyed_by_episode(self) -> None:
         """overall/*, episode/* and lm/* scalars all carry the episode as their step."""
         handler = memory()
-        transform = WandbTransform().attach()
+        transform = GogglesTransform().attach()
         emit_episode(7)
         goggles_io.flush()
 
@@ -64,7 +64,7 @@ class TestWandbTransform:
     def test_histograms_only_with_several_modules(self) -> None:
         """A histogram across modules is logged for two modules, not for one."""
         handler = memory()
-        transform = WandbTransform().attach()
+        transform = GogglesTransform().attach()
         emit_episode(0, lms=1)
         emit_episode(1, lms=2)
         goggles_io.flush()
@@ -77,7 +77,7 @@ class TestWandbTransform:
     def test_episode_table_logged_on_close(self) -> None:
         """close() logs one table with a row per episode."""
         handler = memory()
-        transform = WandbTransform().attach()
+        transform = GogglesTransform().attach()
         emit_episode(0)
         emit_episode(1)
         transform.close()
@@ -91,7 +91,7 @@ class TestWandbTransform:
     def test_window_means_plotted_against_source_step(self) -> None:
         """A metric window's means are pushed with the source step as their x value."""
         handler = memory()
-        transform = WandbTransform().attach()
+        transform = GogglesTransform().attach()
         stats_stream.emit(
             MetricWindowStats(source="sac", cadence="diagnostic", step=999, count=2,
                               mean={"policy_loss": 0.5}, last={"policy_loss": 0.4})

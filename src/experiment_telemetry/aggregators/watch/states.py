@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from experiment_telemetry.aggregators.watches import (
+from experiment_telemetry.aggregators.watch.configs import (
     Collapse,
     CounterStall,
     Divergence,
     Growth,
-    median_and_mad,
-    median_of,
 )
 
-__all__ = ["Finding", "SeriesState", "make_states"]
+__all__ = ["Finding", "SeriesState", "make_states", "median_and_mad", "median_of"]
 
 _MAD_TO_SIGMA = 1.4826  # MAD of a normal sample -> its standard deviation
 _MEDIAN_SD = 1.2533  # sd of a normal sample's median, in units of sigma / sqrt(n)
@@ -44,21 +42,60 @@ class SeriesState(Protocol):
     ) -> Finding | None: ...
 
 
+def median_and_mad(values: list[float]) -> tuple[float, float]:
+    """Median and median absolute deviation of ``values`` (sorted in place)."""
+    values.sort()
+    n = len(values)
+    half = n // 2
+    median = values[half] if n % 2 else 0.5 * (values[half - 1] + values[half])
+    deviations = sorted(abs(v - median) for v in values)
+    mad = deviations[half] if n % 2 else 0.5 * (deviations[half - 1] + deviations[half])
+    return median, mad
+
+
+def median_of(values: Sequence[float]) -> float:
+    """Median of a short sequence."""
+    ordered = sorted(values)
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else 0.5 * (ordered[n // 2 - 1] + ordered[n // 2])
+
+
 def _median_sd(mads: deque[float], block: int) -> float:
     """Noise scale of one block median, from the blocks' median absolute deviations."""
     return _MAD_TO_SIGMA * median_of(mads) * _MEDIAN_SD / math.sqrt(block)
 
 
-class _GrowthState:
-    __slots__ = ("armed", "block", "buf", "check", "mads", "medians", "severity", "watch")
+class _BlockState:
+    """What every check on block medians keeps: the open block and the latest blocks' MADs.
 
-    def __init__(self, watch: Growth) -> None:
+    ``update`` appends to ``buf`` itself (the per-point cost stays one append and one length
+    test) and calls ``_close`` once the block is full.
+    """
+
+    __slots__ = ("block", "buf", "check", "mads", "severity", "watch")
+
+    def __init__(self, watch: Growth | Collapse | Divergence, mads: int) -> None:
         self.watch = watch
         self.check, self.severity, self.block = watch.check, watch.severity, watch.block
-        self.armed = True
         self.buf: list[float] = []
+        self.mads: deque[float] = deque(maxlen=mads)
+
+    def _close(self, buf: list[float]) -> float:
+        """Start the next block; keep the MAD of ``buf``, the full one, and return its median."""
+        self.buf = []
+        median, mad = median_and_mad(buf)
+        self.mads.append(mad)
+        return median
+
+
+class _GrowthState(_BlockState):
+    __slots__ = ("armed", "medians")
+    watch: Growth
+
+    def __init__(self, watch: Growth) -> None:
+        super().__init__(watch, watch.blocks)
+        self.armed = True
         self.medians: deque[float] = deque(maxlen=watch.blocks)
-        self.mads: deque[float] = deque(maxlen=watch.blocks)
 
     def update(
         self, seq: int, step: int, value: float, values: Mapping[str, float]
@@ -68,11 +105,8 @@ class _GrowthState:
         if len(buf) < self.block:
             return None
         w = self.watch
-        self.buf = []
-        median, mad = median_and_mad(buf)
         medians = self.medians
-        medians.append(median)
-        self.mads.append(mad)
+        medians.append(self._close(buf))
         if len(medians) < w.blocks:
             return None
         ratios = [
@@ -102,27 +136,13 @@ class _GrowthState:
         return message, weakest if math.isfinite(weakest) else None, w.min_ratio, window, None
 
 
-class _CollapseState:
-    __slots__ = (
-        "best",
-        "block",
-        "blocks",
-        "buf",
-        "check",
-        "initial",
-        "mads",
-        "recent",
-        "severity",
-        "sign",
-        "watch",
-    )
+class _CollapseState(_BlockState):
+    __slots__ = ("best", "blocks", "initial", "recent", "sign")
+    watch: Collapse
 
     def __init__(self, watch: Collapse) -> None:
-        self.watch = watch
-        self.check, self.severity, self.block = watch.check, watch.severity, watch.block
+        super().__init__(watch, 8)
         self.sign = 1.0 if watch.higher_is_better else -1.0
-        self.buf: list[float] = []
-        self.mads: deque[float] = deque(maxlen=8)
         self.recent: deque[float] = deque(maxlen=8)
         self.initial: float | None = None
         self.best = -math.inf
@@ -136,9 +156,7 @@ class _CollapseState:
         if len(buf) < self.block:
             return None
         w = self.watch
-        self.buf = []
-        median, mad = median_and_mad(buf)
-        self.mads.append(mad)
+        median = self._close(buf)
         self.recent.append(median * self.sign)
         self.blocks += 1
         if self.initial is None:
@@ -164,17 +182,15 @@ class _CollapseState:
         return message, drop / progress, w.fraction, tuple(self.recent), None
 
 
-class _LossState:
+class _LossState(_BlockState):
     """A loss series: block medians with the arrival number that completed each."""
 
-    __slots__ = ("block", "blocks", "buf", "check", "mads", "severity", "watch")
+    __slots__ = ("blocks",)
+    watch: Divergence
 
     def __init__(self, watch: Divergence) -> None:
-        self.watch = watch
-        self.check, self.severity, self.block = watch.check, watch.severity, watch.block
-        self.buf: list[float] = []
+        super().__init__(watch, 8)
         self.blocks: list[tuple[int, float]] = []  # thinned, so it reaches back in time
-        self.mads: deque[float] = deque(maxlen=8)
 
     def update(
         self, seq: int, step: int, value: float, values: Mapping[str, float]
@@ -182,13 +198,10 @@ class _LossState:
         buf = self.buf
         buf.append(value)
         if len(buf) >= self.block:
-            self.buf = []
-            median, mad = median_and_mad(buf)
             blocks = self.blocks
-            blocks.append((seq, median))
+            blocks.append((seq, self._close(buf)))
             if len(blocks) >= _LOSS_HISTORY:
                 del blocks[::2]  # half the resolution, twice the reach; the latest stays
-            self.mads.append(mad)
         return None
 
     def drop_since(self, seq: int, before: int) -> tuple[float, float, float] | None:
@@ -209,41 +222,23 @@ class _LossState:
         return start, blocks[-1][1], _median_sd(self.mads, self.watch.block)
 
 
-class _ProgressState:
-    __slots__ = (
-        "armed",
-        "best",
-        "block",
-        "buf",
-        "check",
-        "first",
-        "losses",
-        "mads",
-        "medians",
-        "name",
-        "severity",
-        "source",
-        "start",
-        "starts",
-        "watch",
-    )
+class _ProgressState(_BlockState):
+    __slots__ = ("armed", "best", "first", "losses", "medians", "name", "source", "start", "starts")
+    watch: Divergence
 
     def __init__(
         self, watch: Divergence, source: str, name: str, losses: dict[tuple[str, str], _LossState]
     ) -> None:
-        self.watch = watch
+        super().__init__(watch, watch.blocks)
         self.source = source
         self.name = name
-        self.check, self.severity, self.block = watch.check, watch.severity, watch.block
         self.losses = losses  # shared by every series of this watch
         self.armed = True
         self.first: float | None = None
         self.best = -math.inf
-        self.buf: list[float] = []
         self.start = 0
         self.medians: deque[float] = deque(maxlen=watch.blocks)
         self.starts: deque[int] = deque(maxlen=watch.blocks)
-        self.mads: deque[float] = deque(maxlen=watch.blocks)
 
     def update(
         self, seq: int, step: int, value: float, values: Mapping[str, float]
@@ -255,12 +250,10 @@ class _ProgressState:
         if len(buf) < self.block:
             return None
         w = self.watch
-        self.buf = []
-        median, mad = median_and_mad(buf)
+        median = self._close(buf)
         medians = self.medians
         medians.append(median)
         self.starts.append(self.start)
-        self.mads.append(mad)
         if self.first is None:
             self.first = median
         self.best = max(self.best, median)

@@ -13,9 +13,14 @@ import math
 from collections.abc import Callable, Sequence
 
 from experiment_telemetry.aggregators.base import STATS_STREAM, Aggregator
-from experiment_telemetry.aggregators.checks import Finding, make_states
 from experiment_telemetry.aggregators.tally import MetricTally, SeriesTally
-from experiment_telemetry.aggregators.watches import NonFinite, Silence, Watch, default_watches
+from experiment_telemetry.aggregators.watch.configs import (
+    NonFinite,
+    Silence,
+    Watch,
+    default_watches,
+)
+from experiment_telemetry.aggregators.watch.states import Finding, make_states
 from experiment_telemetry.exceptions import ExperimentTypeError
 from experiment_telemetry.stats import MetricAlert
 from runtime_telemetry import receives

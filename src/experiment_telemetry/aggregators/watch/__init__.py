@@ -1,0 +1,33 @@
+"""Watchers: the logging guide's "What to watch" as ``MetricAlert`` stats (ADR 0020).
+
+One room, three modules, in the order an alert is made: ``configs`` holds the watches (which
+metrics, by fnmatch pattern, and their thresholds: put specific ones before
+``default_watches()``), ``states`` what each check keeps per (source, metric) and when it fires,
+and ``aggregator`` the ``WatchAggregator`` that runs them on every ``MetricsBundle``.
+"""
+
+from __future__ import annotations
+
+from experiment_telemetry.aggregators.watch.aggregator import WatchAggregator
+from experiment_telemetry.aggregators.watch.configs import (
+    Collapse,
+    CounterStall,
+    Divergence,
+    Growth,
+    NonFinite,
+    Silence,
+    Watch,
+    default_watches,
+)
+
+__all__ = [
+    "Collapse",
+    "CounterStall",
+    "Divergence",
+    "Growth",
+    "NonFinite",
+    "Silence",
+    "Watch",
+    "WatchAggregator",
+    "default_watches",
+]
