@@ -29,7 +29,7 @@ os.environ.setdefault("WANDB_SILENT", "true")
 import wandb
 
 import goggles_io as gg
-from goggles_io._api.state import reset_defaults
+from goggles_io.testing import reset_defaults
 
 TARGET_RATIO = 10.0
 

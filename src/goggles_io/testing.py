@@ -6,6 +6,9 @@ Use it instead of mocking the bus::
     goggles_io.attach(handler, scopes=["global"])
     logger.scalar("loss", 0.5, step=1)
     assert delivered(handler)[0].payload == {"loss": 0.5}
+
+:func:`reset_defaults` finishes the transport and forgets every process-global setting, so each
+test of code that logs starts from a process that never logged (use it in an autouse fixture).
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ import logging
 import threading
 from typing import Any, ClassVar
 
+from goggles_io._api.state import reset_defaults
 from goggles_io._event.records import Event, Kind
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
 
-__all__ = ["MemoryHandler", "delivered"]
+__all__ = ["MemoryHandler", "delivered", "reset_defaults"]
 
 
 @register_handler

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from goggles_io._api.state import reset_defaults
+from goggles_io.testing import reset_defaults
 from logging_isolation import restored_telemetry_loggers
 from runtime_telemetry import configure
 

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 import goggles_io as gg
-from goggles_io._api.state import reset_defaults
-from goggles_io.testing import MemoryHandler
+from goggles_io.testing import MemoryHandler, reset_defaults
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,7 @@ from typing import ClassVar
 import pytest
 
 import goggles_io as gg
-from goggles_io import Event, Kind
-from goggles_io._bus.bus import EventBus
+from goggles_io import Event, EventBus, Kind
 from goggles_io.exceptions import InvalidNameError
 from goggles_io.handlers.base import BaseHandler, register_handler
 from goggles_io.testing import MemoryHandler

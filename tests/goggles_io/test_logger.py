@@ -322,7 +322,7 @@ class TestCallerInfo:
 
     def test_can_be_disabled(self, monkeypatch: pytest.MonkeyPatch, mem: MemoryHandler) -> None:
         """GOGGLES_CALLER_INFO=0 leaves filepath and lineno as None."""
-        from goggles_io._api.state import reset_defaults
+        from goggles_io.testing import reset_defaults
 
         reset_defaults()
         monkeypatch.setenv("GOGGLES_CALLER_INFO", "0")

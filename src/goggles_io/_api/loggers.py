@@ -1,4 +1,4 @@
-"""Loggers: :class:`TextLogger` (text) and :class:`GogglesLogger` (text + data).
+"""``TextLogger``: text logging with stdlib-style ``%``-args, routed by scope (``GogglesLogger`` adds data).
 
 The hot path (a level check, building one :class:`Event`, one ``emit``) allocates little and
 validates only what it must: bad input raises here, at the call, while it can still be fixed.

@@ -1,4 +1,4 @@
-"""The in-process event bus and the :class:`Transport` interface it implements.
+"""The in-process event bus: scope routing to one lane per handler, first registration wins.
 
 Routing: a handler attached on scope ``S`` receives events whose scope is ``S`` or starts with
 ``S + "."`` (``global.namespace`` reaches ``global``; ``globalA`` does not), whose kind is in its

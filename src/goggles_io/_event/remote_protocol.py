@@ -1,8 +1,8 @@
 """The remote protocol's request checks and JSON rules, independent of any HTTP server.
 
-``docs/remote-protocol.md`` is the contract; this module is its executable form. The reference
-collector (``collector.py``, stdlib ``http.server``) uses it today, and an ASGI collector can use
-the same functions: they take bytes, header values and parsed bodies, never a server object.
+``docs/remote-protocol.md`` is the contract; this module is its executable form. The collector
+(``goggles_io/server/``) and the remote sink (``handlers/remote.py``) both use it: the functions
+take bytes, header values and parsed bodies, never a server object.
 Every failure is a :class:`ProtocolError` carrying the HTTP status and a JSON-ready body, so
 whichever server runs answers alike.
 

@@ -14,7 +14,7 @@ import goggles_io
 from experiment_telemetry.context import EpisodeContext
 from experiment_telemetry.harness import Experiment
 from experiment_telemetry.workers import RuntimeSpec
-from goggles_io._api.state import reset_defaults
+from goggles_io.testing import reset_defaults
 
 SCRIPTS = Path(__file__).parent / "scripts"
 

@@ -138,7 +138,7 @@ class TestWorkerSettings:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy: Any
     ) -> None:
         """Workers cannot reach an in-process bus: the run fails at once and names the variable."""
-        from goggles_io._api.state import reset_defaults
+        from goggles_io.testing import reset_defaults
 
         monkeypatch.setenv("GOGGLES_TRANSPORT", "inprocess")
         reset_defaults()

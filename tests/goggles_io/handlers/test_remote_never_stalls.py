@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 
 import goggles_io as gg
-from goggles_io._event.records import Event, Kind
-from goggles_io._event.remote_protocol import ProtocolError
+from goggles_io import Event, Kind
 from goggles_io.exceptions import InvalidNameError, InvalidPayloadError
 from goggles_io.handlers.remote import RemoteHandler
-from goggles_io.server import Collector, RunStore
+from goggles_io.server import Collector, ProtocolError, RunStore
 from support import wait_until
 
 

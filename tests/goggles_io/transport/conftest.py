@@ -182,7 +182,7 @@ def foreign_host(monkeypatch: pytest.MonkeyPatch) -> Iterator[ForeignHost]:
     and a wrong key in its environment and ``.env``: a handler works there only if its spec
     carries the attaching process's context.
     """
-    from goggles_io._api.state import reset_defaults
+    from goggles_io.testing import reset_defaults
 
     root = Path(tempfile.mkdtemp(prefix="ggf-"))
     socket_path = str(root / "bus.sock")

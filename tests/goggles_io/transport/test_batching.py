@@ -7,9 +7,8 @@ import time
 import pytest
 
 import goggles_io as gg
-from goggles_io._api.state import STATE
+from goggles_io import Event, Kind
 from goggles_io._event.codec import Batch, Decoder, Encoder
-from goggles_io._event.records import Event, Kind
 from goggles_io._transport.batching import Batcher
 from goggles_io._transport.framing import FrameDecoder
 from goggles_io.testing import MemoryHandler
@@ -79,7 +78,7 @@ class TestOversizedEventOverTheSocket:
         log.info("x" * (65 * 1024 * 1024))
         log.info("after")
         flushed = gg.flush(timeout_s=60)
-        client = STATE.transport
+        client = gg.get_bus()
         host_handler = client._elector.host.bus.handlers["mem"]
         messages = host_handler.messages()
 

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 import goggles_io as gg
-from goggles_io._api.state import STATE
 from goggles_io._transport.shm import list_segments
 from goggles_io.exceptions import InvalidPayloadError
 from goggles_io.testing import MemoryHandler
@@ -144,4 +143,4 @@ class TestAttach:
         gg.get_logger("after").info("still logging")
 
         assert gg.flush(timeout_s=60)
-        assert not STATE.transport.has_handler("pathy")
+        assert not gg.get_bus().has_handler("pathy")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from goggles_io._bus.bus import EventBus
+from goggles_io import EventBus
 from goggles_io._transport.framing import HEADER_BYTES, MAGIC, VERSION, encode_frame
 from goggles_io._transport.host import Host
 from goggles_io._transport.settings import prepare_socket_dir

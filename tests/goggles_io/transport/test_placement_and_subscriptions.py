@@ -118,7 +118,7 @@ class TestByteBudgets:
 def test_get_bus_is_host_reports_the_election(monkeypatch: pytest.MonkeyPatch, bus: Bus) -> None:
     """Over the socket, get_bus().is_host is False with a dedicated host, True when hosting here."""
     import goggles_io as gg
-    from goggles_io._api.state import reset_defaults
+    from goggles_io.testing import reset_defaults
 
     monkeypatch.setenv("GOGGLES_TRANSPORT", "socket")
     monkeypatch.setenv("GOGGLES_HOST_IDLE_TIMEOUT", "0.5")
