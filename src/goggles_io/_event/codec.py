@@ -20,7 +20,7 @@ import itertools
 import operator
 import struct
 from collections.abc import Callable
-from typing import Any, Protocol, Union
+from typing import Any, Union
 
 import attrs
 import msgpack
@@ -28,7 +28,7 @@ import numpy as np
 from cattrs import UnstructureStrategy
 from cattrs.preconf.msgpack import make_converter
 
-from goggles_io._event.records import Event, Kind, ShmRef
+from goggles_io._event.records import ArrayPool, ArrayReader, Event, Kind, ShmRef
 from goggles_io.exceptions import FrameError
 
 __all__ = [
@@ -243,20 +243,6 @@ _UNSTRUCTURE: dict[type, Callable[[Any], Any]] = {
 _STRUCTURE: dict[int, Callable[[Any, Any], Any]] = {
     tag: _CONVERTER.get_structure_hook(cls) for tag, cls in _CLASSES.items()
 }
-
-
-class ArrayPool(Protocol):
-    """Where the encoder puts big arrays (the transport's shared-memory pool)."""
-
-    def put(self, array: np.ndarray) -> ShmRef | None:
-        """Copy ``array`` in and say where it is; ``None`` when there is no room."""
-
-
-class ArrayReader(Protocol):
-    """How the decoder reads an array another process put in shared memory."""
-
-    def read(self, ref: ShmRef) -> np.ndarray:
-        """Copy the array at ``ref`` out (raising :class:`FrameError` for a bad reference)."""
 
 
 def _array_bytes(a: np.ndarray) -> bytes:

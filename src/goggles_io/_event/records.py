@@ -35,13 +35,18 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
 
 import attrs
 
 __all__ = [
     "EVENT_OVERHEAD_BYTES",
     "METRIC_ENTRY_BYTES",
+    "ArrayPool",
+    "ArrayReader",
     "Event",
     "Kind",
     "ShmRef",
@@ -78,6 +83,20 @@ class ShmRef:
 
     # Byte budgets skip what lives here: the pool's own budget already bounds it.
     shm_resident: ClassVar[bool] = True
+
+
+class ArrayPool(Protocol):
+    """Where the encoder puts big arrays (the transport's shared-memory pool)."""
+
+    def put(self, array: np.ndarray) -> ShmRef | None:
+        """Copy ``array`` in and say where it is; ``None`` when there is no room."""
+
+
+class ArrayReader(Protocol):
+    """How the decoder reads an array another process put in shared memory."""
+
+    def read(self, ref: ShmRef) -> np.ndarray:
+        """Copy the array at ``ref`` out (raising :class:`FrameError` for a bad reference)."""
 
 
 def _payload_eq(a: Any, b: Any) -> bool:
