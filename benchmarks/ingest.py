@@ -35,7 +35,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 
 _COLLECTOR = """
 import sys
-from goggles_io.server.collector import Collector
+from goggles_io.server import Collector
 c = Collector(db_path=sys.argv[1], port=0).start()
 print(c.port, flush=True)
 sys.stdin.read()

@@ -74,7 +74,7 @@ def bench_paint(points: int, repeats: int, work: Path) -> tuple[float, list[floa
     from selenium.webdriver.support.ui import WebDriverWait
 
     from browser import chromium
-    from goggles_io.server.collector import Collector
+    from goggles_io.server import Collector
 
     run_dir = write_big_run(work / "runs", points)
     with Collector(run_dirs=[str(run_dir)]) as server:

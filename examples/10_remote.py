@@ -11,7 +11,7 @@ import tempfile
 import goggles_io as gg
 from goggles_io.handlers.remote import RemoteHandler
 from goggles_io.runs import RunContext, register_run
-from goggles_io.server.collector import Collector
+from goggles_io.server import Collector
 
 API_KEY = "example-key"  # demo only: real keys live in .env, never in code
 

@@ -69,3 +69,19 @@ class TestPublicApi:
             assert gc.get_freeze_count() > 0
         finally:
             gc.unfreeze()
+
+
+class TestOldPublicPaths:
+    def test_collector_and_ui_old_paths_import(self) -> None:
+        """goggles_io.collector and goggles_io.ui (before the server wing) still give the same names."""
+        from goggles_io.collector import Collector, is_loopback
+        from goggles_io.server import Collector as NewCollector
+        from goggles_io.server import is_loopback as new_is_loopback
+        from goggles_io.server.ui import make_ui_app as new_make_ui_app
+        from goggles_io.ui import make_ui_app
+
+        assert (NewCollector, new_is_loopback, new_make_ui_app) == (
+            Collector,
+            is_loopback,
+            make_ui_app,
+        )

@@ -38,7 +38,7 @@ def start_collector(
     run_dirs: Sequence[str] = (),
 ) -> Any | None:
     """A started ``Collector``, or ``None`` after printing why it could not start."""
-    from goggles_io.server.collector import Collector
+    from goggles_io.server import Collector
 
     try:
         kwargs = {"run_dirs": list(run_dirs)} if run_dirs else {}

@@ -8,7 +8,7 @@ logger it was emitted on in the worker, so the recorder, the aggregators and any
 subscriber receive them exactly as in one process.
 
 ``EventCollector`` is the old name of ``EpisodeInbox``, kept as an alias; the inbox is not
-the HTTP collector (``goggles_io.collector``).
+the HTTP collector (``goggles_io.server``).
 """
 
 from __future__ import annotations

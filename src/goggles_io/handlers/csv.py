@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,7 +27,15 @@ from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers._files import LineFile
 from goggles_io.handlers.base import BaseHandler, register_handler
 
-__all__ = ["CONFIG_FILE", "METRICS_FILE", "STEP_COLUMN", "CsvHandler"]
+__all__ = [
+    "CONFIG_FILE",
+    "METRICS_FILE",
+    "STEP_COLUMN",
+    "CsvHandler",
+    "CsvRows",
+    "cell",
+    "rows_text",
+]
 
 METRICS_FILE = "metrics.csv"
 CONFIG_FILE = "metrics.config.kv"
@@ -214,14 +222,10 @@ class CsvHandler(BaseHandler):
                     f" {len(pending)} rows not written (counted in finish())"
                 )
                 return
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
         ordered = sorted(pending.items(), key=lambda item: (item[0] is None, item[0] or 0))
-        for step, row in ordered:
-            cells = ["" if step is None else str(step)]
-            cells.extend(_cell(row[c]) if c in row else "" for c in self._columns)
-            writer.writerow(cells)
-        self._file.add(buffer.getvalue().encode("utf-8", errors="backslashreplace"), len(ordered))
+        self._file.add(
+            *rows_text([step, *(row.get(c) for c in self._columns)] for step, row in ordered)
+        )
         self._file.flush()
 
     def _extend_header(self, fresh: list[str]) -> None:
@@ -231,9 +235,7 @@ class CsvHandler(BaseHandler):
         columns = [*self._columns, *fresh]
         header = [STEP_COLUMN, *columns]
         if self._file.size() == 0:
-            text = io.StringIO()
-            csv.writer(text, lineterminator="\n").writerow(header)
-            self._file.add(text.getvalue().encode("utf-8", errors="backslashreplace"), 0)
+            self._file.add(rows_text([header])[0], 0)
             self._file.flush()
             if self._file.size() == 0:
                 raise OSError(28, "the header could not be written")
@@ -265,15 +267,67 @@ class CsvHandler(BaseHandler):
         self._file = self._line_file()
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
+    """One CSV cell: ``""`` for ``None``, floats as the shortest text that reads back exactly
+    (``nan``/``inf``/``-inf`` too), bools as ``1``/``0``, numpy scalars as their value, the
+    items of a tuple or list joined by spaces, anything else as ``str``."""
+    if value is None:
+        return ""
     if isinstance(value, bool):
         return str(int(value))
     if isinstance(value, float):
-        return repr(value)  # shortest text that reads back exactly; nan / inf / -inf
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        return " ".join(cell(v) for v in value)
     item = getattr(value, "item", None)  # numpy scalars, without importing numpy
     if callable(item) and hasattr(value, "dtype"):
-        return _cell(item())
+        return cell(item())
     return str(value)
+
+
+def rows_text(rows: Iterable[Sequence[Any]]) -> tuple[bytes, int]:
+    """``rows`` as CSV lines (cells through :func:`cell`), and how many lines that is."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    n = 0
+    for row in rows:
+        writer.writerow([cell(v) for v in row])
+        n += 1
+    return buffer.getvalue().encode("utf-8", errors="backslashreplace"), n
+
+
+class CsvRows:
+    """Append rows under a header written once, as whole lines (a full disk loses whole rows,
+    counted in :attr:`lost_rows`, never a torn one).
+
+    For tables whose columns are fixed up front, such as experiment_telemetry's
+    ``<mode>_stats.csv``; :class:`CsvHandler` uses the same cells and lines for its wide table.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], columns: Sequence[str], owner: str) -> None:
+        self.path = Path(path)
+        self.columns = list(columns)
+        self._file = LineFile(self.path, owner)
+
+    @property
+    def lost_rows(self) -> int:
+        """Rows that could not be written (a full disk)."""
+        return self._file.lost_lines
+
+    def append(self, values: Sequence[Any]) -> None:
+        """Write one row (in :attr:`columns` order) and push it to the OS."""
+        if not self._file.is_open:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file.open()
+            if self._file.size() == 0:
+                self._file.add(*rows_text([self.columns]))
+        self._file.add(*rows_text([values]))
+        self._file.flush()
+
+    def close(self) -> None:
+        """Fsync and close; a later :meth:`append` appends."""
+        if self._file.is_open:
+            self._file.close()
 
 
 def _read_header(path: Path) -> list[str]:
