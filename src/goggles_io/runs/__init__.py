@@ -1,0 +1,28 @@
+"""Runs: a run directory written before step 0 and read back by every tool (``run.kv``, config).
+
+:class:`RunContext` and :func:`register_run` write a run (:mod:`goggles_io.runs.writer`);
+:func:`read_run`, :func:`list_runs`, :func:`last_step` and :func:`last_metrics` read runs back
+(:mod:`goggles_io.runs.reader`); :func:`read_kv` / :func:`write_kv` are the ``key=value`` format
+of ``run.kv`` and ``config.kv``.
+"""
+
+from __future__ import annotations
+
+from goggles_io._util.kvfile import read_kv, write_kv
+from goggles_io.exceptions import RunFileError
+from goggles_io.runs.reader import last_metrics, last_step, list_runs, read_run
+from goggles_io.runs.status import RunStatus
+from goggles_io.runs.writer import RunContext, register_run
+
+__all__ = [
+    "RunContext",
+    "RunFileError",
+    "RunStatus",
+    "last_metrics",
+    "last_step",
+    "list_runs",
+    "read_kv",
+    "read_run",
+    "register_run",
+    "write_kv",
+]
