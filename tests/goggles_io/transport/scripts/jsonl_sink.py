@@ -29,6 +29,8 @@ class JsonlSink(gg.BaseHandler):
 
     def open(self) -> None:
         self._fh = open(self.path, "a", encoding="utf-8")
+        if self._fh.tell() and not _ends_with_newline(self.path):
+            self._fh.write("\n")  # a host SIGKILLed mid-line left it torn: keep ours apart
 
     def handle(self, event: gg.Event) -> None:
         if self.delay_s:
@@ -59,3 +61,9 @@ class JsonlSink(gg.BaseHandler):
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+
+
+def _ends_with_newline(path: str) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"
