@@ -8,8 +8,13 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
+try:
+    import jax
+    import jax.numpy as jnp
+except ImportError:  # one line that says what to install, not a traceback
+    raise SystemExit(
+        "103_history.py needs jax: pip install -e '.[jax]' (or pip install 'split-telemetry[jax]')"
+    ) from None
 
 import goggles_io as gg
 from goggles_io.history import (

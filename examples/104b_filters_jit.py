@@ -5,8 +5,13 @@ Run: python examples/104b_filters_jit.py
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
+try:
+    import jax
+    import jax.numpy as jnp
+except ImportError:  # one line that says what to install, not a traceback
+    raise SystemExit(
+        "104b_filters_jit.py needs jax: pip install -e '.[jax]' (or pip install 'split-telemetry[jax]')"
+    ) from None
 import numpy as np
 
 from goggles_io.filters import create_concat_filter

@@ -11,7 +11,7 @@ import sys
 
 import attrs
 
-from experiment_telemetry import EpisodeContext, Experiment, RecognitionAggregator
+from experiment_telemetry import EpisodeContext, Experiment
 from runtime_telemetry import TelemetryEvent, get_telemetry
 from runtime_telemetry.events import MetricsBundle
 
@@ -45,12 +45,15 @@ class Gripper:
 # -- experiment side: episodes, targets, the run directory ----------------------------------
 class GraspExperiment(Experiment):
     def __init__(self, **kwargs: object) -> None:
-        config = {"metrics.diagnostic_every": 5, "metrics.progress_every": 20}
+        # No object recognition here: the standard metrics aggregator and watchers only. Said in
+        # the config (not by overriding make_aggregators), so `telemetry replay` rebuilds the same.
+        config = {
+            "metrics.diagnostic_every": 5,
+            "metrics.progress_every": 20,
+            "recognition.enabled": False,
+        }
         super().__init__(slug="grasp", project="my-robot", config=config, **kwargs)  # type: ignore[arg-type]
         self.gripper = Gripper(seed=self.seed or 0)
-
-    def make_aggregators(self) -> list:  # no object recognition here: keep metrics + watchers
-        return [a for a in super().make_aggregators() if not isinstance(a, RecognitionAggregator)]
 
     def episodes(self, epoch: int) -> list[EpisodeContext]:
         return [

@@ -273,6 +273,7 @@ class Experiment:
         handlers = self.make_handlers(run)
         for handler in handlers:
             goggles_io.attach(handler, scopes=[SCOPE])
+        self._attached = [handler.name for handler in handlers]
         register_run(run, *handlers)
         self.transforms = [t.attach() for t in self.make_transforms(run)]
         opened[:0] = self.transforms  # closed before the recorders, after the aggregators
@@ -370,6 +371,14 @@ class Experiment:
             except Exception:
                 _logger.exception("closing %r failed; closing the rest", item)
         self._recorder = None
+        # The run's sinks belong to this run: detached (each delivered, flushed, closed) so a
+        # later run in this process does not re-open them and write into this run's files.
+        attached, self._attached = getattr(self, "_attached", []), []
+        for name in attached:
+            try:
+                goggles_io.detach(name, SCOPE)
+            except Exception:
+                _logger.exception("detaching %r failed; detaching the rest", name)
         try:
             goggles_io.finish()
         except Exception:

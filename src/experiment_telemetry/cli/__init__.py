@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from experiment_telemetry import __version__
 from experiment_telemetry.cli import collector, demo, plot, replay, runs, show, ui
+from experiment_telemetry.cli.args import OneLineParser as _OneLineParser
 
 __all__ = ["main", "make_parser"]
 
@@ -17,9 +18,11 @@ _SUBCOMMANDS = (demo, runs, show, replay, plot, ui, collector)
 
 def make_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every subcommand module's subparser."""
-    parser = argparse.ArgumentParser(prog="telemetry", description=__doc__)
+    parser = _OneLineParser(prog="telemetry", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_OneLineParser
+    )
     for module in _SUBCOMMANDS:
         module.add_parser(subparsers)
     return parser

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
+from experiment_telemetry.cli.args import port
 from experiment_telemetry.cli.serving import (
     ENV_COLLECTOR_API_KEY,
     api_key_from_env,
@@ -26,12 +26,6 @@ def run(args: argparse.Namespace) -> int:
     auth = "on" if api_key else f"off (set {ENV_COLLECTOR_API_KEY} to require a key)"
     print(f"collector listening on {collector.url}, db {args.db}, auth {auth}", flush=True)
     print(f"dashboard: {collector.url}/", flush=True)
-    if collector.exposed:
-        print(
-            f"warning: {args.host} is reachable from other machines; traffic is plain HTTP",
-            file=sys.stderr,
-            flush=True,
-        )
     return serve_until_interrupted(collector)
 
 
@@ -42,7 +36,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="run the collector for RemoteHandler (serves the dashboard of its runs too)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind")
-    parser.add_argument("--port", type=int, default=8765, help="port to bind (0: any free)")
+    parser.add_argument("--port", type=port, default=8765, help="port to bind (0: any free)")
     parser.add_argument("--db", default="runs.sqlite", help="SQLite file for runs and points")
     parser.set_defaults(handler=run)
     return parser

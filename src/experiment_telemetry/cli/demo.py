@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     for result in results[:-1]:
         print(f"run {result.status}: {result.run_dir}")
     result = results[-1]
+    watched = args.scenario != "recognition"
     print(f"\nrun {result.status}: {result.run_dir}")
     if result.workers is not None:
         print(result.workers.summary())
@@ -94,9 +95,13 @@ def run(args: argparse.Namespace) -> int:
     wandb_dir = result.run_dir / "wandb"
     if wandb_dir.is_dir():
         print(f"  {'wandb':<15} {wandb_dir}  (upload: wandb sync {wandb_dir})")
-    print(f"next: telemetry show {result.run_dir}")
+    print(
+        f"next: telemetry show {result.run_dir}"
+        + ("   (config, metrics, alerts)" if watched else "")
+    )
     print(f"      telemetry replay {result.run_dir}")
-    print(f"      telemetry plot {result.run_dir} -o demo.png")
+    if not watched:  # a watch scenario has no episode verdicts to plot: the UI shows its charts
+        print(f"      telemetry plot {result.run_dir} -o demo.png")
     print(f"      telemetry ui {args.root}   (live dashboard: runs, charts, stats, media)")
     return 0
 

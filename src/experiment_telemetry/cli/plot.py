@@ -4,32 +4,44 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
+
+from experiment_telemetry.cli.args import run_directory
 
 __all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Draw percent correct per mode and steps per episode; exit 2 on bad input."""
+    """Draw percent correct per mode and steps per episode; exit 2 on bad input (a run
+    directory that is not one, an output folder that does not exist, a format matplotlib cannot
+    write), with one line on stderr."""
     from experiment_telemetry.exceptions import ReplayError
     from experiment_telemetry.replay import read_stats
     from experiment_telemetry.stats import EpisodeStats, OverallStats
 
+    problem = run_directory("telemetry plot", args.run_dir) or _output_problem(args.output)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     try:
         stats = read_stats(args.run_dir)
     except ReplayError as exc:
         print(f"telemetry plot: {exc}", file=sys.stderr)
         return 2
-    try:
-        import matplotlib
-    except ImportError:
+    plt = _pyplot()
+    if plt is None:
+        return 2
+    supported = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    if Path(args.output).suffix.lstrip(".").lower() not in supported:
+        known = ", ".join(sorted(supported))
         print(
-            "telemetry plot needs matplotlib: pip install 'split-telemetry[plot]'", file=sys.stderr
+            f"telemetry plot: cannot write {args.output!r}: give the file one of the endings "
+            f"{known} (e.g. {Path(args.output).with_suffix('.png').name})",
+            file=sys.stderr,
         )
         return 2
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     overall = [s for s in stats if isinstance(s, OverallStats)]
     episodes = [s for s in stats if isinstance(s, EpisodeStats)]
     if not episodes:
@@ -63,6 +75,31 @@ def run(args: argparse.Namespace) -> int:
     plt.close(fig)
     print(f"wrote {args.output}")
     return 0
+
+
+def _output_problem(output: str) -> str | None:
+    """Why ``output`` cannot be written: its folder is missing, or it is a folder."""
+    target = Path(output)
+    if target.is_dir():
+        return f"telemetry plot: {output!r} is a directory; give a file name such as run.png"
+    if not target.parent.is_dir():
+        return f"telemetry plot: cannot write {output!r}: the folder {str(target.parent)!r} does not exist"
+    return None
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend, or ``None`` after saying what to install."""
+    try:
+        import matplotlib
+    except ImportError:
+        print(
+            "telemetry plot needs matplotlib: pip install 'split-telemetry[plot]'", file=sys.stderr
+        )
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -6,6 +6,7 @@ Every way it can fail to start is one line on stderr and exit code 2, never a tr
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -37,9 +38,19 @@ def start_collector(
     api_key: str | None,
     run_dirs: Sequence[str] = (),
 ) -> Any | None:
-    """A started ``Collector``, or ``None`` after printing why it could not start."""
+    """A started ``Collector``, or ``None`` after printing why it could not start.
+
+    A host name that does not resolve is said as such (before the API-key rule for hosts
+    beyond loopback could answer instead); a collector reachable from other machines is
+    announced on stderr: its traffic is plain HTTP.
+    """
     from goggles_io.server import Collector
 
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        print(f"{prog}: cannot bind {host!r}: the name does not resolve ({exc})", file=sys.stderr)
+        return None
     try:
         kwargs = {"run_dirs": list(run_dirs)} if run_dirs else {}
         collector = Collector(db_path=db_path, host=host, port=port, api_key=api_key, **kwargs)
@@ -55,6 +66,13 @@ def start_collector(
         collector.close()
         print(f"{prog}: cannot serve on {host}:{port}: {exc}", file=sys.stderr)
         return None
+    if collector.exposed:
+        print(
+            f"{prog}: warning: {host} is reachable from other machines; requests need the API "
+            "key, and the traffic is plain HTTP (put TLS in front on untrusted networks)",
+            file=sys.stderr,
+            flush=True,
+        )
     return collector
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from experiment_telemetry.cli.args import non_negative, run_directory
 from goggles_io.runs import RunFileError, last_metrics, read_kv, read_run
 
 __all__ = ["add_parser", "run"]
@@ -16,6 +17,10 @@ def run(args: argparse.Namespace) -> int:
     """Print the run; exit 2 when ``RUN_DIR`` holds no ``run.kv``, a run file is unreadable, or
     ``run.kv`` lacks the run id or status (not a run file, or overwritten)."""
     run_dir = Path(args.run_dir)
+    problem = run_directory("telemetry show", args.run_dir)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     if not (run_dir / "run.kv").is_file():
         print(
             f"telemetry show: {str(run_dir)!r} is not a run directory (no run.kv)", file=sys.stderr
@@ -77,7 +82,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (holds run.kv)")
     parser.add_argument(
-        "--alerts", type=int, default=20, metavar="N", help="show the latest N alerts (default 20)"
+        "--alerts",
+        type=non_negative,
+        default=20,
+        metavar="N",
+        help="show the latest N alerts (default 20; 0: only their count)",
     )
     parser.set_defaults(handler=run)
     return parser

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from experiment_telemetry.cli.args import port
 from experiment_telemetry.cli.serving import (
     api_key_from_env,
     serve_until_interrupted,
@@ -19,7 +20,8 @@ __all__ = ["add_parser", "run"]
 def run(args: argparse.Namespace) -> int:
     """Serve the dashboard until Ctrl-C; exit 2 with one line for a path that is not there, a
     database that cannot be opened, a port in use, or a public host without a key."""
-    paths = args.paths or ["runs"]
+    # Without paths: the runs folder, unless a collector database is all that is asked for.
+    paths = args.paths or ([] if args.collector_db and not Path("runs").is_dir() else ["runs"])
     missing = [p for p in paths if not Path(p).is_dir()]
     if missing:
         print(f"telemetry ui: {missing[0]!r} is not a directory", file=sys.stderr)
@@ -29,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
     collector = start_collector("telemetry ui", db, args.host, args.port, api_key, run_dirs=paths)
     if collector is None:
         return 2
-    where = ", ".join(paths) + (f" + collector db {db}" if args.collector_db else "")
+    shown = [*paths, *([f"collector db {db}"] if args.collector_db else [])]
+    where = " + ".join(shown) or "the runs logged to it"
     login = "?key=<your key>" if api_key else ""
     print(f"telemetry ui on {collector.url}/{login} showing {where}", flush=True)
     print(f"RemoteHandler(server_url={collector.url!r}) logs into it too; Ctrl-C stops", flush=True)
@@ -49,6 +52,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--collector-db", metavar="FILE", help="SQLite database of a collector")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
+    parser.add_argument("--port", type=port, default=8765, help="port (default 8765; 0: any free)")
     parser.set_defaults(handler=run)
     return parser

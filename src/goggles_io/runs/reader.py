@@ -139,8 +139,8 @@ def _number(text: str) -> float | None:
 
 
 def _csv_last(path: Path) -> tuple[int | None, dict[str, float]]:
-    with open(path, encoding="utf-8", newline="") as fh:
-        header = next(csv.reader([fh.readline()]), [])
+    with open(path, "rb") as fh:  # one bad byte further down must not hide the whole file
+        header = next(csv.reader([fh.readline().decode("utf-8", errors="replace")]), [])
     rows = list(csv.reader(io.StringIO("\n".join(_tail_lines(path)))))
     step: int | None = None
     values: dict[str, float] = {}

@@ -362,3 +362,97 @@ class TestWatchAggregator:
         """metrics="mean_q" would match per character; it is refused."""
         with pytest.raises(ExperimentTypeError, match="not a bare str"):
             Growth(metrics="mean_q")  # type: ignore[arg-type]
+
+
+class TestGuideNaming:
+    """The defaults watch the metric names the logging guide prescribes."""
+
+    @pytest.mark.parametrize("name", ["avg_reward", "reward_mean", "eval_return", "episode_return"])
+    def test_loss_descending_while_the_guides_return_stays_flat_is_reported(
+        self, name: str
+    ) -> None:
+        """critic_loss falling against a flat return under any of the guide's names is a divergence."""
+        rng = random.Random(7)
+        points: list[Point] = []
+        for t in range(200):
+            for k in range(4):
+                step = 4 * t + k
+                loss = 2.0 * math.exp(-step / 300.0) + 0.05 + abs(rng.gauss(0, 0.01))
+                points.append(("learner", step, {"critic_loss": loss}))
+            points.append(("driver", 4 * t, {name: noisy(rng, 5.0, 2.0)}))
+
+        alerts = watch(points)
+
+        assert "divergence" in [a.check for a in alerts]
+
+    @pytest.mark.parametrize("name", ["avg_reward", "reward_mean", "eval_success_rate_pick"])
+    def test_collapse_of_the_guides_progress_names_is_reported(self, name: str) -> None:
+        """A return under the guide's names that loses its progress is a collapse."""
+        rng = random.Random(3)
+        values = [
+            noisy(rng, 100 * (1 - math.exp(-t / 30)) * (0.2 if t >= 150 else 1.0), 3.0)
+            for t in range(210)
+        ]
+
+        assert "collapse" in [a.check for a in watch(series(name, values, source="driver"))]
+
+    def test_reward_loss_is_a_loss_not_a_return(self) -> None:
+        """MuZero's reward_loss matches *reward* but is a loss: never a collapse or progress metric."""
+        values = [2.0 * math.exp(-t / 50.0) for t in range(300)]
+
+        assert [] == watch(series("reward_loss", values))
+
+
+class TestOncePerFailure:
+    """An ongoing failure gives one alert, whatever noise runs through it."""
+
+    @given(
+        seed=seeds,
+        rate=st.floats(1.6, 3.0),
+        rel_sd=st.floats(0.0, 0.6),
+        blocks=st.integers(6, 30),
+    )
+    @settings(max_examples=150, deadline=None)
+    def test_an_ongoing_explosion_with_noise_never_alerts_twice(
+        self, seed: int, rate: float, rel_sd: float, blocks: int
+    ) -> None:
+        """|q| growing by `rate` per 16 points for up to 30 blocks, with noise, alerts at most once."""
+        rng = random.Random(seed)
+        per_point = rate ** (1 / 16)
+        values = [
+            10.0 * per_point**t * max(0.05, 1 + rng.gauss(0, rel_sd)) for t in range(16 * blocks)
+        ]
+
+        assert 1 >= len(watch(series("mean_q", values), [Growth()]))
+
+    @given(seed=seeds, sd=st.floats(0.5, 6.0), length=st.integers(100, 500))
+    @settings(max_examples=60, deadline=None)
+    def test_an_ongoing_divergence_with_noise_never_alerts_twice(
+        self, seed: int, sd: float, length: int
+    ) -> None:
+        """A loss that keeps falling against a return that stays flat (noisy) alerts at most once."""
+        rng = random.Random(seed)
+        points: list[Point] = []
+        for t in range(length):
+            for k in range(4):
+                step = 4 * t + k
+                loss = 2.0 * math.exp(-step / 600.0) + 0.05 + abs(rng.gauss(0, 0.01))
+                points.append(("learner", step, {"critic_loss": loss}))
+            points.append(("actor", 4 * t, {"episode_return": noisy(rng, 5.0, sd)}))
+
+        assert 1 >= len(watch(points, [Divergence()]))
+
+    @given(seed=seeds, jitter=st.integers(0, 3), n=st.integers(100, 600))
+    @settings(max_examples=80, deadline=None)
+    def test_an_ongoing_stall_with_noise_never_alerts_twice(
+        self, seed: int, jitter: int, n: int
+    ) -> None:
+        """train_steps that stop at point 50 and then creep (jitter, never back to rate) alert once."""
+        rng = random.Random(seed)
+        step, counter, points = 0, 0.0, []
+        for t in range(n):
+            step += rng.randint(1, 3)
+            counter += rng.randint(1, 3) if t < 50 else (rng.random() < 0.05) * jitter
+            points.append(("driver", step, {"train_steps": math.floor(counter)}))
+
+        assert 1 >= len(watch(points, [CounterStall()]))

@@ -5,8 +5,14 @@ Each watch is a frozen config (which metrics, by ``fnmatch`` pattern, and its th
 statistic work on *block medians* (the median of ``block`` consecutive points) and a noise
 scale from the blocks' median absolute deviations: a block costs one small sort, every other
 point costs an append, and one outlier never moves a median. A check fires once per failure:
-it re-arms only after its evidence cleared (a window without the failure, a finite value, the
-metric back), so a failure that lasts gives one alert, not one per block.
+it re-arms only after its evidence stayed clear for a whole window (``blocks`` checks in a row
+for growth and divergence, two windows for a counter; a finite value, the metric back), so a
+failure that lasts gives one alert, not one per block, even when one noisy window inside it
+looks clear.
+
+Default patterns follow the metrics-logging guide's naming rules: a loss ends in ``_loss``, an
+evaluation starts with ``eval_``, a return or reward statistic is ``*_return``, ``avg_reward``,
+``reward_mean`` (``<quantity>_<stat>``).
 """
 
 from __future__ import annotations
@@ -159,7 +165,9 @@ class Divergence(Watch):
     """
 
     check: ClassVar[str] = "divergence"
-    metrics: tuple[str, ...] = attrs.field(default=("*return*", "eval_*"), converter=_patterns)
+    metrics: tuple[str, ...] = attrs.field(
+        default=("*return*", "*reward*", "eval_*"), converter=_patterns
+    )
     exclude: tuple[str, ...] = attrs.field(default=("*_loss", "loss"), converter=_patterns)
     losses: tuple[str, ...] = attrs.field(default=("*_loss", "loss"), converter=_patterns)
     block: int = attrs.field(default=8, validator=_block_size)

@@ -26,6 +26,7 @@ _CLEAR = 3.0  # first block median over its MAD: the window starts clear of its 
 _KEEPS_PACE = 0.75  # later growth ratios at least this share of the earlier ones
 _PROGRESSED = 3.0  # best - first above this many flat gates: the return has made progress
 _LOSS_HISTORY = 256  # block medians kept per loss series (an even number)
+_COUNTER_CLEAR_WINDOWS = 2  # windows back at the expected rate before a stall counts as over
 
 Finding = tuple[str, "float | None", "float | None", tuple[float, ...], "str | None"]
 """What a check found: (message, observed, threshold, window, related metric)."""
@@ -65,6 +66,38 @@ def _median_sd(mads: deque[float], block: int) -> float:
     return _MAD_TO_SIGMA * median_of(mads) * _MEDIAN_SD / math.sqrt(block)
 
 
+class _OncePerFailure:
+    """Fire once per failure: after an alert, re-arm only when the evidence stayed clear for
+    ``needed`` checks in a row (a whole window turned over), so one noisy window inside a failure
+    that goes on is not taken for its end."""
+
+    __slots__ = ("armed", "clear", "needed")
+
+    def __init__(self, needed: int) -> None:
+        self.armed = True
+        self.clear = 0
+        self.needed = needed
+
+    def fire(self) -> bool:
+        """The evidence is there: ``True`` when this is a new failure (alert), else ``False``."""
+        self.clear = 0
+        if not self.armed:
+            return False
+        self.armed = False
+        return True
+
+    def hold(self) -> None:
+        """Not the failure's pattern here, but not its end either: re-arming starts over."""
+        self.clear = 0
+
+    def calm(self) -> None:
+        """The evidence is absent at this check: one step towards re-arming."""
+        if not self.armed:
+            self.clear += 1
+            if self.clear >= self.needed:
+                self.armed, self.clear = True, 0
+
+
 class _BlockState:
     """What every check on block medians keeps: the open block and the latest blocks' MADs.
 
@@ -89,12 +122,12 @@ class _BlockState:
 
 
 class _GrowthState(_BlockState):
-    __slots__ = ("armed", "medians")
+    __slots__ = ("medians", "once")
     watch: Growth
 
     def __init__(self, watch: Growth) -> None:
         super().__init__(watch, watch.blocks)
-        self.armed = True
+        self.once = _OncePerFailure(watch.blocks)
         self.medians: deque[float] = deque(maxlen=watch.blocks)
 
     def update(
@@ -123,11 +156,15 @@ class _GrowthState(_BlockState):
         # looks geometric for a few blocks; a plateau that starts to explode does not.
         unclear = medians[0] <= _CLEAR * self.mads[0]
         if weakest < w.min_ratio or slowing or unclear or rise <= w.z * noise:
-            self.armed = True
+            # Hysteresis: the explosion is over only when the window as a whole stopped
+            # growing, not when noise broke one of its block-to-block ratios.
+            if medians[-1] < w.min_ratio * medians[0] or rise <= w.z * noise:
+                self.once.calm()
+            else:
+                self.once.hold()
             return None
-        if not self.armed:  # still the same explosion
+        if not self.once.fire():  # still the same explosion
             return None
-        self.armed = False
         window = tuple(medians)
         message = (
             f"|value| grew >= {weakest:.3g}x per {w.block} points for {len(window) - 1} blocks "
@@ -223,7 +260,7 @@ class _LossState(_BlockState):
 
 
 class _ProgressState(_BlockState):
-    __slots__ = ("armed", "best", "first", "losses", "medians", "name", "source", "start", "starts")
+    __slots__ = ("best", "first", "losses", "medians", "name", "once", "source", "start", "starts")
     watch: Divergence
 
     def __init__(
@@ -233,7 +270,7 @@ class _ProgressState(_BlockState):
         self.source = source
         self.name = name
         self.losses = losses  # shared by every series of this watch
-        self.armed = True
+        self.once = _OncePerFailure(watch.blocks)
         self.first: float | None = None
         self.best = -math.inf
         self.start = 0
@@ -264,20 +301,23 @@ class _ProgressState(_BlockState):
         # A return that rose earlier and now sits at its ceiling is not "flat": only one that
         # never got clearly above its first block is.
         if rise > flat or self.best - self.first > _PROGRESSED * flat:
-            self.armed = True
+            self.once.calm()
             return None
         span, middle = self.starts[0], self.starts[len(self.starts) // 2]
+        still_falling = False  # a loss falls, only by less than loss_drop: the failure goes on
         for (source, name), loss in sorted(self.losses.items()):
             found = loss.drop_since(span, middle)
             if found is None:
                 continue
             start, end, noise = found
             drop = start - end
-            if drop <= w.loss_drop * abs(start) or drop <= w.z * noise:
+            if drop <= w.z * noise:
                 continue
-            if not self.armed:  # the same divergence, one block later
+            if drop <= w.loss_drop * abs(start):
+                still_falling = True
+                continue
+            if not self.once.fire():  # the same divergence, one block later
                 return None
-            self.armed = False
             window = tuple(medians)
             related = name if source == self.source else f"{source}/{name}"
             message = (
@@ -285,17 +325,20 @@ class _ProgressState(_BlockState):
                 f"{self.name} stayed flat (rise {rise:.4g} <= {flat:.4g}) over {len(window)} blocks"
             )
             return message, drop / abs(start), w.loss_drop, window, related
-        self.armed = True
+        if still_falling:
+            self.once.hold()
+        else:
+            self.once.calm()
         return None
 
 
 class _CounterState:
     __slots__ = (
-        "armed",
         "baseline",
         "check",
         "count",
         "counter0",
+        "once",
         "reference",
         "reference0",
         "severity",
@@ -311,7 +354,7 @@ class _CounterState:
         self.counter0 = 0.0
         self.reference0 = 0.0
         self.baseline: float | None = watch.expected_ratio
-        self.armed = True
+        self.once = _OncePerFailure(_COUNTER_CLEAR_WINDOWS)
 
     def update(
         self, seq: int, step: int, value: float, values: Mapping[str, float]
@@ -339,11 +382,10 @@ class _CounterState:
             return None
         limit = (1.0 - w.tolerance) * self.baseline
         if ratio >= limit:
-            self.armed = True
+            self.once.calm()
             return None
-        if not self.armed:
+        if not self.once.fire():
             return None
-        self.armed = False
         against = w.reference or "step"
         message = (
             f"advanced {value - counter0:.4g} per {advance:.4g} of {against}: ratio {ratio:.3g} "
