@@ -94,4 +94,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        # Ctrl-C reaches the whole foreground process group: the experiment reports the
+        # interrupt once; a worker leaves quietly (its unfinished episode is reported lost).
+        sys.exit(130)

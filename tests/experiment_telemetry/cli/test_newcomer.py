@@ -179,3 +179,44 @@ def test_alerts_jsonl_is_what_the_console_printed(tmp_path: Path) -> None:
 
     assert 0 == done.returncode, done.stderr
     assert [a["check"] for a in alerts] == re.findall(r"ALERT \S+\s+(\w+) in", done.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", ["0", "2"], ids=["in this process", "2 worker processes"])
+def test_ctrl_c_ends_the_demo_with_one_line_and_no_traceback(tmp_path: Path, workers: str) -> None:
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) mid-run: exit 130,
+    'interrupted' said once, no traceback from the demo or its workers, no repeated tally."""
+    reader_env = {k: v for k, v in env().items() if not k.startswith("GOGGLES_")}
+    proc = subprocess.Popen(
+        [
+            *command(),
+            "demo",
+            "--root",
+            "runs",
+            "--no-wandb",
+            "--epochs",
+            "60",
+            "--workers",
+            workers,
+        ],
+        cwd=tmp_path,
+        env=reader_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if " episode " in line:  # the loop is running
+            break
+    os.killpg(proc.pid, signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    output = "".join(lines) + rest
+
+    assert 130 == proc.returncode, output
+    assert "Traceback" not in output, output
+    assert 1 == output.count("interrupted"), output
+    assert output.count("finish:") <= 1, output
