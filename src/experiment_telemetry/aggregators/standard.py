@@ -38,13 +38,15 @@ def make_aggregators(config: Mapping[str, Any]) -> list[Aggregator]:
     """The standard aggregators, configured from a run's recorded config (replay uses this).
 
     Recognition verdicts and the watchers run unless the config says
-    ``recognition.enabled: false`` / ``watch.enabled: false``.
+    ``recognition.enabled: false`` / ``watch.enabled: false``; ``recognition.sensor_to_lm``
+    (a mapping) ties sensors to modules for ``ObjectUnderSensor`` ground truth.
     """
     aggregators: list[Aggregator] = []
     if config.get("recognition.enabled", True):
         aggregators.append(
             RecognitionAggregator(
-                learn_labels_in=tuple(config.get("recognition.learn_labels_in", ("train",)))
+                sensor_to_lm=config.get("recognition.sensor_to_lm"),
+                learn_labels_in=tuple(config.get("recognition.learn_labels_in", ("train",))),
             )
         )
     aggregators.append(
