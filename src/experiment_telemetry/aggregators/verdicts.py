@@ -70,8 +70,10 @@ class RecognitionAggregator(Aggregator):
         stream: str = STATS_STREAM,
     ) -> None:
         super().__init__(stream=stream)
-        mapping = dict(sensor_to_lm or {})
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
+        mapping = dict(sensor_to_lm or {}) if isinstance(sensor_to_lm, Mapping | None) else None
+        if mapping is None or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
+        ):
             msg = f"sensor_to_lm must map sensor ids (str) to lm ids (str) (got {sensor_to_lm!r})."
             raise ExperimentTypeError(msg, sensor_to_lm)
         modes = tuple(learn_labels_in)

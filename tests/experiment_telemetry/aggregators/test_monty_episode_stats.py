@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 
@@ -31,13 +30,6 @@ from lm_events import (
 )
 
 QUARTER_Z = (math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))
-
-
-@pytest.fixture
-def agg() -> Iterator[RecognitionAggregator]:
-    aggregator = RecognitionAggregator().subscribe()
-    yield aggregator
-    aggregator.close()
 
 
 def eval_episode(

@@ -8,12 +8,13 @@ reference in ``../shared/reference/tbp.monty/``), ``D<n>`` a departure listed in
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 
 from experiment_telemetry.aggregators import RecognitionAggregator
+from experiment_telemetry.aggregators.standard import make_aggregators
 from experiment_telemetry.context import GROUND_TRUTH_STREAM, ObjectUnderSensor
+from experiment_telemetry.exceptions import ExperimentTypeError
 from lm_events import (
     IDENTITY,
     ctx,
@@ -35,13 +36,6 @@ from runtime_telemetry import get_telemetry
 
 QUARTER_Z = (math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))  # 90 degrees about z
 HALF_Z = (0.0, 0.0, 0.0, 1.0)
-
-
-@pytest.fixture
-def agg() -> Iterator[RecognitionAggregator]:
-    aggregator = RecognitionAggregator().subscribe()
-    yield aggregator
-    aggregator.close()
 
 
 class TestGate:
@@ -698,6 +692,21 @@ class TestPolicyAndSystem:
             lm_stats(stats, "lm_0").stepwise_target_object,
             lm_stats(stats, "lm_1").stepwise_target_object,
         )
+
+
+class TestSensorMapConfig:
+    def test_sensor_map_from_a_run_config(self) -> None:
+        """make_aggregators reads recognition.sensor_to_lm as "sensor=lm" strings."""
+        recognition = make_aggregators(
+            {"recognition.sensor_to_lm": ["patch_0=lm_0", "patch_1=lm_1"], "watch.enabled": False}
+        )[0]
+
+        assert {"patch_0": "lm_0", "patch_1": "lm_1"} == recognition.sensor_to_lm  # type: ignore[attr-defined]
+
+    def test_malformed_sensor_map_is_refused(self) -> None:
+        """A list entry without '=' is refused with ExperimentTypeError naming sensor_to_lm."""
+        with pytest.raises(ExperimentTypeError, match="sensor_to_lm"):
+            make_aggregators({"recognition.sensor_to_lm": ["patch_0"]})
 
 
 class TestLabelMap:

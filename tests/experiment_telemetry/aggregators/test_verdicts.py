@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator
 
 import pytest
 
@@ -29,13 +28,6 @@ from lm_events import (
     timeout,
     verdict,
 )
-
-
-@pytest.fixture
-def agg() -> Iterator[RecognitionAggregator]:
-    aggregator = RecognitionAggregator().subscribe()
-    yield aggregator
-    aggregator.close()
 
 
 class TestSurface:
