@@ -133,8 +133,10 @@ def score_module(
     evidence_based: bool,
     system: SystemSteps,
     stamp: float,
+    target_euler: Vector3,
 ) -> LearningModuleEpisodeStats:
-    """Every statistic Monty's ``get_stats_per_lm`` reports for one module."""
+    """Every statistic Monty's ``get_stats_per_lm`` reports for one module (``target_euler``:
+    ``context.euler()``, computed once per episode)."""
     target = context.target
     stepwise = None if not state.processed else (
         state.stepwise_label or context.stepwise_target or NO_LABEL
@@ -226,7 +228,7 @@ def score_module(
         episode_seed=context.seed,
         primary_target_object=target,
         primary_target_position=context.target_position,
-        primary_target_rotation_euler=context.euler(),
+        primary_target_rotation_euler=target_euler,
         primary_target_rotation_quat=context.target_rotation,
         primary_target_scale=context.target_scale,
         stepwise_target_object=stepwise,

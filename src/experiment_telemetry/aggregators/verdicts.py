@@ -187,6 +187,7 @@ class RecognitionAggregator(Aggregator):
                 context.episode,
             )
         empty = ModuleState()
+        target_euler = context.euler()
         per_lm = [
             score_module(
                 lm_id,
@@ -196,6 +197,7 @@ class RecognitionAggregator(Aggregator):
                 evidence_based=self._evidence.get(lm_id, False),
                 system=system,
                 stamp=stamp,
+                target_euler=target_euler,
             )
             for lm_id, label_map in self._roster.items()
         ]
