@@ -1,7 +1,8 @@
 """RecognitionAggregator: its surface, bad input, and the geometry its statistics use.
 
-Monty's branches have their own files (``test_monty_module_stats.py``,
-``test_monty_episode_stats.py``, ``test_monty_properties.py``).
+Monty's branches have their own files: ``test_monty_module_verdicts.py``,
+``test_monty_module_stats.py``, ``test_monty_episode_stats.py``, ``test_labels.py`` and the
+property tests ``test_monty_properties.py``.
 """
 
 from __future__ import annotations
