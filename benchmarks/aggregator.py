@@ -1,14 +1,19 @@
-"""Per-event cost of the RecognitionAggregator and of the WatchAggregator (every watch on)
-next to a no-op Subscriber, side by side.
+"""Cost per episode of the RecognitionAggregator, before and after Monty parity (issue 21), and
+per-bundle cost of the WatchAggregator (every watch on), each next to a no-op Subscriber.
 
 Run: ``python3 benchmarks/aggregator.py [--episodes 200] [--bundles 20000] [--repeats 7]
-[--workers 1,2,4] [--worker-episodes 40] [--worker-steps 120] [--markdown FILE]``
+[--baseline-src DIR] [--workers 1,2,4] [--worker-episodes 40] [--worker-steps 120]
+[--markdown FILE]``
 
 A recorded-style event stream (4 learning modules, 12 steps per episode: steps, most-likely
-hypotheses, sensor patches, terminal events) is emitted through ``runtime_telemetry`` into
-either a no-op ``Subscriber`` or a ``RecognitionAggregator`` whose ``post_episode`` runs after
-each episode; the two are timed in alternation within each repetition so machine noise hits
-both alike. Reported: median ns per event (and p99 over repetitions), events/s, and the ratio.
+hypotheses, sensor patches, terminal events; with ``monty``, also a reset per module and a
+system step per step) is emitted through ``runtime_telemetry`` into either a no-op
+``Subscriber`` or a ``RecognitionAggregator`` whose ``post_episode`` runs after each episode.
+Each sample is a child process (``--child``), so ``--baseline-src`` (the ``src`` of an older
+checkout, e.g. ``git archive 57adf6a src``) runs the same stream on the older code; samples of
+every row are taken in alternation, repetition by repetition, so machine noise hits all rows
+alike. Reported: median ns per event (worst over repetitions), the aggregator's cost per
+episode beyond delivery ((aggregator - no-op) x events per episode) and ``post_episode`` alone.
 The events are built once beforehand: only delivery and aggregation are timed.
 
 The watcher table feeds ``MetricsBundle`` events the same way: a learner bundle of five metrics
@@ -25,10 +30,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import math
+import os
 import platform
 import random
 import statistics
+import subprocess
+import sys
 import time
 
 from _worker_runtime import episode_events
@@ -46,9 +55,11 @@ class NoOpSubscriber(rt.Subscriber):
         pass
 
 
-def make_episode(episode: int) -> tuple[list[rt.TelemetryEvent], EpisodeContext]:
+def make_episode(
+    episode: int, monty: bool = True
+) -> tuple[list[rt.TelemetryEvent], EpisodeContext]:
     """The worker benchmark's episode stream (12 steps a module), scored as a train episode."""
-    events = episode_events(12)
+    events = episode_events(12, monty=monty)
     context = EpisodeContext(mode="train", epoch=0, episode=episode, target="mug")
     return events, context
 
@@ -82,18 +93,80 @@ def run_bundles(subscriber: rt.Subscriber, bundles: list[MetricsBundle]) -> floa
 
 def run(
     subscriber: rt.Subscriber, episodes: list[tuple[list[rt.TelemetryEvent], EpisodeContext]]
-) -> tuple[float, int]:
+) -> tuple[float, int, float]:
+    """ns per event of the whole run, events, and ns per ``post_episode`` call."""
     emit = _emitter.emit
     score = getattr(subscriber, "post_episode", None)
     count = 0
+    scoring = 0
     start = time.perf_counter_ns()
     for events, context in episodes:
         for event in events:
             emit(event)
         count += len(events)
         if score is not None:
+            before = time.perf_counter_ns()
             score(context)
-    return (time.perf_counter_ns() - start) / count, count
+            scoring += time.perf_counter_ns() - before
+    return (time.perf_counter_ns() - start) / count, count, scoring / len(episodes)
+
+
+def child(episodes: int, monty: bool) -> None:
+    """One sample of both subscribers on this interpreter's code; prints one JSON line."""
+    rt.configure({"telemetry": "INFO", "telemetry.experiment_telemetry": "OFF"})
+    stream = [make_episode(i, monty) for i in range(episodes)]
+    noop = NoOpSubscriber().subscribe("telemetry.bench")
+    noop_ns, count, _ = run(noop, stream)
+    noop.close()
+    agg = RecognitionAggregator().subscribe("telemetry.bench")
+    agg_ns, _, score_ns = run(agg, stream)
+    agg.close()
+    print(json.dumps({"noop": noop_ns, "agg": agg_ns, "score": score_ns, "events": count}))
+
+
+def sample(src: str, episodes: int, monty: bool) -> dict[str, float]:
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, here])}
+    args = [sys.executable, os.path.abspath(__file__), "--child", "--episodes", str(episodes)]
+    out = subprocess.run(
+        [*args, *(["--monty"] if monty else [])],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def recognition_table(args: argparse.Namespace) -> list[str]:
+    """The before/after rows, sampled in alternation; markdown lines."""
+    here_src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    configs = []
+    if args.baseline_src:
+        configs.append(
+            ("before: baseline code, stream without the new events", args.baseline_src, False)
+        )
+    configs.append(("after: this code, same stream", here_src, False))
+    configs.append(("after: this code, stream with the new events", here_src, True))
+    samples: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in configs}
+    for _ in range(args.repeats):
+        for name, src, monty in configs:
+            samples[name].append(sample(src, args.episodes, monty))
+    rows = []
+    for name, runs in samples.items():
+        noop = statistics.median(r["noop"] for r in runs)
+        agg = statistics.median(r["agg"] for r in runs)
+        worst = max(r["agg"] for r in runs)
+        per_episode = runs[0]["events"] / args.episodes
+        # Each sample's own difference (both subscribers ran back to back in one process),
+        # then the median: steadier than the difference of two medians on a shared machine.
+        extra = statistics.median((r["agg"] - r["noop"]) * per_episode / 1000 for r in runs)
+        score = statistics.median(r["score"] for r in runs)
+        rows.append(
+            f"| {name} | {per_episode:.0f} | {noop:.0f} | {agg:.0f} | {worst:.0f} | "
+            f"{agg / noop:.2f}x | {extra:.1f} | {score / 1000:.1f} |"
+        )
+    return rows
 
 
 def main() -> None:
@@ -105,26 +178,15 @@ def main() -> None:
     parser.add_argument("--worker-episodes", type=int, default=40)
     parser.add_argument("--worker-steps", type=int, default=120)
     parser.add_argument("--markdown", help="write the markdown section to this file")
+    parser.add_argument("--baseline-src", help="src directory of the code to compare against")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--monty", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(args.episodes, args.monty)
+        return
+    rows = recognition_table(args)
     rt.configure({"telemetry": "INFO", "telemetry.experiment_telemetry": "OFF"})
-    episodes = [make_episode(i) for i in range(args.episodes)]
-    results: dict[str, list[float]] = {"no-op Subscriber": [], "RecognitionAggregator": []}
-    count = 0
-    for _ in range(args.repeats):
-        for name in results:
-            sub = (
-                NoOpSubscriber() if name.startswith("no-op") else RecognitionAggregator()
-            ).subscribe("telemetry.bench")
-            ns, count = run(sub, episodes)
-            sub.close()
-            results[name].append(ns)
-    base = statistics.median(results["no-op Subscriber"])
-    rows = []
-    for name, samples in results.items():
-        med = statistics.median(samples)
-        rows.append(
-            f"| {name} | {med:.0f} | {max(samples):.0f} | {1e9 / med:,.0f} | {med / base:.2f}x |"
-        )
     bundles = make_bundles(args.bundles)
     watched: dict[str, list[float]] = {"no-op Subscriber": [], "WatchAggregator (all watches)": []}
     alerts = 0
@@ -148,6 +210,8 @@ def main() -> None:
         f"python3 benchmarks/aggregator.py --episodes {args.episodes} --bundles {args.bundles} "
         f"--repeats {args.repeats}"
     )
+    if args.baseline_src:
+        cmd += f" --baseline-src {args.baseline_src}"
     if counts:
         cmd += (
             f" --workers {args.workers} --worker-episodes {args.worker_episodes}"
@@ -155,19 +219,22 @@ def main() -> None:
         )
     text = "\n".join(
         [
-            "## Aggregator: RecognitionAggregator cost per runtime event",
+            "## Aggregator: RecognitionAggregator cost per episode, before and after Monty parity (issue #21)",
             "",
             f"Command: `{cmd}` · date {datetime.date.today()} · machine: 2 cores (shared, not quieted) / "
-            f"Python {platform.python_version()} · {count} events per repetition (4 modules x 12 steps, "
-            f"post_episode after each of {args.episodes} episodes), emitted through runtime_telemetry; "
-            "median and worst over repetitions, both subscribers timed in alternation.",
+            f"Python {platform.python_version()} · {args.episodes} episodes per sample (4 modules x 12 "
+            "steps, post_episode after each), emitted through runtime_telemetry; each row's samples are "
+            "child processes taken in alternation with the other rows'; medians over repetitions.",
             "",
-            "| subscriber | median ns/event | worst ns/event | events/s | vs no-op |",
-            "|---|---:|---:|---:|---:|",
+            "| code and stream | events/episode | no-op ns/event | aggregator ns/event | worst ns/event "
+            "| vs no-op | aggregation µs/episode | post_episode µs |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
             *rows,
             "",
-            "The aggregator's own cost per event is the difference of the two medians; the no-op row is",
-            "the price of delivery through stdlib logging that any subscriber pays.",
+            "Aggregation per episode is the median over samples of (aggregator - no-op) x events per",
+            "episode, both timed back to back in one child process: what the aggregator costs beyond",
+            "the delivery through stdlib logging that any subscriber pays; post_episode is the",
+            "scoring call alone (part of it).",
             "",
             "### Watchers: WatchAggregator cost per MetricsBundle (issue #13)",
             "",

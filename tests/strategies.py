@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import types
 import typing
 from typing import Any
 
@@ -79,6 +80,10 @@ def _for_type(tp: Any) -> st.SearchStrategy[Any]:
         return _floats
     if tp is np.ndarray:
         return arrays()
+    if tp is type(None):
+        return st.none()
+    if origin in (typing.Union, types.UnionType):
+        return st.one_of(*(_for_type(arg) for arg in args))
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         return st.lists(_for_type(args[0]), max_size=4).map(tuple)
     if origin is tuple:

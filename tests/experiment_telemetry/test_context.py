@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experiment_telemetry.context import EpisodeContext
+from experiment_telemetry.context import EpisodeContext, ObjectUnderSensor
 from experiment_telemetry.exceptions import ExperimentTypeError, ExperimentValueError
 from runtime_telemetry import from_dict, from_json, to_dict, to_json
 
@@ -57,6 +57,11 @@ class TestEpisodeContext:
             ({"target_rotation": (0, 0, 0, 0)}, "target_rotation must be 4 finite numbers"),
             ({"target_rotation": (1, 0, 0)}, "target_rotation must be 4 finite numbers"),
             ({"target_rotation": (math.nan, 0, 0, 0)}, "target_rotation must be 4 finite numbers"),
+            ({"target_position": (0, 0)}, "target_position must be 3 finite numbers"),
+            ({"target_euler": (0, math.inf, 0)}, "target_euler must be 3 finite numbers"),
+            ({"target_scale": 0}, "target_scale must be a finite number > 0"),
+            ({"target_scale": True}, "target_scale must be a finite number > 0"),
+            ({"stepwise_target": ""}, "stepwise_target must be a non-empty str"),
         ],
     )
     def test_bad_values_raise_naming_the_field(self, kwargs: dict[str, object], match: str) -> None:
@@ -71,3 +76,41 @@ class TestEpisodeContext:
             EpisodeContext(
                 mode="eval", epoch=0, episode=0, target="mug", consistent_child_labels="handle"
             )
+
+
+class TestMontyTargetFields:
+    def test_euler_is_derived_from_the_rotation_when_not_given(self) -> None:
+        """Without target_euler, euler() gives the rotation's extrinsic x-y-z angles."""
+        c = EpisodeContext(
+            mode="eval", epoch=0, episode=0, target="mug", target_rotation=(0.5, 0.5, 0.5, 0.5)
+        )
+
+        assert pytest.approx((90.0, 0.0, 90.0)) == c.euler()
+
+    def test_stated_euler_wins(self) -> None:
+        """Euler angles the experiment states are kept as they are."""
+        c = EpisodeContext(mode="eval", epoch=0, episode=0, target="mug", target_euler=(1, 2, 3))
+
+        assert (1.0, 2.0, 3.0) == c.euler()
+
+    def test_version_two_round_trips_with_every_field(self) -> None:
+        """A context with position, Euler angles, scale and stepwise target round-trips."""
+        c = EpisodeContext(
+            mode="train", epoch=1, episode=2, target="no_label", target_position=(1, 2, 3),
+            target_euler=(10, 20, 30), target_scale=0.5, stepwise_target="mug",
+        )  # fmt: skip
+
+        assert (2, c) == (EpisodeContext.version, from_json(to_json(c)))
+
+
+class TestObjectUnderSensor:
+    def test_round_trips(self) -> None:
+        """The ground-truth event round-trips through the codec."""
+        event = ObjectUnderSensor(sensor_id="patch_0", step=3, label="mug")
+
+        assert event == from_dict(to_dict(event))
+
+    def test_empty_label_refused(self) -> None:
+        """An empty label raises ExperimentValueError naming it."""
+        with pytest.raises(ExperimentValueError, match="label must be a non-empty str"):
+            ObjectUnderSensor(sensor_id="patch_0", step=3, label="")

@@ -21,7 +21,7 @@ stats_stream = get_telemetry("experiment_telemetry.stats")
 def episode_stats() -> EpisodeStats:
     return EpisodeStats(
         mode="eval", epoch=0, episode=0, target="mug", performance="correct",
-        num_learning_modules=1, num_steps=1, terminal_step=1, run_time_s=0.0,
+        num_learning_modules=1, lm_steps=1, mean_lm_steps_to_indv_ts=1.0, run_time=0.0,
     )  # fmt: skip
 
 

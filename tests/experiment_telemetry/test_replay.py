@@ -26,7 +26,7 @@ class TestReplay:
     def test_stats_file_with_runtime_events_refused(self, tmp_path: Path) -> None:
         """read_stats refuses a file holding something other than stat events."""
         (tmp_path / "stats.jsonl").write_text(
-            '{"kind":"learning_module_no_match","version":1,"timestamp":1.0,"lm_id":"a","step":1}\n'
+            '{"kind":"learning_module_no_match","version":2,"timestamp":1.0,"lm_id":"a","step":1}\n'
         )
 
         with pytest.raises(ReplayError, match="non-stat schema"):

@@ -42,6 +42,10 @@ class CodecTestBlob(TelemetrySnapshot):
     blob: np.ndarray = attrs.field(eq=array_eq_key)
 
 
+def _version(kind: str) -> int:
+    return next(cls.version for cls in SHIPPED_SCHEMAS if cls.kind == kind)
+
+
 def _step(**overrides: Any) -> dict[str, Any]:
     data = to_dict(LearningModuleStep(lm_id="lm_0", step=3, possible_matches=("mug",)))
     data.update(overrides)
@@ -156,9 +160,9 @@ class TestDecodeErrors:
         assert "episode" == info.value.field
 
     def test_version_mismatch_is_refused(self) -> None:
-        """Data written by another schema version raises, naming both versions."""
-        with pytest.raises(SchemaDecodeError, match="version 2") as info:
-            from_dict(_step(version=2))
+        """Data written by another schema version (a version-1 step) raises, naming both."""
+        with pytest.raises(SchemaDecodeError, match=r"version 1 in the data.*version 2") as info:
+            from_dict(_step(version=1))
 
         assert "version" == info.value.field
 
@@ -212,7 +216,7 @@ class TestDecodeErrors:
         self, kind: str, fields: dict[str, Any], mutate: str
     ) -> None:
         """For arbitrary JSON fields, from_dict returns a schema or raises SchemaDecodeError."""
-        base = {"kind": kind, "version": 1}
+        base = {"kind": kind, "version": _version(kind)}
         if mutate == "merge":
             base.update(fields)
         else:

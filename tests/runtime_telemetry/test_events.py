@@ -9,8 +9,10 @@ import pytest
 from runtime_telemetry import TelemetryEvent, TelemetrySnapshot
 from runtime_telemetry.events import (
     LearningModuleObjectRecognized,
+    LearningModuleReset,
     LearningModuleStep,
     LearningModuleTimedOut,
+    SensorimotorStep,
     SensorPatchSnapshot,
 )
 from strategies import SHIPPED_SCHEMAS
@@ -90,3 +92,38 @@ class TestConverters:
         snapshot = SensorPatchSnapshot(sensor_id="patch", step=0, rgba=rgba, depth=np.ones((2, 2)))
 
         assert rgba is snapshot.rgba
+
+
+class TestMontyParityFields:
+    def test_step_location_is_optional(self) -> None:
+        """A step without a location keeps None; a numpy location becomes plain floats."""
+        without = LearningModuleStep(lm_id="lm_0", step=1, possible_matches=())
+        with_location = LearningModuleStep(
+            lm_id="lm_0", step=1, possible_matches=(), location=np.array([1, 2, 3])
+        )
+
+        assert (None, (1.0, 2.0, 3.0)) == (without.location, with_location.location)
+
+    def test_reset_starts_at_step_zero(self) -> None:
+        """A reset needs only the module id; it is not evidence-based unless it says so."""
+        reset = LearningModuleReset(lm_id="lm_0")
+
+        assert (0, False) == (reset.step, reset.evidence_based)
+
+    def test_paths_and_poses_become_tuples(self) -> None:
+        """Path, possible poses and locations given as lists are stored as tuples of floats."""
+        event = LearningModuleObjectRecognized(
+            lm_id="lm_0", step=2, graph_id="mug", location=(0, 0, 0), rotation=(1, 0, 0, 0),
+            path=[[0, 0, 1]], possible_poses=[[1, 0, 0, 0]], possible_locations=[[0, 1, 0]],
+        )  # fmt: skip
+
+        assert (((0.0, 0.0, 1.0),), ((1.0, 0.0, 0.0, 0.0),), ((0.0, 1.0, 0.0),)) == (
+            event.path, event.possible_poses, event.possible_locations
+        )  # fmt: skip
+
+    def test_system_step_lists_modules_as_a_tuple(self) -> None:
+        """modules_processed given as a list is stored as a tuple; a bare str is refused."""
+        with pytest.raises(TypeError, match="single string"):
+            SensorimotorStep(step=1, modules_processed="lm_0")
+
+        assert ("lm_0",) == SensorimotorStep(step=1, modules_processed=["lm_0"]).modules_processed

@@ -34,17 +34,27 @@ def make_watches(config: Mapping[str, Any]) -> list[Watch]:
     return watches
 
 
+def _pairs(value: Any) -> Any:
+    """``["patch_0=lm_0", ...]`` as a mapping; anything else is passed on to be checked there."""
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) and "=" in v for v in value):
+        return dict(v.split("=", 1) for v in value)
+    return value
+
+
 def make_aggregators(config: Mapping[str, Any]) -> list[Aggregator]:
     """The standard aggregators, configured from a run's recorded config (replay uses this).
 
     Recognition verdicts and the watchers run unless the config says
-    ``recognition.enabled: false`` / ``watch.enabled: false``.
+    ``recognition.enabled: false`` / ``watch.enabled: false``; ``recognition.sensor_to_lm``
+    ties sensors to modules for ``ObjectUnderSensor`` ground truth, as a list of
+    ``"sensor=lm"`` strings (a run's config holds scalars and lists) or a mapping.
     """
     aggregators: list[Aggregator] = []
     if config.get("recognition.enabled", True):
         aggregators.append(
             RecognitionAggregator(
-                learn_labels_in=tuple(config.get("recognition.learn_labels_in", ("train",)))
+                sensor_to_lm=_pairs(config.get("recognition.sensor_to_lm")),
+                learn_labels_in=tuple(config.get("recognition.learn_labels_in", ("train",))),
             )
         )
     aggregators.append(

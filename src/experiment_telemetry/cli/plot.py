@@ -66,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
     top.legend(fontsize="small")
     for mode in sorted({s.mode for s in episodes}):
         rows = [s for s in episodes if s.mode == mode]
-        bottom.scatter([s.episode for s in rows], [s.num_steps for s in rows], s=12, label=mode)
+        bottom.scatter([s.episode for s in rows], [s.lm_steps for s in rows], s=12, label=mode)
     bottom.set_xlabel("episode")
-    bottom.set_ylabel("matching steps")
+    bottom.set_ylabel("most steps of a module")
     bottom.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(args.output, dpi=100)

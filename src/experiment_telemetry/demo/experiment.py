@@ -91,6 +91,7 @@ class DemoExperiment(Experiment):
                 target_rotation=random_rotation(rng),
                 consistent_child_labels=CONSISTENT_CHILDREN.get(label, ()),
                 seed=(self.seed or 0) * 100_000 + episode,
+                stepwise_target=shown,  # what the modules looked at, named or not
             )
 
     def runtime_spec(self) -> RuntimeSpec:

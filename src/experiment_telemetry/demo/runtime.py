@@ -20,14 +20,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from experiment_telemetry.demo.rotations import about as _about
+from experiment_telemetry.demo.rotations import qmul as _qmul
+from experiment_telemetry.demo.rotations import random_rotation
 from runtime_telemetry import get_telemetry
 from runtime_telemetry.events import (
     GraphMemoryUpdated,
+    LearningModuleConclusionWithdrawn,
+    LearningModuleGoalStateAttempted,
     LearningModuleNoMatch,
     LearningModuleObjectRecognized,
+    LearningModuleReset,
     LearningModuleStep,
     LearningModuleTimedOut,
     MostLikelyHypothesis,
+    SensorimotorStep,
     SensorPatchObserved,
 )
 from runtime_telemetry.events.metrics import MetricsBundle
@@ -96,36 +103,6 @@ def default_modules() -> tuple[LearningModuleSpec, ...]:
     )
 
 
-def _qmul(a: Sequence[float], b: Sequence[float]) -> Quaternion:
-    w1, x1, y1, z1 = a
-    w2, x2, y2, z2 = b
-    return (
-        w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
-        w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-        w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
-        w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
-    )
-
-
-def _about(axis: Sequence[float], degrees: float) -> Quaternion:
-    half = math.radians(degrees) / 2.0
-    norm = math.sqrt(sum(v * v for v in axis)) or 1.0
-    s = math.sin(half) / norm
-    return (math.cos(half), axis[0] * s, axis[1] * s, axis[2] * s)
-
-
-def random_rotation(rng: random.Random) -> Quaternion:
-    """A uniformly random rotation (Shoemake's method)."""
-    u1, u2, u3 = rng.random(), rng.random(), rng.random()
-    a, b = math.sqrt(1 - u1), math.sqrt(u1)
-    return (
-        a * math.sin(2 * math.pi * u2),
-        a * math.cos(2 * math.pi * u2),
-        b * math.sin(2 * math.pi * u3),
-        b * math.cos(2 * math.pi * u3),
-    )
-
-
 @dataclass
 class _Module:
     spec: LearningModuleSpec
@@ -183,8 +160,8 @@ class SimulatedRuntime:
             active = [s for s in states if not s.done]
             if not active:
                 break
-            for state in active:
-                state.step(step, rotation)
+            processed = [s.spec.lm_id for s in active if s.step(step, rotation)]
+            _telemetry.emit(SensorimotorStep(step=step, modules_processed=processed))
             self.global_step += 1
             _telemetry.emit(
                 MetricsBundle(
@@ -230,6 +207,9 @@ class SimulatedRuntime:
 
     def _start(self, module: _Module, obj: ObjectModel, seed: int) -> _Episode:
         salt = zlib.crc32(module.spec.lm_id.encode())
+        _telemetry.emit(
+            LearningModuleReset(lm_id=module.spec.lm_id, evidence_based=module.spec.evidence)
+        )
         return _Episode(module, obj, random.Random(seed * 1_000_003 + salt), self._all_features)
 
 
@@ -251,54 +231,87 @@ class _Episode:
         self.possible = set(module.memory)
         self.hits = dict.fromkeys(module.memory, 0)
         self.pose = 0
+        self.processed = 0
         self.last_step = 0
         self.on_last = False
         self.done = False
         self.recognized: str | None = None
         self.seen: set[str] = set()
 
-    def step(self, step: int, rotation: Sequence[float]) -> None:
+    def step(self, step: int, rotation: Sequence[float]) -> bool:
+        """Observe once; True when the module processed the input (its patch was on the object)."""
         spec, rng = self.spec, self.rng
         self.last_step = step
         on = not self.missed and rng.random() >= spec.off_rate
         self.on_last = on
         _telemetry.emit(SensorPatchObserved(sensor_id=spec.sensor_id, step=step, on_object=on))
-        if on:
-            noisy = rng.random() < spec.noise
-            feature = rng.choice(self.all_features if noisy else self.view)
-            self.seen.add(feature)
-            for graph in sorted(self.possible):
-                if feature in self.module.memory[graph]:
-                    self.hits[graph] += 1
-                else:
-                    self.possible.discard(graph)
-            if len(self.possible) == 1:
-                self.pose += 1
+        if not on:  # nothing reaches the module: no input, no step of its own
+            return False
+        self.processed += 1
+        before = set(self.possible)
+        noisy = rng.random() < spec.noise
+        feature = rng.choice(self.all_features if noisy else self.view)
+        self.seen.add(feature)
+        for graph in sorted(self.possible):
+            if feature in self.module.memory[graph]:
+                self.hits[graph] += 1
+            else:
+                self.possible.discard(graph)
+        if len(self.possible) == 1:
+            self.pose += 1
+        symmetric = self.obj.symmetry > 1 and len(self.possible) == 1
+        if not self.possible:
+            self.done = True
+            new_graph = f"graph_{self.module.created}"
+            _telemetry.emit(
+                LearningModuleNoMatch(lm_id=spec.lm_id, step=self.processed, new_graph_id=new_graph)
+            )
+            if noisy and before and step % 2:
+                # Another module's vote restores what the stray observation ruled out.
+                self.done = False
+                self.possible = before
+                _telemetry.emit(
+                    LearningModuleConclusionWithdrawn(
+                        lm_id=spec.lm_id, step=self.processed, possible_matches=sorted(before)
+                    )
+                )
         matches = sorted(self.possible)
         _telemetry.emit(
-            LearningModuleStep(lm_id=spec.lm_id, step=step, possible_matches=matches, on_object=on)
+            LearningModuleStep(
+                lm_id=spec.lm_id,
+                step=self.processed,
+                possible_matches=matches,
+                location=(0.0, 0.0, 0.01 * step),
+                symmetry_evidence=self.pose if symmetric else 0,
+            )
         )
         if spec.evidence and self.hits:
             best = max(sorted(self.hits), key=self._score)
             _telemetry.emit(
                 MostLikelyHypothesis(
                     lm_id=spec.lm_id,
-                    step=step,
+                    step=self.processed,
                     graph_id=best,
                     location=self._location(),
                     rotation=self._estimate(rotation),
                     evidence=round(self._score(best), 6),
+                    prediction_error=0.0 if feature in self.module.memory[best] else 1.0,
                 )
             )
-        if on and not self.possible:
-            self.done = True
-            _telemetry.emit(LearningModuleNoMatch(lm_id=spec.lm_id, step=step))
-            return
+        if len(matches) == 2:  # a goal state to tell the two apart; reached two times in three
+            _telemetry.emit(
+                LearningModuleGoalStateAttempted(
+                    lm_id=spec.lm_id, step=self.processed, achieved=bool(step % 3)
+                )
+            )
+        if self.done:
+            return True
         needed = spec.pose_steps * (2 if self.obj.symmetry > 1 else 1)
         if len(self.possible) == 1 and self.pose >= needed:
             self.done = True
             self.recognized = matches[0]
-            self._recognize(step, matches[0], rotation, needed)
+            self._recognize(matches[0], rotation, needed)
+        return True
 
     def _score(self, graph: str) -> float:
         # Evidence per stored feature: among graphs that fit, the most specific one wins.
@@ -314,7 +327,7 @@ class _Episode:
         )
         return _qmul(rotation, wobble)
 
-    def _recognize(self, step: int, graph: str, rotation: Sequence[float], needed: int) -> None:
+    def _recognize(self, graph: str, rotation: Sequence[float], needed: int) -> None:
         symmetry = self.obj.symmetry
         if symmetry > 1:
             poses = [
@@ -322,20 +335,25 @@ class _Episode:
                 for k in range(symmetry)
             ]
             chosen = self.rng.randrange(symmetry)
-            detected, others = poses[chosen], poses[:chosen] + poses[chosen + 1 :]
+            detected = poses[chosen]
         else:
-            detected, others = self._estimate(rotation), []
+            detected, poses = self._estimate(rotation), []
             if self.rng.random() < 0.1:  # a flipped pose: recognised, but 180 degrees off
                 detected = _qmul(detected, _about((1, 0, 0), 180.0))
+        location = self._location()
+        evidence = self.spec.evidence
         _telemetry.emit(
             LearningModuleObjectRecognized(
                 lm_id=self.spec.lm_id,
-                step=step,
+                step=self.processed,
                 graph_id=graph,
-                location=self._location(),
+                location=location,
                 rotation=detected,
-                symmetric_rotations=others,
+                symmetric_rotations=poses,
                 symmetry_evidence=needed if symmetry > 1 else 0,
+                path=(location,),
+                possible_poses=() if evidence else (poses or [detected]),
+                possible_locations=() if evidence else [location] * max(1, len(poses)),
             )
         )
 
@@ -343,12 +361,15 @@ class _Episode:
         self.done = True
         matches = sorted(self.possible)
         resolved = len(matches) == 1 and self.pose >= self.spec.pose_steps
+        hypotheses = len(matches) == 1 and not self.spec.evidence
         _telemetry.emit(
             LearningModuleTimedOut(
                 lm_id=self.spec.lm_id,
-                step=self.last_step,
+                step=self.processed,
                 possible_matches=matches,
                 pose_resolved=resolved,
+                possible_poses=[(1.0, 0.0, 0.0, 0.0)] if hypotheses else [],
+                possible_locations=[(0.0, 0.0, 0.0)] if hypotheses else [],
             )
         )
 

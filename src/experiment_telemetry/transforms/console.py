@@ -7,6 +7,7 @@ Lines go out as goggles_io ``text`` events, so any goggles handler can show them
 from __future__ import annotations
 
 import logging
+import math
 import sys
 from typing import Any, ClassVar
 
@@ -32,6 +33,7 @@ _COLUMNS = (
     ("time_out%", "percent_time_out", "{:.1f}"),
     ("pose_t/o%", "percent_pose_time_out", "{:.1f}"),
     ("mlh_ok%", "percent_correct_mlh", "{:.1f}"),
+    ("mlh_bad%", "percent_confused_mlh", "{:.1f}"),
     ("used_mlh%", "percent_used_mlh_after_timeout", "{:.1f}"),
     ("rot_err°", "avg_rotation_error", "{:.2f}"),
     ("lm_steps", "avg_num_lm_steps", "{:.1f}"),
@@ -46,7 +48,8 @@ def format_overall_table(overall: list[OverallStats]) -> str:
         row = []
         for _, field, fmt in _COLUMNS:
             value = getattr(stats, field)
-            row.append("-" if value is None else fmt.format(value))
+            missing = value is None or (isinstance(value, float) and math.isnan(value))
+            row.append("-" if missing else fmt.format(value))
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
@@ -108,8 +111,8 @@ class ConsoleTransform(Transform):
         self._last_episode = stats.episode
         line = (
             f"{stats.mode:<5} epoch {stats.epoch} episode {stats.episode:>3}  "
-            f"target={stats.target:<10} verdict={stats.performance:<20} "
-            f"steps={stats.num_steps:<3} {' '.join(modules)}"
+            f"target={stats.target:<10} verdict={stats.performance or 'none':<20} "
+            f"steps={stats.lm_steps:<3} {' '.join(modules)}"
         )
         self.logger.text(line.rstrip(), step=stats.episode, name="episode")
 

@@ -1,8 +1,12 @@
-"""``GogglesTransform``: stat events to goggles_io logger calls, keyed by episode.
+"""``GogglesTransform``: stat events to goggles_io logger calls, with Monty's W&B keys.
 
-``overall/<mode>_<stat>`` and ``episode/<stat>`` scalars, ``lm/<lm_id>/<stat>`` per module,
-histograms across modules when an episode has more than one, and an ``episode_stats`` table
-logged on ``close()``. Every goggles handler on the scope receives them: ``CsvHandler`` for
+Per episode: ``episode/<stat>`` scalars (Monty's ``episode/*``), ``<lm_id>/episode/<stat>`` per
+module, and, when the episode has more than one module, Monty's six histograms
+(``episode/rotation_error_per_lm``, ``steps_per_lm``, ``steps_per_lm_indv_ts``,
+``symmetry_evidence_per_lm``, ``lm_performances``, ``avg_prediction_error_dist``); per mode's
+totals: ``overall/<stat>`` (Monty's keys carry no mode; both modes write them, at the run-wide
+episode as step: D11, D12). None and NaN values are left out. An ``episode_stats`` table (ours)
+is logged on ``close()``. Every goggles handler on the scope receives them: ``CsvHandler`` for
 ``metrics.csv``, ``WandBHandler`` for W&B, any other sink attached there; the harness always
 attaches this transform. Window stats of the metrics aggregator become
 ``<cadence>/<source>/<metric>`` means, plotted against the source's step.
@@ -12,6 +16,7 @@ attaches this transform. Window stats of the metrics aggregator become
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import goggles_io
@@ -25,7 +30,14 @@ from experiment_telemetry.stats import (
 from experiment_telemetry.transforms.base import Transform
 from runtime_telemetry import receives
 
-__all__ = ["TABLE_COLUMNS", "GogglesTransform", "WandbTransform"]
+__all__ = [
+    "EPISODE_KEYS",
+    "OVERALL_KEYS",
+    "PERFORMANCE_CODES",
+    "TABLE_COLUMNS",
+    "GogglesTransform",
+    "WandbTransform",
+]
 
 TABLE_COLUMNS = (
     "episode",
@@ -33,25 +45,36 @@ TABLE_COLUMNS = (
     "mode",
     "target",
     "performance",
-    "num_steps",
-    "terminal_step",
-    "run_time_s",
+    "lm_steps",
+    "mean_lm_steps_to_indv_ts",
+    "run_time",
     "modules",
 )
-_OVERALL = (
-    "num_episodes",
-    "percent_correct",
-    "percent_confused",
-    "percent_no_match",
-    "percent_time_out",
-    "percent_pose_time_out",
-    "percent_correct_mlh",
-    "percent_used_mlh_after_timeout",
-    "avg_rotation_error",
-    "avg_num_lm_steps",
-    "avg_episode_run_time",
-)
-_CORRECT = frozenset({"correct", "correct_mlh"})
+EPISODE_KEYS = (
+    "correct", "no_match", "confused", "correct_mlh", "confused_mlh", "pose_time_out",
+    "time_out", "consistent_child_obj", "consistent_child_or_parent", "used_mlh_after_time_out",
+    "rotation_error", "lm_steps", "monty_steps", "monty_matching_steps",
+    "mean_lm_steps_to_indv_ts", "run_time", "symmetry_evidence", "goal_states_attempted",
+    "goal_state_success_rate", "avg_prediction_error",
+)  # fmt: skip
+"""``EpisodeStats`` fields logged as ``episode/<name>`` (Monty G415-455)."""
+OVERALL_KEYS = (
+    "percent_correct", "percent_no_match", "percent_confused", "percent_correct_mlh",
+    "percent_confused_mlh", "percent_pose_time_out", "percent_time_out",
+    "percent_used_mlh_after_timeout", "avg_rotation_error", "avg_num_lm_steps",
+    "avg_num_monty_steps", "avg_num_monty_matching_steps", "avg_prediction_error",
+    "percent_consistent_child_obj", "percent_correct_child_or_parent", "run_time",
+    "avg_episode_run_time", "num_episodes", "percent_correct_per_lm", "percent_confused_per_lm",
+    "percent_patch_off_object_per_lm", "percent_no_label_per_lm", "percent_pose_time_out_per_lm",
+    "percent_time_out_per_lm", "percent_consistent_child_obj_per_lm", "percent_no_match_per_lm",
+)  # fmt: skip
+"""``OverallStats`` fields logged as ``overall/<name>`` (Monty G337-477)."""
+PERFORMANCE_CODES = {verdict: code for code, verdict in enumerate(sorted(VERDICTS))}
+"""``episode/lm_performances`` values: each verdict's alphabetical index (Monty's LabelEncoder)."""
+
+
+def _number(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
 class GogglesTransform(Transform):
@@ -73,34 +96,26 @@ class GogglesTransform(Transform):
     @receives(LearningModuleEpisodeStats)
     def _on_module(self, s: LearningModuleEpisodeStats) -> None:
         self._modules.append(s)
-        values: dict[str, float] = {
-            f"lm/{s.lm_id}/num_steps": s.num_steps,
-            f"lm/{s.lm_id}/correct": float(s.primary_performance in _CORRECT),
-        }
-        if s.rotation_error is not None:
-            values[f"lm/{s.lm_id}/rotation_error"] = s.rotation_error
-        self.logger.push(values, step=s.episode)
 
     @receives(EpisodeStats)
     def _on_episode(self, s: EpisodeStats) -> None:
         modules, self._modules = self._modules, []
         self._last_episode = s.episode
-        values: dict[str, float] = {
-            "episode/num_steps": s.num_steps,
-            "episode/run_time_s": s.run_time_s,
-            "episode/num_learning_modules": s.num_learning_modules,
-            **{f"episode/{v}": float(s.performance == v) for v in VERDICTS},
+        values: dict[str, Any] = {
+            f"episode/{name}": getattr(s, name)
+            for name in EPISODE_KEYS
+            if _number(getattr(s, name))
         }
-        if s.terminal_step is not None:
-            values["episode/terminal_step"] = s.terminal_step
+        for m in modules:
+            per_lm = {
+                "steps_to_individual_ts": m.individual_ts_reached_at_step,
+                "individual_ts_rotation_error": m.individual_ts_rotation_error,
+                "avg_prediction_error": m.episode_avg_prediction_error,
+            }
+            values.update({f"{m.lm_id}/episode/{k}": v for k, v in per_lm.items() if _number(v)})
         self.logger.push(values, step=s.episode)
         if len(modules) > 1:
-            self.logger.histogram(
-                [m.num_steps for m in modules], step=s.episode, name="episode/lm_num_steps"
-            )
-            errors = [m.rotation_error for m in modules if m.rotation_error is not None]
-            if len(errors) > 1:
-                self.logger.histogram(errors, step=s.episode, name="episode/lm_rotation_error")
+            self._histograms(modules, s.episode)
         self._rows.append(
             [
                 s.episode,
@@ -108,19 +123,39 @@ class GogglesTransform(Transform):
                 s.mode,
                 s.target,
                 s.performance,
-                s.num_steps,
-                -1 if s.terminal_step is None else s.terminal_step,
-                s.run_time_s,
+                s.lm_steps,
+                s.mean_lm_steps_to_indv_ts,
+                s.run_time,
                 " ".join(f"{m.lm_id}={m.primary_performance}" for m in modules),
             ]
         )
 
+    def _histograms(self, modules: list[LearningModuleEpisodeStats], step: int) -> None:
+        errors = [m.rotation_error for m in modules if m.rotation_error is not None]
+        reached = [m.individual_ts_reached_at_step for m in modules]
+        predictions = [m.episode_avg_prediction_error for m in modules]
+        histograms = {
+            "episode/rotation_error_per_lm": errors or [-1.0],
+            "episode/steps_per_lm": [m.num_steps for m in modules],
+            "episode/steps_per_lm_indv_ts": [r for r in reached if r is not None],
+            "episode/symmetry_evidence_per_lm": [m.symmetry_evidence for m in modules],
+            "episode/lm_performances": [
+                PERFORMANCE_CODES[m.primary_performance]
+                for m in modules
+                if m.primary_performance is not None
+            ],
+            "episode/avg_prediction_error_dist": [p for p in predictions if _number(p)],
+        }
+        for name, values in histograms.items():
+            if values:  # an empty histogram says nothing (and W&B refuses it)
+                self.logger.histogram(values, step=step, name=name)
+
     @receives(OverallStats)
     def _on_overall(self, s: OverallStats) -> None:
         values = {
-            f"overall/{s.mode}_{name}": getattr(s, name)
-            for name in _OVERALL
-            if getattr(s, name) is not None
+            f"overall/{name}": getattr(s, name)
+            for name in OVERALL_KEYS
+            if _number(getattr(s, name))
         }
         self.logger.push(values, step=s.episode)
 

@@ -8,27 +8,35 @@ from __future__ import annotations
 
 from runtime_telemetry.events.learning_module import (
     GraphMemoryUpdated,
+    LearningModuleConclusionWithdrawn,
     LearningModuleEvent,
     LearningModuleEvidenceSnapshot,
+    LearningModuleGoalStateAttempted,
     LearningModuleNoMatch,
     LearningModuleObjectRecognized,
+    LearningModuleReset,
     LearningModuleStep,
     LearningModuleTimedOut,
     MostLikelyHypothesis,
 )
 from runtime_telemetry.events.metrics import MetricsBundle
 from runtime_telemetry.events.sensor import SensorPatchObserved, SensorPatchSnapshot
+from runtime_telemetry.events.system import SensorimotorStep
 
 __all__ = [
     "GraphMemoryUpdated",
+    "LearningModuleConclusionWithdrawn",
     "LearningModuleEvent",
     "LearningModuleEvidenceSnapshot",
+    "LearningModuleGoalStateAttempted",
     "LearningModuleNoMatch",
     "LearningModuleObjectRecognized",
+    "LearningModuleReset",
     "LearningModuleStep",
     "LearningModuleTimedOut",
     "MetricsBundle",
     "MostLikelyHypothesis",
     "SensorPatchObserved",
     "SensorPatchSnapshot",
+    "SensorimotorStep",
 ]

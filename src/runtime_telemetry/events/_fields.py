@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["Quaternion", "Vector3", "floats", "quaternions", "strings"]
+__all__ = [
+    "Quaternion",
+    "Vector3",
+    "floats",
+    "optional_floats",
+    "quaternions",
+    "strings",
+    "vectors",
+]
 
 Vector3 = tuple[float, float, float]
 """A location or offset ``(x, y, z)``, in the runtime's world frame."""
@@ -40,3 +48,21 @@ _quaternion = floats(4)
 def quaternions(values: Iterable[Iterable[Any]]) -> tuple[Quaternion, ...]:
     """Store a sequence of quaternions as a tuple of 4-tuples."""
     return tuple(_quaternion(v) for v in values)  # type: ignore[misc]
+
+
+_vector = floats(3)
+
+
+def vectors(values: Iterable[Iterable[Any]]) -> tuple[Vector3, ...]:
+    """Store a sequence of locations as a tuple of 3-tuples."""
+    return tuple(_vector(v) for v in values)  # type: ignore[misc]
+
+
+def optional_floats(size: int) -> Callable[[Iterable[Any] | None], tuple[float, ...] | None]:
+    """Like ``floats(size)``, but ``None`` stays ``None`` (the value is unknown)."""
+    convert = floats(size)
+
+    def optional(values: Iterable[Any] | None) -> tuple[float, ...] | None:
+        return None if values is None else convert(values)
+
+    return optional

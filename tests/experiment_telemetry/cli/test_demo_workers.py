@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-_WALL_CLOCK = ("timestamp", "run_time_s", "avg_episode_run_time")
+_WALL_CLOCK = ("timestamp", "time", "run_time", "avg_episode_run_time")
 """Fields that hold (or are computed from) the time an event was made: they differ per run."""
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
+import attrs
+
 import goggles_io
 from experiment_telemetry.stats import (
     EpisodeStats,
@@ -10,32 +14,38 @@ from experiment_telemetry.stats import (
     OverallStats,
 )
 from experiment_telemetry.transforms import GogglesTransform
+from experiment_telemetry.transforms.goggles import PERFORMANCE_CODES
 from goggles_io.testing import MemoryHandler
 from runtime_telemetry import get_telemetry
 
 stats_stream = get_telemetry("experiment_telemetry.stats")
 
 
+def overall(**kw: object) -> OverallStats:
+    """An OverallStats with every percentage and average 0 unless given."""
+    names = [f.name for f in attrs.fields(OverallStats) if f.name.startswith(("percent_", "avg_"))]
+    values: dict[str, object] = {n: 0.0 for n in names}
+    values.update(kw)
+    return OverallStats(mode="eval", epoch=0, episode=0, num_episodes=1, run_time=0.0, **values)  # type: ignore[arg-type]
+
+
 def emit_episode(episode: int, lms: int = 2) -> None:
     for i in range(lms):
         stats_stream.emit(
             LearningModuleEpisodeStats(
-                mode="eval", epoch=0, episode=episode, target="mug", lm_id=f"lm_{i}",
+                mode="eval", epoch=0, episode=episode, lm_id=f"lm_{i}", evidence_based=i == 0,
                 primary_performance="correct", rotation_error=float(i), num_steps=3 + i,
+                individual_ts_reached_at_step=2 + i, symmetry_evidence=i,
+                episode_avg_prediction_error=0.25 if i == 0 else None,
             )
         )  # fmt: skip
     stats_stream.emit(
         EpisodeStats(mode="eval", epoch=0, episode=episode, target="mug", performance="correct",
-                     num_learning_modules=lms, num_steps=4, terminal_step=None, run_time_s=0.5)
+                     num_learning_modules=lms, correct=1, lm_steps=3 + lms - 1)
     )  # fmt: skip
     stats_stream.emit(
-        OverallStats(
-            mode="eval", epoch=0, episode=episode, num_episodes=1, percent_correct=100.0,
-            percent_confused=0.0, percent_no_match=0.0, percent_time_out=0.0,
-            percent_pose_time_out=0.0, percent_correct_mlh=0.0, percent_used_mlh_after_timeout=0.0,
-            avg_rotation_error=None, avg_num_lm_steps=3.5, avg_episode_run_time=0.5,
-        )
-    )  # fmt: skip
+        attrs.evolve(overall(percent_correct=100.0, avg_rotation_error=math.nan), episode=episode)
+    )
 
 
 def memory() -> MemoryHandler:
@@ -45,8 +55,8 @@ def memory() -> MemoryHandler:
 
 
 class TestGogglesTransform:
-    def test_overall_episode_and_module_scalars_keyed_by_episode(self) -> None:
-        """overall/*, episode/* and lm/* scalars all carry the episode as their step."""
+    def test_monty_overall_episode_and_module_keys_keyed_by_episode(self) -> None:
+        """overall/*, episode/* and <lm>/episode/* carry Monty's names and the episode as step."""
         handler = memory()
         transform = GogglesTransform().attach()
         emit_episode(7)
@@ -54,25 +64,57 @@ class TestGogglesTransform:
 
         metrics = {name: (value, step) for name, value, step in handler.metrics()}
 
-        assert (100.0, 7) == metrics["overall/eval_percent_correct"]
-        assert (1.0, 7) == metrics["episode/correct"]
-        assert (0.0, 7) == metrics["episode/confused"]
-        assert (4, 7) == metrics["lm/lm_1/num_steps"]
-        assert "overall/eval_avg_rotation_error" not in metrics  # None is not a number
+        assert (100.0, 7) == metrics["overall/percent_correct"]
+        assert ((1, 7), (0, 7), (-1.0, 7)) == (
+            metrics["episode/correct"], metrics["episode/confused"], metrics["episode/rotation_error"]
+        )  # fmt: skip
+        assert ((3, 7), (0.25, 7)) == (
+            metrics["lm_1/episode/steps_to_individual_ts"], metrics["lm_0/episode/avg_prediction_error"]
+        )  # fmt: skip
+        assert "overall/avg_rotation_error" not in metrics  # NaN is left out
+        assert "lm_1/episode/avg_prediction_error" not in metrics  # not an evidence module
         transform.close()
 
-    def test_histograms_only_with_several_modules(self) -> None:
-        """A histogram across modules is logged for two modules, not for one."""
+    def test_G492_histograms_only_with_several_modules(self) -> None:
+        """Monty's per-module histograms are logged for two modules, not for one."""
         handler = memory()
         transform = GogglesTransform().attach()
         emit_episode(0, lms=1)
         emit_episode(1, lms=2)
         goggles_io.flush()
 
-        hists = [(e.extra["name"], e.step) for e in handler.of_kind("histogram")]
+        hists = {e.extra["name"]: e.step for e in handler.of_kind("histogram")}
 
-        assert [("episode/lm_num_steps", 1), ("episode/lm_rotation_error", 1)] == hists
+        assert {
+            "episode/rotation_error_per_lm": 1,
+            "episode/steps_per_lm": 1,
+            "episode/steps_per_lm_indv_ts": 1,
+            "episode/symmetry_evidence_per_lm": 1,
+            "episode/lm_performances": 1,
+            "episode/avg_prediction_error_dist": 1,
+        } == hists
         transform.close()
+
+    def test_G503_lm_performances_alphabetical_codes(self) -> None:
+        """episode/lm_performances holds each verdict's alphabetical index (correct: 3)."""
+        handler = memory()
+        transform = GogglesTransform().attach()
+        emit_episode(0, lms=2)
+        goggles_io.flush()
+
+        (event,) = [
+            e for e in handler.of_kind("histogram") if e.extra["name"] == "episode/lm_performances"
+        ]
+
+        assert [3, 3] == [int(v) for v in event.payload]
+        transform.close()
+
+    def test_performance_codes_follow_the_alphabet(self) -> None:
+        """The codes are Monty's LabelEncoder order over the ten verdicts."""
+        assert [
+            "confused", "confused_mlh", "consistent_child_obj", "correct", "correct_mlh",
+            "no_label", "no_match", "patch_off_object", "pose_time_out", "time_out",
+        ] == sorted(PERFORMANCE_CODES, key=PERFORMANCE_CODES.__getitem__)  # fmt: skip
 
     def test_episode_table_logged_on_close(self) -> None:
         """close() logs one table with a row per episode."""

@@ -39,7 +39,9 @@ class TestWorkerPool:
 
         assert "done" == result.status
         assert list(range(len(plan))) == [s.episode for s in _scored(result)]
-        assert ['"possible_matches":[]'] == [f for f in timed_out[0].split(",") if "possible" in f]
+        assert ['"possible_matches":[]'] == [
+            f for f in timed_out[0].split(",") if "possible_matches" in f
+        ]
         assert 6 == sum('"possible_matches":["graph_1","graph_2"]' in t for t in timed_out[2:8])
         assert 2 == sum('"graph_1","graph_2","graph_3"]' in t for t in timed_out[9:])
         assert 3 == len(result.workers.episodes_per_worker)

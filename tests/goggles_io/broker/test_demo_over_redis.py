@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-_WALL_CLOCK = ("timestamp", "run_time_s", "avg_episode_run_time")
+_WALL_CLOCK = ("timestamp", "time", "run_time", "avg_episode_run_time")
 
 
 def _demo(root: Path, socket_dir: str, *extra: str) -> Path:
