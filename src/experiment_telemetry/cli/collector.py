@@ -24,9 +24,12 @@ def run(args: argparse.Namespace) -> int:
     if collector is None:
         return 2
     auth = "on" if api_key else f"off (set {ENV_COLLECTOR_API_KEY} to require a key)"
-    print(f"collector listening on {collector.url}, db {args.db}, auth {auth}", flush=True)
-    print(f"dashboard: {collector.url}/", flush=True)
-    return serve_until_interrupted(collector)
+
+    def announce() -> None:
+        print(f"collector listening on {collector.url}, db {args.db}, auth {auth}", flush=True)
+        print(f"dashboard: {collector.url}/", flush=True)
+
+    return serve_until_interrupted(collector, announce)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -9,7 +9,7 @@ import os
 import socket
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from goggles_io.exceptions import ConfigurationError
@@ -76,9 +76,14 @@ def start_collector(
     return collector
 
 
-def serve_until_interrupted(collector: Any) -> int:
-    """Serve until Ctrl-C, then close; exit code 0."""
+def serve_until_interrupted(collector: Any, announce: Callable[[], None] = lambda: None) -> int:
+    """Say where it serves (``announce``), serve until Ctrl-C, then close; exit code 0.
+
+    Ctrl-C is the normal way to stop, from the moment the server started: one arriving while
+    the announcement prints is a clean stop too.
+    """
     try:
+        announce()
         collector.serve_forever()
     except KeyboardInterrupt:
         pass

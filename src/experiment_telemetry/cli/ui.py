@@ -34,9 +34,15 @@ def run(args: argparse.Namespace) -> int:
     shown = [*paths, *([f"collector db {db}"] if args.collector_db else [])]
     where = " + ".join(shown) or "the runs logged to it"
     login = "?key=<your key>" if api_key else ""
-    print(f"telemetry ui on {collector.url}/{login} showing {where}", flush=True)
-    print(f"RemoteHandler(server_url={collector.url!r}) logs into it too; Ctrl-C stops", flush=True)
-    return serve_until_interrupted(collector)
+
+    def announce() -> None:
+        print(f"telemetry ui on {collector.url}/{login} showing {where}", flush=True)
+        print(
+            f"RemoteHandler(server_url={collector.url!r}) logs into it too; Ctrl-C stops",
+            flush=True,
+        )
+
+    return serve_until_interrupted(collector, announce)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
