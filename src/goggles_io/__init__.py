@@ -12,7 +12,6 @@ from logging import CRITICAL, DEBUG, ERROR, INFO, NOTSET, WARNING
 
 import lazy_loader as _lazy
 
-from goggles_io._api.data import GogglesLogger
 from goggles_io._api.functions import (
     attach,
     call_handler,
@@ -24,6 +23,7 @@ from goggles_io._api.functions import (
 )
 from goggles_io._api.get_logger import get_logger
 from goggles_io._api.loggers import TextLogger
+from goggles_io._api.media import GogglesLogger
 from goggles_io._api.state import freeze
 from goggles_io._api.timing import timeit, trace_on_error
 from goggles_io._bus.bus import EventBus

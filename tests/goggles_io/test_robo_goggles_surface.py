@@ -168,7 +168,7 @@ class TestCallForms:
         gg.get_logger("lv").log(gg.WARNING, "m", step=3, time=12.5, epoch=2)
 
         event = delivered(mem)[0]
-        assert (3, 12.5, 2, 30) == (event.step, event.timestamp, event.extra["epoch"], event.level)
+        assert (3, 12.5, 2, 30) == (event.step, event.time, event.extra["epoch"], event.level)
 
     def test_bad_step_on_text_raises(self) -> None:
         """A negative step on a text call raises InvalidPayloadError naming step."""

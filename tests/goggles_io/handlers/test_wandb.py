@@ -168,7 +168,7 @@ class TestOfflineRun:
             WandBHandler(project="p", wandb_init_kwargs=[("notes", "x")])  # type: ignore[arg-type]
 
     def test_one_run_per_scope_in_one_group(self, wandb_env: Path) -> None:
-        """Each attached scope gets its own run, all in the handler's group, all finished."""
+        """Each scope gets its own run, named run-<scope> as robo-goggles does, in one group."""
         handler = WandBHandler(project="p", group="multi", dir=str(wandb_env))
         gg.attach(handler, scopes=["global", "episode_0", "episode_1"])
         for episode in range(2):
@@ -179,9 +179,10 @@ class TestOfflineRun:
         gg.finish()
         runs = read_offline_runs(wandb_env, expect=3)
 
-        assert {"episode_0", "episode_1"} <= runs.keys()
+        assert {"run-global", "run-episode_0", "run-episode_1"} == runs.keys()
         assert {"multi"} == {r["group"] for r in runs.values()}
-        assert [10, 11, 12] == [row["reward"] for row in runs["episode_1"]["history"]]
+        assert [10, 11, 12] == [row["reward"] for row in runs["run-episode_1"]["history"]]
+        assert "episode_1" == runs["run-episode_1"]["config"]["scope"]
 
     def test_flush_commits_latest_step_and_backward_steps_kept(self, wandb_env: Path) -> None:
         """flush() commits the latest step at once, and a step going backwards is kept, not dropped."""
@@ -244,8 +245,7 @@ class TestExamples:
         """examples/05_wandb_multiple_runs.py writes one run per episode plus the global run."""
         runs = run_example("05_wandb_multiple_runs.py", tmp_path)
 
-        assert {"episode_0", "episode_1", "episode_2"} <= runs.keys()
-        assert 4 == len(runs)
+        assert {"run-episode_0", "run-episode_1", "run-episode_2", "run-global"} == runs.keys()
         assert {"multiple_runs"} == {r["group"] for r in runs.values()}
 
     def test_example_09_reads_back(self, tmp_path: Path) -> None:
