@@ -24,6 +24,7 @@ from goggles_io._api.functions import (
 from goggles_io._api.get_logger import get_logger
 from goggles_io._api.loggers import TextLogger
 from goggles_io._api.media import GogglesLogger
+from goggles_io._api.protocols import DataLogger
 from goggles_io._api.state import freeze
 from goggles_io._api.timing import timeit, trace_on_error
 from goggles_io._bus.bus import EventBus
@@ -45,24 +46,32 @@ __all__ = [
     "BaseHandler",
     "ConsoleHandler",
     "CsvHandler",
+    "DataLogger",
     "Event",
     "EventBus",
     "FinishReport",
     "GogglesLogger",
     "GracefulShutdown",
     "Handler",
+    "Image",
     "Kind",
     "LocalStorageHandler",
+    "Metrics",
     "NoOpHandler",
     "PrettyConfig",
     "RemoteHandler",
     "Subscription",
     "TextLogger",
+    "Trajectories",
+    "Vector",
+    "VectorField",
+    "Video",
     "WandBHandler",
     "attach",
     "call_handler",
     "configure",
     "detach",
+    "filters",
     "finish",
     "flush",
     "freeze",
@@ -83,11 +92,11 @@ for _name in ("goggles_io", "goggles"):
         _logging.getLogger(_name).addHandler(_logging.NullHandler())
 
 # Names imported on first access, by the module that defines them (keeps ``import`` cheap and
-# never pulls wandb in). ``config`` and ``media`` are public submodules: ``gg.config`` works
-# without importing it.
+# never pulls wandb in). ``config``, ``filters``, ``media``, ``shutdown``, ``types`` and
+# ``validation`` are public submodules: ``gg.filters`` works without importing it.
 _lazy_getattr, _, _ = _lazy.attach(
     __name__,
-    submodules=["config", "media"],
+    submodules=["config", "filters", "media", "shutdown", "types", "validation"],
     submod_attrs={
         "_api.shutdown": ["GracefulShutdown"],
         "_api.subscribe": ["subscribe"],
@@ -97,6 +106,7 @@ _lazy_getattr, _, _ = _lazy.attach(
         "handlers.remote": ["RemoteHandler"],
         "handlers.storage": ["LocalStorageHandler"],
         "handlers.wandb": ["WandBHandler"],
+        "types": ["Image", "Metrics", "Trajectories", "Vector", "VectorField", "Video"],
     },
 )
 

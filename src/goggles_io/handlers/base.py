@@ -189,12 +189,13 @@ def handler_key(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def register_handler(cls: _H) -> _H:
+def register_handler(handler_class: _H) -> _H:
     """Make a handler class rebuildable from its spec; usable as a class decorator.
 
     Keyed by module and qualified name, so two ``MyHandler`` classes in different modules do not
     collide. Registering the same class twice is harmless.
     """
+    cls = handler_class
     if not isinstance(cls, type):
         msg = f"register_handler expects a class (got {cls!r}); pass the class, not an instance."
         raise TypeError(msg)

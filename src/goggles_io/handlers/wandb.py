@@ -109,6 +109,7 @@ class WandBHandler(BaseHandler):
     )
     GLOBAL_SCOPE: ClassVar[str] = "global"
     default_name = "wandb"
+    name = default_name
     remote_methods: ClassVar[frozenset[str]] = frozenset({"record_config", "register_run", "alert"})
 
     def __init__(
