@@ -94,9 +94,10 @@ for _name in ("goggles_io", "goggles"):
 # Names imported on first access, by the module that defines them (keeps ``import`` cheap and
 # never pulls wandb in). ``config``, ``filters``, ``media``, ``shutdown``, ``types`` and
 # ``validation`` are public submodules: ``gg.filters`` works without importing it.
+_SUBMODULES = ["config", "filters", "media", "shutdown", "types", "validation"]
 _lazy_getattr, _, _ = _lazy.attach(
     __name__,
-    submodules=["config", "filters", "media", "shutdown", "types", "validation"],
+    submodules=_SUBMODULES,
     submod_attrs={
         "_api.shutdown": ["GracefulShutdown"],
         "_api.subscribe": ["subscribe"],
@@ -123,4 +124,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))

@@ -176,7 +176,7 @@ class TestScaleFilter:
     def test_is_affine(self, xs: list[float], scale: float, offset: float) -> None:
         """ScaleFilter computes x * scale + offset."""
         np.testing.assert_allclose(
-            np.array(xs) * scale + offset, run(ScaleFilter(scale, offset), xs)
+            np.array(xs) * scale + offset, run(ScaleFilter(scale, offset=offset), xs)
         )
 
     @pytest.mark.parametrize("scale", ["2", None, [1.0], True])
@@ -409,7 +409,7 @@ def all_filters() -> list[Filter]:
         ExpAverageFilter(0.3),
         MedianFilter(4),
         MinMaxFilter(-10.0, 10.0),
-        ScaleFilter(2.0, 1.0),
+        ScaleFilter(2.0, offset=1.0),
         QuantizationFilter(-8.0, 8.0, 0.5),
         RangeRejectFilter(-5, 5, fallback_filter=[ExpAverageFilter(0.5)]),
         StdRejectFilter(2.0, 6),

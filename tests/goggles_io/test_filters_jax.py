@@ -35,7 +35,7 @@ FILTERS = {
     "exp_average": ExpAverageFilter(0.25),
     "median": MedianFilter(4),
     "minmax": MinMaxFilter(-10.0, 10.0),
-    "scale": ScaleFilter(0.5, -1.0),
+    "scale": ScaleFilter(0.5, offset=-1.0),
     "quantization": QuantizationFilter(-12.0, 12.0, 3.0),
     "range_reject": RangeRejectFilter(-10, 10, fallback_filter=[AverageFilter(3)]),
     "std_reject": StdRejectFilter(2.7, 6),

@@ -135,6 +135,7 @@ class TextLogger:
         self,
         level: int | str,
         msg: object,
+        /,
         *args: Any,
         exc_info: Any = None,
         extra: Mapping[str, Any] | None = None,

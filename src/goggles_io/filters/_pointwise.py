@@ -52,7 +52,7 @@ class ScaleFilter(Filter):
         offset: Added after scaling (finite), default 0.
     """
 
-    def __init__(self, scale: float, offset: float = 0.0, prefix: str = "") -> None:
+    def __init__(self, scale: float, prefix: str = "", *, offset: float = 0.0) -> None:
         super().__init__(prefix)
         self.scale = check_float("scale", scale)
         self.offset = check_float("offset", offset)

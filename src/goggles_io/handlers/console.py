@@ -62,7 +62,7 @@ class ConsoleHandler(BaseHandler):
 
     def __init__(
         self,
-        name: str | None = None,
+        name: str = default_name,
         level: int = logging.NOTSET,
         *,
         path_style: str | None = None,
