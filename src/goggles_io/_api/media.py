@@ -47,9 +47,11 @@ class GogglesLogger(MetricLogger):
 
         ``format`` is the file format ``LocalStorageHandler`` writes (``png``, ``jpg``, ...).
         """
-        arr = owned(v.to_image(image, copy=False), image)
+        pixels = v.to_image(image, copy=False)
+        fmt = v.check_image_format(format, pixels)
+        arr = owned(pixels, image)
         ext = self._extra(_name(name), x, extra)
-        ext["format"] = v.check_image_format(format, arr)
+        ext["format"] = fmt
         at = self._step(name or "image", step)
         self._send(Kind.IMAGE, arr, at, ext, async_mode, v.check_time(time))
 

@@ -47,7 +47,7 @@ class TestExamplesOverHost:
         runs = read_offline_runs(tmp_path, expect=4)
 
         assert f"under {tmp_path}/wandb" in output
-        assert {"episode_0", "episode_1", "episode_2"} <= runs.keys()
+        assert {"run-episode_0", "run-episode_1", "run-episode_2"} <= runs.keys()
         assert {"multiple_runs"} == {r["group"] for r in runs.values()}
 
     def test_example_09_custom_axis(self, foreign_host, tmp_path) -> None:
