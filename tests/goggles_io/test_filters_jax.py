@@ -122,3 +122,12 @@ class TestFiltersUnderJit:
 
         assert isinstance(y, jax.Array)
         np.testing.assert_allclose([2.0, 3.0], np.asarray(y))
+
+
+def test_backend_of_a_jax_array_is_jax_numpy() -> None:
+    """get_backend gives jax.numpy for a jax array, and is_jax_array says so."""
+    from goggles_io.filters import get_backend, is_jax_array
+
+    x = jnp.zeros(3)
+
+    assert (jnp, True) == (get_backend(x), is_jax_array(x))
