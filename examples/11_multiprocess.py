@@ -1,7 +1,7 @@
 """Several worker processes logging into one run through one host.
 
 Each worker attaches the same ``LocalStorageHandler`` name: the first registration wins, so all
-events land in one ``events.jsonl``. Run: ``python examples/11_multiprocess.py``.
+events land in one ``log.jsonl``. Run: ``python examples/11_multiprocess.py``.
 """
 
 from __future__ import annotations

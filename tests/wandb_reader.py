@@ -46,7 +46,7 @@ def _complete(path: Path) -> bool:
 
 def read_offline_runs(root: Path, expect: int = 1) -> dict[str, dict[str, Any]]:
     """Read every offline run under ``root``: name -> group, tags, config, history, summary, axes,
-    alerts.
+    alerts, artifacts (name, type, aliases, entries, metadata) and dir (the run's folder).
 
     wandb-core writes the run file asynchronously after ``finish()`` returns in-process, so wait
     until ``expect`` run files each hold their final ``exit`` record.
@@ -59,6 +59,7 @@ def read_offline_runs(root: Path, expect: int = 1) -> dict[str, dict[str, Any]]:
     runs: dict[str, dict[str, Any]] = {}
     for path in wait_until(files, what="offline W&B runs complete on disk"):
         run: dict[str, Any] = {"config": {}, "history": [], "summary": {}, "axes": {}, "alerts": []}
+        run.update(artifacts=[], dir=path.parent)
         for record in _records(path):
             kind = record.WhichOneof("record_type")
             if kind == "run":
@@ -83,6 +84,17 @@ def read_offline_runs(root: Path, expect: int = 1) -> dict[str, dict[str, Any]]:
             elif kind == "alert":
                 a = record.alert
                 run["alerts"].append({"title": a.title, "text": a.text, "level": a.level})
+            elif kind == "artifact" and record.artifact.type != "run_table":
+                a = record.artifact
+                run["artifacts"].append(
+                    {
+                        "name": a.name,
+                        "type": a.type,
+                        "aliases": sorted(a.aliases),
+                        "entries": sorted(c.path for c in a.manifest.contents),
+                        "metadata": json.loads(a.metadata or "{}"),
+                    }
+                )
             elif kind == "metric" and record.metric.name:
                 run["axes"][record.metric.name] = record.metric.step_metric
         run["config"].pop("_wandb", None)

@@ -12,7 +12,6 @@ from logging import CRITICAL, DEBUG, ERROR, INFO, NOTSET, WARNING
 
 import lazy_loader as _lazy
 
-from goggles_io._api.data import GogglesLogger
 from goggles_io._api.functions import (
     attach,
     call_handler,
@@ -24,6 +23,8 @@ from goggles_io._api.functions import (
 )
 from goggles_io._api.get_logger import get_logger
 from goggles_io._api.loggers import TextLogger
+from goggles_io._api.media import GogglesLogger
+from goggles_io._api.protocols import DataLogger
 from goggles_io._api.state import freeze
 from goggles_io._api.timing import timeit, trace_on_error
 from goggles_io._bus.bus import EventBus
@@ -45,24 +46,32 @@ __all__ = [
     "BaseHandler",
     "ConsoleHandler",
     "CsvHandler",
+    "DataLogger",
     "Event",
     "EventBus",
     "FinishReport",
     "GogglesLogger",
     "GracefulShutdown",
     "Handler",
+    "Image",
     "Kind",
     "LocalStorageHandler",
+    "Metrics",
     "NoOpHandler",
     "PrettyConfig",
     "RemoteHandler",
     "Subscription",
     "TextLogger",
+    "Trajectories",
+    "Vector",
+    "VectorField",
+    "Video",
     "WandBHandler",
     "attach",
     "call_handler",
     "configure",
     "detach",
+    "filters",
     "finish",
     "flush",
     "freeze",
@@ -83,11 +92,12 @@ for _name in ("goggles_io", "goggles"):
         _logging.getLogger(_name).addHandler(_logging.NullHandler())
 
 # Names imported on first access, by the module that defines them (keeps ``import`` cheap and
-# never pulls wandb in). ``config`` and ``media`` are public submodules: ``gg.config`` works
-# without importing it.
+# never pulls wandb in). ``config``, ``filters``, ``media``, ``shutdown``, ``types`` and
+# ``validation`` are public submodules: ``gg.filters`` works without importing it.
+_SUBMODULES = ["config", "filters", "media", "shutdown", "types", "validation"]
 _lazy_getattr, _, _ = _lazy.attach(
     __name__,
-    submodules=["config", "media"],
+    submodules=_SUBMODULES,
     submod_attrs={
         "_api.shutdown": ["GracefulShutdown"],
         "_api.subscribe": ["subscribe"],
@@ -97,6 +107,7 @@ _lazy_getattr, _, _ = _lazy.attach(
         "handlers.remote": ["RemoteHandler"],
         "handlers.storage": ["LocalStorageHandler"],
         "handlers.wandb": ["WandBHandler"],
+        "types": ["Image", "Metrics", "Trajectories", "Vector", "VectorField", "Video"],
     },
 )
 
@@ -113,4 +124,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))

@@ -108,12 +108,12 @@ class PrettyConfig(dict):  # type: ignore[type-arg]
             for key, value in self.items()
         }
 
-    def to_yaml(self, path: StrPath) -> None:
+    def to_yaml(self, file_path: StrPath) -> None:
         """Save as YAML with :func:`save_configuration` (same checks, atomic write)."""
-        save_configuration(self, path)
+        save_configuration(self, file_path)
 
-    def to_json(self, path: StrPath) -> None:
-        """Save as strict JSON (indented, UTF-8), atomically.
+    def to_json(self, file_path: StrPath, *, indent: int = 2) -> None:
+        """Save as strict JSON (indented by ``indent``, UTF-8), atomically.
 
         Values are converted as for YAML; NaN and infinities are refused because JSON has no
         spelling for them that other readers accept.
@@ -121,30 +121,30 @@ class PrettyConfig(dict):  # type: ignore[type-arg]
         Raises:
             ConfigurationFileError: a key or value JSON cannot hold; the message names the key path.
         """
-        file = os.fspath(path)
+        file = os.fspath(file_path)
         plain = to_plain(self, string_keys=True, refuse=_refuse_for(file))
         try:
-            text = json.dumps(plain, indent=2, ensure_ascii=False, allow_nan=False)
+            text = json.dumps(plain, indent=indent, ensure_ascii=False, allow_nan=False)
         except ValueError as exc:
             msg = f"cannot save to {file!r} as JSON: {exc}; save as YAML (.nan/.inf) instead."
             raise ConfigurationFileError(msg, path=file) from exc
         write_text_atomic(Path(file), text + "\n")
 
 
-def load_configuration(path: StrPath) -> PrettyConfig:
-    """Load a YAML mapping from ``path`` with pyyaml's safe loader, strictly.
+def load_configuration(file_path: StrPath) -> PrettyConfig:
+    """Load a YAML mapping from ``file_path`` with pyyaml's safe loader, strictly.
 
     Only plain YAML types are built (no arbitrary Python objects). Stricter than ``yaml.safe_load``:
     a key given twice in one mapping and a key that is not a string are errors, because both
     silently change what a run was configured with. An empty file loads as an empty config.
 
     Raises:
-        ConfigurationNotFoundError: ``path`` does not exist.
+        ConfigurationNotFoundError: ``file_path`` does not exist.
         ConfigurationFileError: the file is not valid YAML, its top level is not a mapping, or a
             mapping has a duplicate or non-string key; the message names the key, file and line.
     """
     yaml = import_yaml()
-    file = os.fspath(path)
+    file = os.fspath(file_path)
     try:
         text = Path(file).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -175,8 +175,8 @@ def load_configuration(path: StrPath) -> PrettyConfig:
     return PrettyConfig(data)
 
 
-def save_configuration(config: Mapping[str, Any], path: StrPath) -> None:
-    """Write ``config`` to ``path`` as YAML that :func:`load_configuration` reads back equal.
+def save_configuration(config: Mapping[str, Any], file_path: StrPath) -> None:
+    """Write ``config`` to ``file_path`` as YAML that :func:`load_configuration` reads back equal.
 
     numpy scalars become Python numbers and numpy arrays and tuples become lists, so the file
     holds only plain YAML; NaN and infinities are written as ``.nan``/``.inf`` and load back as
@@ -187,7 +187,7 @@ def save_configuration(config: Mapping[str, Any], path: StrPath) -> None:
         ConfigurationFileError: ``config`` holds a key or value YAML cannot round-trip; the message
             names the key path and the value.
     """
-    file = os.fspath(path)
+    file = os.fspath(file_path)
     if not isinstance(config, Mapping):
         msg = f"config must be a mapping (got a {type(config).__name__}: {config!r:.80})."
         raise ConfigurationFileError(msg, path=file)

@@ -45,6 +45,7 @@ _events = st.builds(
     filepath=st.none() | st.text(max_size=20),
     lineno=st.none() | st.integers(0, 10**6),
     extra=st.dictionaries(st.text(max_size=8), _json, max_size=3),
+    time=st.none() | st.floats(allow_nan=False),
 )
 _messages = st.one_of(
     st.builds(Batch, seq=st.integers(0, 2**40), events=st.lists(_events, max_size=5)),

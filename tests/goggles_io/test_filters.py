@@ -176,7 +176,7 @@ class TestScaleFilter:
     def test_is_affine(self, xs: list[float], scale: float, offset: float) -> None:
         """ScaleFilter computes x * scale + offset."""
         np.testing.assert_allclose(
-            np.array(xs) * scale + offset, run(ScaleFilter(scale, offset), xs)
+            np.array(xs) * scale + offset, run(ScaleFilter(scale, offset=offset), xs)
         )
 
     @pytest.mark.parametrize("scale", ["2", None, [1.0], True])
@@ -409,7 +409,7 @@ def all_filters() -> list[Filter]:
         ExpAverageFilter(0.3),
         MedianFilter(4),
         MinMaxFilter(-10.0, 10.0),
-        ScaleFilter(2.0, 1.0),
+        ScaleFilter(2.0, offset=1.0),
         QuantizationFilter(-8.0, 8.0, 0.5),
         RangeRejectFilter(-5, 5, fallback_filter=[ExpAverageFilter(0.5)]),
         StdRejectFilter(2.0, 6),
@@ -507,3 +507,41 @@ class TestImport:
         )
 
         assert "False" == out.stdout.strip()
+
+
+class TestRoboGogglesFilterNames:
+    def test_prefix_goes_before_the_name(self) -> None:
+        """prefix="avg/" labels a filter's name, as robo-goggles' debugging prefix does."""
+        from goggles_io.filters import AverageFilter
+
+        assert "avg/AverageFilter(window_size=3)" == AverageFilter(3, prefix="avg/").name
+
+    def test_filter_config_round_trips_through_dict(self) -> None:
+        """FilterConfig.from_config(c.to_dict()) == c; a config without type raises."""
+        from goggles_io.exceptions import ConfigurationError
+        from goggles_io.filters import FilterConfig
+
+        config = FilterConfig(type="MedianFilter", parameters={"window_size": 5})
+
+        assert config == FilterConfig.from_config(config.to_dict())
+        with pytest.raises(ConfigurationError, match="type"):
+            FilterConfig.from_config({"parameters": {}})
+
+    def test_available_filters_limit_what_a_config_may_name(self) -> None:
+        """create_concat_filter(..., available_filters=) refuses a type not in the table."""
+        from goggles_io.exceptions import ConfigurationError
+        from goggles_io.filters import AVAILABLE_FILTERS, ScaleFilter, create_concat_filter
+
+        configs = [{"type": "ScaleFilter", "parameters": {"scale": 2.0}}]
+        chain = create_concat_filter(configs, available_filters=AVAILABLE_FILTERS)
+
+        assert 4.0 == chain.step(2.0)
+        with pytest.raises(ConfigurationError, match="ScaleFilter"):
+            create_concat_filter(configs, available_filters={"Other": ScaleFilter})
+
+    def test_backend_is_numpy_without_jax_arrays(self) -> None:
+        """get_backend gives numpy for lists, floats and numpy arrays; is_jax_array is False."""
+        from goggles_io.filters import get_backend, is_jax_array
+
+        assert [np, np, np] == [get_backend(x) for x in ([1], 2.0, np.zeros(2))]
+        assert not is_jax_array(np.zeros(2))

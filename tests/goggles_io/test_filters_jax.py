@@ -35,7 +35,7 @@ FILTERS = {
     "exp_average": ExpAverageFilter(0.25),
     "median": MedianFilter(4),
     "minmax": MinMaxFilter(-10.0, 10.0),
-    "scale": ScaleFilter(0.5, -1.0),
+    "scale": ScaleFilter(0.5, offset=-1.0),
     "quantization": QuantizationFilter(-12.0, 12.0, 3.0),
     "range_reject": RangeRejectFilter(-10, 10, fallback_filter=[AverageFilter(3)]),
     "std_reject": StdRejectFilter(2.7, 6),
@@ -122,3 +122,12 @@ class TestFiltersUnderJit:
 
         assert isinstance(y, jax.Array)
         np.testing.assert_allclose([2.0, 3.0], np.asarray(y))
+
+
+def test_backend_of_a_jax_array_is_jax_numpy() -> None:
+    """get_backend gives jax.numpy for a jax array, and is_jax_array says so."""
+    from goggles_io.filters import get_backend, is_jax_array
+
+    x = jnp.zeros(3)
+
+    assert (jnp, True) == (get_backend(x), is_jax_array(x))

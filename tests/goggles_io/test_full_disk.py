@@ -18,7 +18,7 @@ import pytest
 
 import goggles_io as gg
 from goggles_io.handlers.csv import CsvHandler
-from goggles_io.handlers.storage import EVENTS_FILE, LocalStorageHandler
+from goggles_io.handlers.storage import LOG_FILE, LocalStorageHandler
 from goggles_io.runs import RunContext, read_kv, read_run, register_run
 
 
@@ -70,7 +70,7 @@ class TestStorageOnFullDisk:
                 logger.histogram(rng.normal(size=2_000), step=step, name="weights")
         report = gg.finish(120.0)
 
-        lines = _lines_all_whole(small_disk / "run" / EVENTS_FILE)
+        lines = _lines_all_whole(small_disk / "run" / LOG_FILE)
         losses = report.handlers["t.storage"].losses
         assert 20_400 == len(lines) + losses["write_failed"]
         assert losses["write_failed"] > 0 and report.lost >= losses["write_failed"]

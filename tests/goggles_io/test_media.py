@@ -73,10 +73,10 @@ class TestYamlDump:
         assert isinstance(info.value, ValueError)
 
     def test_import_loads_no_image_libraries(self) -> None:
-        """Importing goggles_io.media pulls in neither pillow, imageio nor pyyaml."""
+        """Importing goggles_io.media pulls in neither pillow, imageio, matplotlib nor pyyaml."""
         code = (
             "import sys, goggles_io.media; "
-            "print(sorted(m for m in ('PIL', 'imageio', 'yaml') if m in sys.modules))"
+            "print(sorted(m for m in ('PIL', 'imageio', 'matplotlib', 'yaml') if m in sys.modules))"
         )
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True

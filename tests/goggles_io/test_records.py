@@ -30,6 +30,7 @@ _events = st.builds(
     filepath=st.one_of(st.none(), st.text(max_size=20)),
     lineno=st.one_of(st.none(), st.integers(1, 10**5)),
     extra=st.dictionaries(st.text(min_size=1, max_size=6), _scalars, max_size=3),
+    time=st.one_of(st.none(), st.floats(-1e9, 1e9)),
 )
 
 
@@ -60,7 +61,19 @@ class TestEvent:
 
         event = Event.from_dict(data)
 
-        assert (12.5, {"name": "x"}) == (event.timestamp, dict(event.extra))
+        assert (12.5, {"name": "x"}) == (event.time, dict(event.extra))
+
+    def test_plain_string_kind_is_routed_as_its_kind(self) -> None:
+        """Event(kind="image") built as robo-goggles' handlers do reaches an image handler."""
+        from goggles_io.testing import MemoryHandler
+
+        bus = __import__("goggles_io").EventBus()
+        handler = MemoryHandler(name="m")
+        bus.attach(handler, ["global"])
+        bus.emit(Event(kind="image", scope="global", payload=np.zeros((2, 2), np.uint8)))  # type: ignore[arg-type]
+        bus.finish(5)
+
+        assert [Kind.IMAGE] == [e.kind for e in handler.events]
 
     def test_array_payloads_compare_by_value(self) -> None:
         """Two events with equal arrays are equal; different arrays are not."""

@@ -168,7 +168,7 @@ class TestCallForms:
         gg.get_logger("lv").log(gg.WARNING, "m", step=3, time=12.5, epoch=2)
 
         event = delivered(mem)[0]
-        assert (3, 12.5, 2, 30) == (event.step, event.timestamp, event.extra["epoch"], event.level)
+        assert (3, 12.5, 2, 30) == (event.step, event.time, event.extra["epoch"], event.level)
 
     def test_bad_step_on_text_raises(self) -> None:
         """A negative step on a text call raises InvalidPayloadError naming step."""
@@ -274,3 +274,84 @@ def test_private_integrations_path_of_robo_goggles_examples() -> None:
     from goggles_io._core.integrations import ConsoleHandler, LocalStorageHandler
 
     assert (ConsoleHandler, LocalStorageHandler) == (gg.ConsoleHandler, gg.LocalStorageHandler)
+
+
+class TestRoboGogglesModules:
+    @pytest.mark.parametrize(
+        ("value", "expected"),
+        [(1, True), (1.0, True), (True, True), (2**70, True), (np.int64(3), True), (1.5, False),
+         ("1", False), (None, False), (float("nan"), False)],
+    )  # fmt: skip
+    def test_validation_is_int(self, value: object, expected: bool) -> None:
+        """goggles.validation.is_int: whole real numbers only."""
+        assert expected == gg.validation.is_int(value)
+
+    @pytest.mark.parametrize(
+        ("number", "multiple", "expected"),
+        [(5, 4, 8), (8, 4, 8), (0, 4, 0), (-3, 4, 0), (5.5, 2, 6)],
+    )
+    def test_validation_round_up_to_multiple(
+        self, number: float, multiple: int, expected: int
+    ) -> None:
+        """round_up_to_multiple gives the smallest multiple >= number."""
+        assert expected == gg.validation.round_up_to_multiple(number, multiple)
+
+    def test_round_up_to_a_zero_multiple_raises(self) -> None:
+        """A zero multiple raises ZeroDivisionError, as robo-goggles."""
+        with pytest.raises(ZeroDivisionError):
+            gg.validation.round_up_to_multiple(5, 0)
+
+    def test_types_and_shutdown_modules_hold_robo_goggles_names(self) -> None:
+        """goggles.types and goggles.shutdown are modules with the event and GracefulShutdown."""
+        assert (gg.Event, gg.Kind, np.ndarray) == (gg.types.Event, gg.types.Kind, gg.types.Image)
+        assert gg.GracefulShutdown is gg.shutdown.GracefulShutdown
+
+    def test_loggers_are_data_loggers(self) -> None:
+        """A metrics logger is a gg.DataLogger; a text logger is not."""
+        assert isinstance(gg.get_logger("d", with_metrics=True), gg.DataLogger)
+        assert not isinstance(gg.get_logger("t"), gg.DataLogger)
+
+    def test_star_import_gives_filters_and_aliases(self) -> None:
+        """from goggles import * binds filters and the array aliases (all in __all__)."""
+        space: dict[str, Any] = {}
+        exec("from goggles_io import *", space)
+
+        assert {"filters", "Image", "Metrics", "Trajectories", "VectorField"} <= space.keys()
+
+    def test_graceful_shutdown_stop_is_settable(self) -> None:
+        """gs.stop = True ends a while-not-stop loop without a signal; False clears it."""
+        with gg.GracefulShutdown() as gs:
+            gs.stop = True
+            first = gs.stop
+            gs.stop = False
+
+        assert (True, False) == (first, gs.stop)
+
+    def test_trace_on_error_takes_the_scope_first(self, mem: MemoryHandler) -> None:
+        """@trace_on_error("global.train") logs on that scope (robo-goggles' positional)."""
+
+        @gg.trace_on_error("global.train")
+        def fail() -> None:
+            raise KeyError("x")
+
+        with pytest.raises(KeyError):
+            fail()
+
+        assert ["global.train"] == [e.scope for e in delivered(mem)]
+
+    def test_event_bus_shutdown_closes_the_handlers(self) -> None:
+        """EventBus.shutdown(timeout) delivers and closes, as finish does."""
+        bus = gg.EventBus()
+        bus.attach(MinimalHandler(), ["global"])
+        bus.emit(gg.Event(kind=Kind.LOG, scope="global", payload="last", level=20))
+        bus.shutdown(timeout=5)
+
+        assert ["last", "closed"] == MinimalHandler.seen
+
+    def test_wandb_handler_class_constants(self) -> None:
+        """WandBHandler.GLOBAL_SCOPE and the class-level names match robo-goggles."""
+        pytest.importorskip("wandb")
+
+        assert ("global", "wandb", "goggles.console") == (
+            gg.WandBHandler.GLOBAL_SCOPE, gg.WandBHandler.name, gg.ConsoleHandler.name,
+        )  # fmt: skip

@@ -13,7 +13,15 @@ import yaml
 
 import goggles_io as gg
 from goggles_io.exceptions import ConfigConflictError, ConfigurationError
-from goggles_io.runs import RunContext, list_runs, read_kv, read_run, register_run, write_kv
+from goggles_io.runs import (
+    RunContext,
+    last_metrics,
+    list_runs,
+    read_kv,
+    read_run,
+    register_run,
+    write_kv,
+)
 from support import wait_until
 
 SCRIPT = Path(__file__).parent / "scripts" / "run_until_signal.py"
@@ -274,6 +282,18 @@ class TestReadRun:
         run.close()
 
         assert 4 == read_run(run.dir)["last_step"]
+
+    def test_last_step_and_metrics_from_a_local_storage_run(self, tmp_path: Path) -> None:
+        """A run LocalStorageHandler wrote (log.jsonl) gives its last step and metric values."""
+        run = make_run(tmp_path)
+        gg.attach(gg.LocalStorageHandler(run.dir, name="runs.storage"))
+        log = gg.get_logger("r", with_metrics=True)
+        log.scalar("loss", 1.0, step=4)
+        log.scalar("loss", 0.5, step=5)
+        gg.finish(timeout=30)
+        run.close()
+
+        assert (5, {"loss": 0.5}) == (read_run(run.dir)["last_step"], last_metrics(run.dir))
 
     def test_list_runs_reports_each_status(self, tmp_path: Path) -> None:
         """list_runs returns every run under root with its status, oldest first."""

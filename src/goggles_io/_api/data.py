@@ -1,14 +1,16 @@
-"""``GogglesLogger``: text plus data (scalars, media, histograms, tables, artifacts).
+"""``MetricLogger``: text plus numbers (``scalar``, ``push``, ``dictionary``), and the helpers
+every data call shares (steps, extras, sending); ``GogglesLogger`` adds media on top.
 
 Each data call validates and copies its input, resolves the metric's step (explicit, or the
 metric's previous step + 1 in this scope) and emits one event. A custom x-axis declared with
-:meth:`GogglesLogger.set_x_axis` travels in ``extra["x_axis"]`` with its value in ``extra["x"]``.
+:meth:`MetricLogger.set_x_axis` travels in ``extra["x_axis"]`` with its value in ``extra["x"]``;
+robo-goggles' ``time=`` lands in :attr:`Event.time` (and, for numbers, is their x value).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from sys import _getframe
 from time import time as _now
 from typing import TYPE_CHECKING, Any
@@ -22,13 +24,13 @@ from goggles_io.exceptions import InvalidPayloadError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["GogglesLogger"]
+__all__ = ["MetricLogger", "owned", "wait"]
 
 _METRIC = Kind.METRIC
 _INF = math.inf
 
 
-def _owned(arr: np.ndarray, given: object) -> Any:
+def owned(arr: np.ndarray, given: object) -> Any:
     """The log call's own copy of ``arr``: staged straight into shared memory when the transport
     can (one copy, no fresh heap pages), else a private heap copy. Later changes by the caller
     never reach the handlers either way."""
@@ -40,13 +42,13 @@ def _owned(arr: np.ndarray, given: object) -> Any:
     return arr.copy() if arr is given or arr.base is not None else arr
 
 
-def _wait() -> None:
+def wait() -> None:
     """Block until the handlers took everything logged so far (``async_mode=False``)."""
     (STATE.transport or get_transport()).flush(None)
 
 
-class GogglesLogger(TextLogger):
-    """A :class:`TextLogger` that also logs metrics and media."""
+class MetricLogger(TextLogger):
+    """A :class:`TextLogger` that also logs numbers (the base of :class:`GogglesLogger`)."""
 
     __slots__ = ()
 
@@ -75,9 +77,16 @@ class GogglesLogger(TextLogger):
         return ext
 
     def _send(
-        self, kind: Kind, payload: Any, step: int, ext: dict[str, Any], async_mode: Any = None
+        self,
+        kind: Kind,
+        payload: Any,
+        step: int,
+        ext: dict[str, Any],
+        async_mode: Any = None,
+        when: float | None = None,
+        depth: int = 2,
     ) -> None:
-        filepath, lineno = _caller(2)
+        filepath, lineno = _caller(depth)
         _emit(
             Event(
                 kind=kind,
@@ -90,10 +99,11 @@ class GogglesLogger(TextLogger):
                 filepath=filepath,
                 lineno=lineno,
                 extra=ext,
+                time=when,
             )
         )
         if async_mode is False:
-            _wait()
+            wait()
 
     # -- declarations -----------------------------------------------------------------------
     def set_x_axis(self, metric: str, axis: str = "time") -> None:
@@ -141,6 +151,8 @@ class GogglesLogger(TextLogger):
             axis = STATE.x_axes.get(name)
             if axis is not None:
                 ext["x_axis"] = axis
+        if time is not None:
+            time = v.check_time(time)
         if x is not None or time is not None:
             ext["x"] = x if x is not None else time
             ext.setdefault("x_axis", "time")
@@ -163,10 +175,11 @@ class GogglesLogger(TextLogger):
                 filepath,
                 lineno,
                 ext,
+                time,
             )
         )
         if async_mode is False:
-            _wait()
+            wait()
 
     def push(
         self,
@@ -188,20 +201,75 @@ class GogglesLogger(TextLogger):
         if not isinstance(metrics, Mapping):
             msg = f"metrics must be a mapping of name -> value (got {type(metrics).__name__})."
             raise InvalidPayloadError(msg, value=metrics)
-        x = x if x is not None else time
-        groups: dict[int, dict[str, int | float]] = {}
-        images: list[tuple[str, np.ndarray]] = []
-        for name, value in metrics.items():
-            v.check_name(name)
+        items = [(v.check_name(name), value) for name, value in metrics.items()]
+        self._spread(items, step, x, v.check_time(time), extra, "/", fields=False)
+        if async_mode is False:
+            wait()
+
+    def dictionary(
+        self,
+        name: str,
+        data: Mapping[str, Any],
+        step: int | None = None,
+        *,
+        time: Any = None,
+        async_mode: bool | None = None,
+        **extra: Any,
+    ) -> None:
+        """Log a mapping of mixed values under ``name/<key>``, routed by type as robo-goggles does.
+
+        Numbers (and 0-d arrays) become the metric ``name/key``; a 1-D array the metrics
+        ``name/key_0 ..``; a 2-D array or ``(H, W, C)`` with C in 1/3/4 an image; an array whose
+        last axis is 2 (3-D or more) a vector field. Every value is checked before anything is
+        logged, so a bad one leaves nothing half-written.
+
+        Raises:
+            InvalidPayloadError: ``data`` is not a mapping, or a value fits none of the above
+                (robo-goggles logs an ERROR line and skips it instead).
+        """
+        prefix = v.check_name(name)
+        if not isinstance(data, Mapping):
+            msg = f"data must be a mapping of key -> value (got {type(data).__name__})."
+            raise InvalidPayloadError(msg, value=data)
+        items = [
+            (f"{prefix}/{v.check_name(str(key), 'key')}", value) for key, value in data.items()
+        ]
+        self._spread(items, step, None, v.check_time(time), extra, "_", fields=True)
+        if async_mode is False:
+            wait()
+
+    def _spread(
+        self,
+        items: list[tuple[str, Any]],
+        step: int | None,
+        x: Any,
+        when: float | None,
+        extra: Mapping[str, Any],
+        sep: str,
+        fields: bool,
+    ) -> None:
+        """Route ``(name, value)`` pairs: numbers grouped by step, images, vector fields.
+
+        Everything is checked and copied first (a bad value raises before anything is sent).
+        ``sep`` joins a 1-D array's name and index; ``fields`` routes trailing-2 arrays to
+        vector fields (``dictionary``) instead of refusing them (``push``).
+        """
+        numbers: list[tuple[str, int | float]] = []
+        media: list[tuple[Kind, str, Any]] = []
+        for name, value in items:
             if v.is_image_like(value):
-                images.append((name, _owned(v.to_image(value, copy=False), value)))
+                media.append((Kind.IMAGE, name, owned(v.to_image(value, copy=False), value)))
+            elif fields and v.is_field_like(value):
+                field = owned(v.to_vector_field(value, copy=False), value)
+                media.append((Kind.VECTOR_FIELD, name, field))
             elif v.is_vector_like(value):
-                for i, item in enumerate(v.to_vector(name, value)):
-                    element = f"{name}/{i}"
-                    groups.setdefault(self._step(element, step), {})[element] = item
+                vector = v.to_vector(name, value)
+                numbers += [(f"{name}{sep}{i}", item) for i, item in enumerate(vector)]
             else:
-                scalar = v.to_scalar(name, value)
-                groups.setdefault(self._step(name, step), {})[name] = scalar
+                numbers.append((name, v.to_scalar(name, value)))
+        groups: dict[int, dict[str, int | float]] = {}
+        for name, number in numbers:
+            groups.setdefault(self._step(name, step), {})[name] = number
         for at, payload in groups.items():
             ext = self._extra(None, x, extra)
             bad = sorted(n for n, val in payload.items() if not v.is_finite(val))
@@ -210,128 +278,9 @@ class GogglesLogger(TextLogger):
             axes = {STATE.x_axes[n] for n in payload if n in STATE.x_axes}
             if len(axes) == 1:
                 ext["x_axis"] = axes.pop()
-            self._send(_METRIC, payload, at, ext)
-        for name, image in images:
+            self._send(_METRIC, payload, at, ext, when=when, depth=3)
+        for kind, name, array in media:
             ext = self._extra(name, x, extra)
-            ext.setdefault("format", "png")
-            self._send(Kind.IMAGE, image, self._step(name, step), ext)
-        if async_mode is False:
-            _wait()
-
-    # -- media ------------------------------------------------------------------------------
-    def image(
-        self,
-        image: Any,
-        step: int | None = None,
-        *,
-        name: str = "image",
-        format: str = "png",
-        x: Any = None,
-        async_mode: bool | None = None,
-        **extra: Any,
-    ) -> None:
-        """Log an ``(H, W)`` or ``(H, W, C)`` image (uint8, or float in [0, 1]); copied now."""
-        arr = _owned(v.to_image(image, copy=False), image)
-        ext = self._extra(v.check_name(name), x, extra)
-        ext["format"] = format
-        self._send(Kind.IMAGE, arr, self._step(name, step), ext, async_mode)
-
-    def video(
-        self,
-        video: Any,
-        step: int | None = None,
-        *,
-        name: str = "video",
-        fps: float = 20,
-        format: str | None = None,
-        x: Any = None,
-        async_mode: bool | None = None,
-        **extra: Any,
-    ) -> None:
-        """Log a video; stored as ``(T, C, H, W)``; copied now."""
-        arr = _owned(v.to_video(video, copy=False), video)
-        ext = self._extra(v.check_name(name), x, extra)
-        ext["fps"] = v.check_fps(fps)
-        if format is not None:  # otherwise each handler picks its own container
-            ext["format"] = format
-        self._send(Kind.VIDEO, arr, self._step(name, step), ext, async_mode)
-
-    def histogram(
-        self,
-        values: Any,
-        step: int | None = None,
-        *,
-        name: str = "histogram",
-        bins: int | None = None,
-        x: Any = None,
-        async_mode: bool | None = None,
-        **extra: Any,
-    ) -> None:
-        """Log the raw values of a histogram (binned by the handler); copied now."""
-        arr = _owned(v.to_histogram(values, copy=False), values)
-        ext = self._extra(v.check_name(name), x, extra)
-        if bins is not None:
-            ext["bins"] = int(bins)
-        self._send(Kind.HISTOGRAM, arr, self._step(name, step), ext, async_mode)
-
-    def vector_field(
-        self,
-        vector_field: Any,
-        step: int | None = None,
-        *,
-        name: str = "vector_field",
-        x: Any = None,
-        async_mode: bool | None = None,
-        **extra: Any,
-    ) -> None:
-        """Log a ``(..., 2)`` or ``(..., 3)`` vector field; copied now."""
-        arr = _owned(v.to_vector_field(vector_field, copy=False), vector_field)
-        ext = self._extra(v.check_name(name), x, extra)
-        self._send(Kind.VECTOR_FIELD, arr, self._step(name, step), ext, async_mode)
-
-    def artifact(
-        self,
-        data: Any,
-        step: int | None = None,
-        *,
-        name: str | None = None,
-        format: str = "bin",
-        async_mode: bool | None = None,
-        **extra: Any,
-    ) -> None:
-        """Log an artifact: str content, bytes, a dict/list (JSON, or YAML by ``format``),
-        a numpy array (``.npy``), or a :class:`pathlib.Path` of a file to copy."""
-        payload = v.to_artifact(data, format)
-        if name is None:
-            name = payload.rsplit("/", 1)[-1] if isinstance(payload, str) else "artifact"
-        ext = self._extra(v.check_name(name), None, extra)
-        ext["format"] = format
-        self._send(Kind.ARTIFACT, payload, self._step(name, step), ext, async_mode)
-
-    def table(
-        self,
-        columns: Sequence[str],
-        data: Sequence[Sequence[Any]],
-        step: int | None = None,
-        *,
-        name: str = "table",
-        async_mode: bool | None = None,
-        **extra: Any,
-    ) -> None:
-        """Log a table of rows (W&B shows it as a ``wandb.Table``)."""
-        payload = v.to_table(columns, data)
-        ext = self._extra(v.check_name(name), None, extra)
-        self._send(Kind.TABLE, payload, self._step(name, step), ext, async_mode)
-
-    def text(
-        self,
-        text: str,
-        step: int | None = None,
-        *,
-        name: str = "text",
-        async_mode: bool | None = None,
-        **extra: Any,
-    ) -> None:
-        """Log a named block of text at a step (not a log message)."""
-        ext = self._extra(v.check_name(name), None, extra)
-        self._send(Kind.TEXT, str(text), self._step(name, step), ext, async_mode)
+            if kind is Kind.IMAGE:
+                ext.setdefault("format", "png")
+            self._send(kind, array, self._step(name, step), ext, when=when, depth=3)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ __all__ = [
     "is_attached",
 ]
 
-DEFAULT_CONSOLE_NAME = "goggles_io.console"
+DEFAULT_CONSOLE_NAME = "goggles.console"  # robo-goggles' name: detach("goggles.console") works
 
 
 def _scopes(scopes: Sequence[str] | str | None) -> list[str]:
@@ -130,14 +131,18 @@ def configure(
     *,
     enable_console: bool | None = None,
     console_level: int | str | None = None,
-    name: str | None = None,
+    console_path_style: str | None = None,
+    project_root: str | os.PathLike[str] | None = None,
     scopes: Sequence[str] | None = None,
+    name: str | None = None,
     broker: str | None = None,
 ) -> None:
     """Set up the console handler; the last call wins (unlike :func:`attach`).
 
     Without arguments this is a no-op, so it is safe to call unconditionally. Passing only
-    ``console_level`` / ``name`` / ``scopes`` implies ``enable_console=True``. ``broker=URL``
+    ``console_level`` / ``console_path_style`` / ``project_root`` / ``name`` / ``scopes``
+    implies ``enable_console=True``; the path options are the console's ``path_style`` and
+    ``project_root`` (see :class:`~goggles_io.ConsoleHandler`). ``broker=URL``
     (the ``GOGGLES_BROKER`` form) forwards every event of this machine to that Redis and lets
     ``attach(..., from_broker=True)`` read from it.
     """
@@ -147,7 +152,8 @@ def configure(
 
         STATE.broker_url = check_url(broker)
         get_transport().attach(BrokerForwarder(url=broker), ["*"])
-    if enable_console is None and console_level is None and name is None and scopes is None:
+    options = (enable_console, console_level, console_path_style, project_root, name, scopes)
+    if all(option is None for option in options):
         return
     get_settings()
     from goggles_io.handlers.console import ConsoleHandler
@@ -155,7 +161,12 @@ def configure(
     level = (
         logging.NOTSET if console_level is None else v.check_level(console_level, "console_level")
     )
-    handler = ConsoleHandler(name=name or DEFAULT_CONSOLE_NAME, level=level)
+    handler = ConsoleHandler(
+        name=name or DEFAULT_CONSOLE_NAME,
+        level=level,
+        path_style=console_path_style,
+        project_root=project_root,
+    )
     enable = True if enable_console is None else bool(enable_console)
     get_transport().replace(handler, _scopes(scopes), enable=enable)
 
@@ -166,11 +177,15 @@ def flush(timeout_s: float | None = None) -> bool:
     return True if transport is None else transport.flush(timeout_s)
 
 
-def finish(timeout: float | None = None) -> FinishReport:
+def finish(timeout: float | None = None, *, wait_for_host: bool = True) -> FinishReport:
     """Deliver what is queued, flush and close every handler, and report drops per handler.
 
     ``timeout`` (seconds) bounds the whole call, default ``GOGGLES_SHUTDOWN_TIMEOUT``. Logging
     afterwards re-opens the handlers (or counts and reports what a handler could not take).
+    With ``wait_for_host=False`` and a dedicated host, the call returns once the host has every
+    event, without waiting for its handlers to write and close (the host does that on its own
+    when its last client left); the report then holds only this process's side. In-process,
+    the handlers live here, so it finishes them as usual.
     """
     if timeout is None:
         timeout = get_settings().shutdown_timeout_s
@@ -179,7 +194,8 @@ def finish(timeout: float | None = None) -> FinishReport:
     transport = STATE.transport
     if transport is None:
         return from_broker
-    report = transport.finish(timeout)
+    release = None if wait_for_host else getattr(transport, "release", None)
+    report = transport.finish(timeout) if release is None else release(timeout)
     if consumer is None:
         return report
     return FinishReport(

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from goggles_io._api.data import GogglesLogger
 from goggles_io._api.loggers import TextLogger
+from goggles_io._api.media import GogglesLogger
 from goggles_io._api.state import get_settings
 from goggles_io._bus.transport import check_scope
 from goggles_io._event import validate as v

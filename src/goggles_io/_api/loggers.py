@@ -119,12 +119,13 @@ class TextLogger:
                 text,
                 level,
                 step,
-                _now() if time is None else v.check_time(time),
+                _now(),
                 self.name,
                 STATE.pid,
                 filepath,
                 lineno,
                 ext,
+                None if time is None else v.check_time(time),
             )
         )
         if async_mode is False:
@@ -134,6 +135,7 @@ class TextLogger:
         self,
         level: int | str,
         msg: object,
+        /,
         *args: Any,
         exc_info: Any = None,
         extra: Mapping[str, Any] | None = None,
@@ -144,7 +146,7 @@ class TextLogger:
     ) -> None:
         """Log ``msg % args`` at ``level`` (an int or a level name).
 
-        ``step``/``time`` tag the message; ``async_mode=False`` waits until the handlers took it
+        ``step``/``time`` tag the message (``time`` is robo-goggles' :attr:`Event.time`); ``async_mode=False`` waits until the handlers took it
         (robo-goggles' per-call switch); further keyword fields are merged into ``extra``.
         """
         level = v.check_level(level)

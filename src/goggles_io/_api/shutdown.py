@@ -74,8 +74,18 @@ class GracefulShutdown:
 
     @property
     def stop(self) -> bool:
-        """robo-goggles' name for :attr:`requested`: ``while not gs.stop: ...``."""
+        """robo-goggles' name for :attr:`requested`: ``while not gs.stop: ...``.
+
+        Settable, as robo-goggles' plain attribute is: ``gs.stop = True`` ends the loop from
+        the code itself (it counts as one request, without a signal).
+        """
         return self.requested
+
+    @stop.setter
+    def stop(self, value: bool) -> None:
+        self.count = max(self.count, 1) if value else 0
+        if not value:
+            self.signal = None
 
     def __bool__(self) -> bool:
         return self.requested
@@ -120,8 +130,8 @@ class GracefulShutdown:
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
     ) -> None:
         _restore(self._previous)
         self._previous = {}

@@ -38,7 +38,6 @@ def _where(func: Callable[..., Any]) -> tuple[str | None, int | None]:
 def timeit(
     severity: int | str = logging.INFO,
     name: str | None = None,
-    *,
     scope: str = "global",
 ) -> Callable[[F], F]:
     """Log ``"<name> took <ms> ms"`` at ``severity`` after each call of the decorated function.
@@ -75,9 +74,12 @@ def timeit(
 
 
 def trace_on_error(
-    severity: int | str = logging.ERROR, *, scope: str = "global"
+    scope: str = "global", *, severity: int | str = logging.ERROR
 ) -> Callable[[F], F]:
-    """On an exception, log the full traceback and the call's arguments, then re-raise."""
+    """On an exception, log the full traceback and the call's arguments, then re-raise.
+
+    ``scope`` comes first, as in robo-goggles (``@trace_on_error("train")``).
+    """
     level = v.check_level(severity, "severity")
 
     def decorate(func: F) -> F:

@@ -15,9 +15,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from goggles_io._bus.lane import Lane
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
-from goggles_io._event.records import Event
+from goggles_io._event.records import Event, Kind
 from goggles_io._util.report import report
 from goggles_io._util.secret import REDACTED, fingerprint
 from goggles_io.exceptions import UnknownHandlerError, UnknownScopeError
@@ -72,14 +74,15 @@ class EventBus:
     # -- configuration ----------------------------------------------------------------------
     def attach(
         self,
-        handler: Handler | Mapping[str, Any] | Sequence[Handler | Mapping[str, Any]],
+        handlers: Handler | Mapping[str, Any] | Sequence[Handler | Mapping[str, Any]],
         scopes: Sequence[str] = ("global",),
     ) -> None:
-        """Register ``handler`` on ``scopes``; first registration of a name wins.
+        """Register ``handlers`` on ``scopes``; first registration of a name wins.
 
-        Also takes robo-goggles' form: a list of handlers or of their ``to_dict()`` specs
-        (rebuilt through :func:`~goggles_io.register_handler`'s registry).
+        Takes one handler, or robo-goggles' form: a list of handlers or of their ``to_dict()``
+        specs (rebuilt through :func:`~goggles_io.register_handler`'s registry).
         """
+        handler = handlers
         if isinstance(handler, Mapping):
             handler = handler_from_dict(handler)
         elif isinstance(handler, Sequence) and not isinstance(handler, str):
@@ -124,13 +127,15 @@ class EventBus:
             f"{'; '.join(diffs)}"
         )
 
-    def detach(self, name: str, scope: str) -> None:
-        """Remove ``name`` from ``scope``; with no scope left it is flushed, closed, forgotten.
+    def detach(self, handler_name: str, scope: str) -> None:
+        """Remove ``handler_name`` from ``scope``; with no scope left it is flushed, closed,
+        forgotten.
 
         Raises:
             UnknownScopeError: ``name`` is attached but not on ``scope`` (a ``ValueError``).
                 Detaching a name that is not attached at all is a no-op.
         """
+        name = handler_name
         with self._lock:
             lane = self._lanes.get(name)
             if lane is None:
@@ -173,6 +178,8 @@ class EventBus:
         """
         if event.__class__ is not Event:
             event = event if isinstance(event, Event) else Event.from_dict(event)
+        if event.kind.__class__ is not Kind:  # Event(kind="image", ...) as robo-goggles writes it
+            event = attrs.evolve(event, kind=Kind(event.kind))
         if self._finished:
             self._reopen()
         lanes = self._routes.get(event.scope)
@@ -272,6 +279,10 @@ class EventBus:
         if result.dropped or result.lost or not ok:
             report(f"finish: {result.summary()}")
         return result
+
+    def shutdown(self, timeout: float | None = None) -> None:
+        """robo-goggles' name for :meth:`finish` (which also returns the report)."""
+        self.finish(timeout)
 
     def _reopen(self) -> None:
         with self._lock:

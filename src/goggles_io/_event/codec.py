@@ -103,7 +103,7 @@ _CLASSES: dict[int, type] = {v: k for k, v in _TAGS.items()}
 
 
 def _structure_event(t: Any, _: Any) -> Event:
-    kind, scope, payload, level, step, ts, logger, pid, filepath, lineno, extra = t
+    kind, scope, payload, level, step, ts, logger, pid, filepath, lineno, extra, when = t
     if not isinstance(extra, dict):
         msg = f"event extra must be a map (got {type(extra).__name__!r})"
         raise FrameError(msg, value=extra)
@@ -119,12 +119,13 @@ def _structure_event(t: Any, _: Any) -> Event:
         filepath=None if filepath is None else str(filepath),
         lineno=None if lineno is None else int(lineno),
         extra=extra,
+        time=None if when is None else float(when),
     )
 
 
 # -- Batch: columns, not rows (ADR 0013) -------------------------------------------------------
 # A batch body is ``[seq, n, kind, scope, payload, level, step, timestamp, logger, pid,
-# filepath, lineno, extra]``. Each column is a list of ``n`` values, except that the columns in
+# filepath, lineno, extra, time]``. Each column is a list of ``n`` values, except that the columns in
 # _FOLDABLE are sent as one bare value when every event shares it (they are str / int / None, so
 # a bare value is never a list). Events from one logger share most of them: half the bytes, and
 # the host builds fewer objects.
@@ -141,9 +142,10 @@ _COLUMNS = (
     "filepath",
     "lineno",
     "extra",
+    "time",
 )
 _GETTERS = tuple(_GET(name) for name in _COLUMNS)
-_FOLDABLE = frozenset({"kind", "scope", "level", "logger", "pid", "filepath", "lineno"})
+_FOLDABLE = frozenset({"kind", "scope", "level", "logger", "pid", "filepath", "lineno", "time"})
 _FOLD_TYPES = (str, int, type(None), Kind)
 _NONE = type(None)
 # Exact types accepted without conversion, and the conversion applied to anything else.
@@ -158,6 +160,7 @@ _CHECKS: dict[str, tuple[frozenset[type], Callable[[Any], Any] | None]] = {
     "filepath": (frozenset({str, _NONE}), lambda v: None if v is None else str(v)),
     "lineno": (frozenset({int, _NONE}), lambda v: None if v is None else int(v)),
     "extra": (frozenset({dict}), None),
+    "time": (frozenset({float, _NONE}), lambda v: None if v is None else float(v)),
 }
 
 

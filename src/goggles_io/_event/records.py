@@ -14,20 +14,25 @@ Contract for handler authors and for the transport:
                       uint8, or float in [0, 1]
   ``VIDEO``           ``np.ndarray`` ``(T, C, H, W)`` with ``C`` in 1, 3, 4 (the W&B layout)
   ``HISTOGRAM``       ``np.ndarray`` 1-D: the raw values (not yet binned)
+  ``VECTOR``          ``np.ndarray`` 1-D (robo-goggles' kind; stored in the JSONL only)
   ``VECTOR_FIELD``    ``np.ndarray`` ``(..., 2)`` or ``(..., 3)``
-  ``ARTIFACT``        ``bytes`` (contents) or ``str`` (a path to a file)
+  ``TRAJECTORIES``    ``np.ndarray`` ``(N, L, dim)`` or ``(L, dim)``, ``dim`` in 2, 3
+  ``ARTIFACT``        ``bytes`` (contents), ``str`` (a path to a file) or a W&B-style
+                      reference ``{"path": <absolute path>, "name"?, "type"?, "aliases"?}``
   ``TABLE``           ``{"columns": list[str], "data": list[list[scalar | str]]}``
   ``TEXT``            ``str``
   ==================  ======================================================================
 
 * ``extra`` holds msgpack-safe builtins only. Reserved keys: ``name`` (media / text / table
   name), ``format`` (``"png"``, ``"gif"``, ``"mp4"``, ``"bin"``...), ``fps`` (video), ``bins``
-  (histogram), ``nonfinite`` (METRIC: sorted list of names whose value is NaN or +-inf),
+  (histogram), ``static`` (histogram: W&B custom chart), ``store_visualization`` / ``mode`` /
+  ``add_colorbar`` (vector fields, trajectories: the PNG LocalStorageHandler renders), ``nonfinite`` (METRIC: sorted list of names whose value is NaN or +-inf),
   ``x_axis`` / ``x`` (the declared custom x-axis name and its value), ``exc_text`` (LOG: the
   formatted traceback), ``bound`` (the logger's bound fields, a dict). Any other key is a
   user-supplied routing field.
 * ``level`` is set for ``LOG`` events only (``None`` otherwise); handlers filter on it.
-* ``timestamp`` is the emission time (``time.time()`` in the producer), never the handling time.
+* ``timestamp`` is the emission time (``time.time()`` in the producer), never the handling time;
+  ``time`` is robo-goggles' caller-given time of the event (e.g. simulated seconds), or ``None``.
 * ``filepath`` / ``lineno`` are the caller's, or ``None`` when caller info is disabled.
 """
 
@@ -62,7 +67,9 @@ class Kind(str, enum.Enum):
     IMAGE = "image"
     VIDEO = "video"
     HISTOGRAM = "histogram"
+    VECTOR = "vector"
     VECTOR_FIELD = "vector_field"
+    TRAJECTORIES = "trajectories"
     ARTIFACT = "artifact"
     TABLE = "table"
     TEXT = "text"
@@ -134,11 +141,12 @@ class Event:
     filepath: str | None = None
     lineno: int | None = None
     extra: Mapping[str, Any] = attrs.field(factory=dict)
+    time: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a plain dict (``kind`` as its string value; arrays left as arrays)."""
         return {
-            "kind": self.kind.value,
+            "kind": Kind(self.kind).value,
             "scope": self.scope,
             "payload": self.payload,
             "level": self.level,
@@ -149,20 +157,22 @@ class Event:
             "filepath": self.filepath,
             "lineno": self.lineno,
             "extra": dict(self.extra),
+            "time": self.time,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Event:
         """Rebuild an event from :meth:`to_dict` output.
 
-        Also accepts the robo-goggles layout (``time`` for ``timestamp``, flat ``extra.<key>``
-        entries), so handlers written against that README keep working.
+        Also accepts robo-goggles' layout (flat ``extra.<key>`` entries, a plain-string
+        ``kind``), so handlers written against its README keep working.
         """
         extra = dict(data.get("extra") or {})
         for key, value in data.items():
             if key.startswith("extra."):
                 extra[key[6:]] = value
-        timestamp = data.get("timestamp", data.get("time"))
+        timestamp = data.get("timestamp")
+        when = data.get("time")
         return cls(
             kind=Kind(data["kind"]),
             scope=data.get("scope", "global"),
@@ -175,6 +185,7 @@ class Event:
             filepath=data.get("filepath"),
             lineno=data.get("lineno"),
             extra=extra,
+            time=None if when is None else float(when),
         )
 
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 import logging
 import math
 import numbers
-import os
 import reprlib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from goggles_io.exceptions import InvalidLevelError, InvalidNameError, InvalidPayloadError
@@ -24,7 +23,7 @@ _SHORT = reprlib.Repr()
 _SHORT.maxstring = _SHORT.maxother = _SHORT.maxlong = 120
 
 
-def _short(value: object) -> str:
+def short_repr(value: object) -> str:
     """``repr(value)`` cut to a readable length: an error about a 70 MB string stays small."""
     return _SHORT.repr(value)
 
@@ -32,16 +31,22 @@ def _short(value: object) -> str:
 # numpy is imported on first use: it costs more than the rest of ``import goggles_io``.
 
 __all__ = [
+    "check_image_format",
     "check_level",
     "check_message_payload",
     "check_name",
     "check_step",
+    "check_time",
+    "check_video_format",
+    "is_field_like",
     "is_image_like",
-    "to_artifact",
+    "plain_copy",
+    "short_repr",
     "to_histogram",
     "to_image",
     "to_scalar",
     "to_table",
+    "to_trajectories",
     "to_vector_field",
     "to_video",
 ]
@@ -68,7 +73,7 @@ def check_level(level: object, param: str = "level") -> int:
     if isinstance(level, numbers.Integral) and not isinstance(level, bool) and int(level) >= 0:
         return int(level)
     msg = (
-        f"{param} must be an int >= 0 or one of {sorted(_LEVELS)!r} (got {_short(level)}); "
+        f"{param} must be an int >= 0 or one of {sorted(_LEVELS)!r} (got {short_repr(level)}); "
         "use goggles_io.INFO and friends."
     )
     raise InvalidLevelError(msg, level=level)
@@ -78,7 +83,9 @@ def check_name(name: object, param: str = "name") -> str:
     """Return ``name`` if it is a non-empty str."""
     if type(name) is str and name:
         return name
-    msg = f"{param} must be a non-empty str (got {_short(name)}); pass e.g. {param}='train/loss'."
+    msg = (
+        f"{param} must be a non-empty str (got {short_repr(name)}); pass e.g. {param}='train/loss'."
+    )
     raise InvalidNameError(msg, name=name)
 
 
@@ -86,15 +93,23 @@ def check_step(step: object) -> int:
     """Return ``step`` as an int >= 0."""
     if isinstance(step, numbers.Integral) and not isinstance(step, bool) and int(step) >= 0:
         return int(step)
-    msg = f"step must be an int >= 0 or None for the metric's next step (got {_short(step)})."
+    msg = f"step must be an int >= 0 or None for the metric's next step (got {short_repr(step)})."
     raise InvalidPayloadError(msg, value=step)
 
 
-def check_time(value: object) -> float:
-    """Return a caller-given event time (seconds since the epoch) as a finite float."""
+def check_time(value: object) -> float | None:
+    """Return a caller-given event time (``Event.time``, e.g. simulated seconds) as a float."""
+    if value is None:
+        return None
     if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
-    msg = f"time must be a finite number of seconds since the epoch (got {_short(value)})."
+    if hasattr(value, "__array__"):  # a numpy or jax scalar
+        import numpy as np
+
+        arr = np.asarray(value)
+        if arr.size == 1 and arr.dtype.kind in "iuf" and math.isfinite(arr.reshape(()).item()):
+            return float(arr.reshape(()).item())
+    msg = f"time must be a finite real number or None (got {short_repr(value)})."
     raise InvalidPayloadError(msg, value=value)
 
 
@@ -114,8 +129,8 @@ def to_scalar(name: str, value: object) -> int | float:
             item = arr.reshape(()).item()
             return int(item) if arr.dtype.kind in "biu" else float(item)
     msg = (
-        f"scalar {_short(name)} must be a real number (int, float, numpy scalar or 1-element array); "
-        f"got {_short(value)} of type {type(value).__name__}."
+        f"scalar {short_repr(name)} must be a real number (int, float, numpy scalar or 1-element array); "
+        f"got {short_repr(value)} of type {type(value).__name__}."
     )
     raise InvalidPayloadError(msg, value=value)
 
@@ -137,8 +152,9 @@ def _array(value: object, what: str, copy: bool = True) -> np.ndarray:
 
 
 def _check_pixels(arr: np.ndarray, what: str, value: object) -> None:
-    if arr.dtype.str != "|u1" and arr.dtype.kind != "f":
-        msg = f"{what} must have dtype uint8 or a float dtype in [0, 1] (got dtype {arr.dtype})."
+    # uint8 is kept, floats in [0, 1] scaled, bool and other numbers min-max scaled when written
+    if arr.dtype.kind not in "biuf":
+        msg = f"{what} must have a numeric dtype, ideally uint8 (got dtype {arr.dtype})."
         raise InvalidPayloadError(msg, value=value)
 
 
@@ -154,6 +170,17 @@ def is_vector_like(value: object) -> bool:
     """Return whether ``push`` should spread ``value`` (a 1-D numeric array) into scalars."""
     np = sys.modules.get("numpy")
     return np is not None and isinstance(value, np.ndarray) and value.ndim == 1
+
+
+def is_field_like(value: object) -> bool:
+    """Return whether ``dictionary`` should log ``value`` as a vector field (last axis 2, 3-D+)."""
+    np = sys.modules.get("numpy")
+    return (
+        np is not None
+        and isinstance(value, np.ndarray)
+        and value.ndim >= 3
+        and value.shape[-1] == 2
+    )
 
 
 def to_vector(name: str, value: np.ndarray) -> list[int | float]:
@@ -192,11 +219,39 @@ def to_video(video: object, copy: bool = True) -> np.ndarray:
     return arr
 
 
+IMAGE_FORMATS = ("png", "jpg", "jpeg", "bmp", "gif", "tiff", "webp")
+VIDEO_FORMATS = ("gif", "mp4")
+
+
+def check_image_format(fmt: object, image: np.ndarray) -> str:
+    """Return ``fmt`` (lower case) if an image file can be written in it; JPEG holds no alpha."""
+    name = fmt.lower() if isinstance(fmt, str) else fmt
+    if name not in IMAGE_FORMATS:
+        msg = f"format must be one of {IMAGE_FORMATS!r} for an image (got {short_repr(fmt)})."
+        raise InvalidPayloadError(msg, value=fmt)
+    if name in ("jpg", "jpeg") and image.ndim == 3 and image.shape[-1] == 4:
+        msg = (
+            f"format={fmt!r} cannot hold the alpha channel of a (H, W, 4) image; "
+            "pass format='png', or drop alpha with image[..., :3]."
+        )
+        raise InvalidPayloadError(msg, value=fmt)
+    return str(name)
+
+
+def check_video_format(fmt: object) -> str:
+    """Return ``fmt`` (lower case) if it is a video container goggles_io writes."""
+    name = fmt.lower() if isinstance(fmt, str) else fmt
+    if name not in VIDEO_FORMATS:
+        msg = f"format must be one of {VIDEO_FORMATS!r} for a video (got {short_repr(fmt)})."
+        raise InvalidPayloadError(msg, value=fmt)
+    return str(name)
+
+
 def check_fps(fps: object) -> float:
-    """Return ``fps`` as a positive float."""
+    """Return ``fps`` as a positive number (an int stays an int, as robo-goggles writes it)."""
     if isinstance(fps, numbers.Real) and not isinstance(fps, bool) and 0 < float(fps) < math.inf:
-        return float(fps)
-    msg = f"fps must be a positive number (got {_short(fps)})."
+        return int(fps) if isinstance(fps, numbers.Integral) else float(fps)
+    msg = f"fps must be a positive number (got {short_repr(fps)})."
     raise InvalidPayloadError(msg, value=fps)
 
 
@@ -204,7 +259,7 @@ def to_histogram(values: object, copy: bool = True) -> np.ndarray:
     """Return the raw values as a private flat numeric copy."""
     arr = _array(values, "histogram values", copy)
     if arr.dtype.kind not in "biuf":
-        msg = f"histogram values must be numeric (got dtype {arr.dtype} from {_short(values)})."
+        msg = f"histogram values must be numeric (got dtype {arr.dtype} from {short_repr(values)})."
         raise InvalidPayloadError(msg, value=values)
     return arr.reshape(-1)
 
@@ -221,65 +276,25 @@ def to_vector_field(field: object, copy: bool = True) -> np.ndarray:
     return arr
 
 
-def to_artifact(data: object, fmt: object = "bin") -> bytes | str:
-    """Return an artifact's bytes, or the path of a file to copy (as str), robo-goggles style.
-
-    A ``str`` is the artifact's *content* (UTF-8), a mapping or list is serialised by ``fmt``
-    (``yaml``/``yml`` as YAML, anything else as JSON), a numpy array is stored as ``.npy`` bytes,
-    bytes are kept, and a :class:`pathlib.Path` (any ``os.PathLike``) names a file to copy.
-    """
-    if isinstance(data, bytes | bytearray | memoryview):
-        return bytes(data)
-    if isinstance(data, str):
-        return data.encode("utf-8", "surrogatepass")
-    if isinstance(data, os.PathLike):
-        return os.fspath(data)  # type: ignore[return-value]
-    if isinstance(data, Mapping | list | tuple):
-        return _serialise(data, fmt)
-    np = sys.modules.get("numpy")
-    if np is not None and isinstance(data, np.ndarray):
-        import io
-
-        buffer = io.BytesIO()
-        np.save(buffer, data, allow_pickle=False)
-        return buffer.getvalue()
-    msg = (
-        "artifact must be str content, bytes, a mapping/list (serialised by format), a numpy "
-        f"array, or a pathlib.Path of a file to copy (got {type(data).__name__})."
-    )
-    raise InvalidPayloadError(msg, value=data)
-
-
-def _serialise(data: object, fmt: object) -> bytes:
-    """Serialise a mapping or list for :func:`to_artifact`; refuse what JSON/YAML cannot hold."""
-    import json
-
-    import yaml
-
-    try:
-        if isinstance(fmt, str) and fmt.lower() in {"yaml", "yml"}:
-            return yaml.safe_dump(_plain_copy(data, 0), sort_keys=False).encode("utf-8")
-        return json.dumps(data, indent=2, allow_nan=True, default=_json_default).encode("utf-8")
-    except (TypeError, ValueError, yaml.YAMLError) as exc:
-        msg = f"artifact data cannot be serialised as {fmt!r}: {exc}"
-        raise InvalidPayloadError(msg, value=data) from exc
-
-
-def _json_default(value: object) -> Any:
-    np = sys.modules.get("numpy")
-    if np is not None:
-        if isinstance(value, np.ndarray):
-            return value.tolist()
-        if isinstance(value, np.generic):
-            return value.item()
-    msg = f"{type(value).__name__} is not JSON serialisable"
-    raise TypeError(msg)
+def to_trajectories(value: object, copy: bool = True) -> np.ndarray:
+    """Return a private copy of ``(N, L, dim)`` trajectories (or one ``(L, dim)``), dim 2 or 3."""
+    arr = _array(value, "trajectories", copy)
+    if arr.ndim not in (2, 3) or arr.shape[-1] not in (2, 3) or arr.dtype.kind not in "biuf":
+        msg = (
+            "trajectories must be numeric with shape (N, L, dim) or (L, dim), dim 2 or 3 "
+            f"(got shape {arr.shape}, dtype {arr.dtype})."
+        )
+        raise InvalidPayloadError(msg, value=value)
+    if arr.shape[-2] < 2:
+        msg = f"trajectories need at least 2 points each (got shape {arr.shape})."
+        raise InvalidPayloadError(msg, value=value)
+    return arr
 
 
 def to_table(columns: Sequence[str], data: Sequence[Sequence[Any]]) -> dict[str, Any]:
     """Return ``{"columns", "data"}`` as fresh lists, each row as long as ``columns``."""
     if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-        msg = f"columns must be a sequence of str (got {_short(columns)})."
+        msg = f"columns must be a sequence of str (got {short_repr(columns)})."
         raise InvalidPayloadError(msg, value=columns)
     cols = list(columns)
     rows = [list(row) for row in data]
@@ -290,17 +305,17 @@ def to_table(columns: Sequence[str], data: Sequence[Sequence[Any]]) -> dict[str,
     return {"columns": cols, "data": rows}
 
 
-def _plain_copy(value: object, depth: int) -> Any:
+def plain_copy(value: object, depth: int) -> Any:
     if type(value) in _PLAIN:
         return value
     if depth < _MAX_DEPTH and isinstance(value, (list, tuple)) and type(value) in (list, tuple):
-        return [_plain_copy(v, depth + 1) for v in value]
+        return [plain_copy(v, depth + 1) for v in value]
     if depth < _MAX_DEPTH and isinstance(value, dict) and type(value) is dict:
         out = {}
         for k, v in value.items():
             if type(k) is not str:
                 raise TypeError(k)
-            out[k] = _plain_copy(v, depth + 1)
+            out[k] = plain_copy(v, depth + 1)
         return out
     raise TypeError(value)
 
@@ -312,11 +327,11 @@ def check_message_payload(payload: object, param: str = "payload") -> Any:
     most 32 deep. Copying means the caller may change its mapping afterwards.
     """
     try:
-        return _plain_copy(payload, 0)
+        return plain_copy(payload, 0)
     except TypeError as exc:
         bad = exc.args[0] if exc.args else payload
         msg = (
             f"{param} must hold only str, int, float, bool, None, lists and str-keyed dicts, "
-            f"nested at most {_MAX_DEPTH} deep (got {_short(bad)} of type {type(bad).__name__} in {_short(payload)})."
+            f"nested at most {_MAX_DEPTH} deep (got {short_repr(bad)} of type {type(bad).__name__} in {short_repr(payload)})."
         )
         raise InvalidPayloadError(msg, value=payload) from None

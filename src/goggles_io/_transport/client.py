@@ -205,6 +205,27 @@ class SocketClient(HandlerOperations, HostLink):
             report(f"pid {os.getpid()}: {self.delivered} delivered to the host, nothing lost")
         return result
 
+    def release(self, timeout_s: float | None = None) -> FinishReport:
+        """Hand what is queued to the host and leave, without waiting for its handlers.
+
+        robo-goggles' ``finish(wait_for_host=False)``: returns once the host has every event
+        (a reply to a marker behind them), then disconnects; the host writes and closes its
+        handlers on its own when its last client is gone. Handlers running here are finished.
+        """
+        if not self._running:
+            return FinishReport()
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        local = self._local.finish_fed(self, timeout_s)
+        marker = self._control("flush", {"timeout_s": 0.0})  # answered once all before it arrived
+        handed = marker.done.wait(timeout_s)
+        self._close(deadline)
+        result = FinishReport(
+            handlers=dict(local.handlers), timed_out=not handed, transport=self._tally()
+        )
+        if result.dropped or result.lost or not handed:
+            report(f"pid {os.getpid()}: finish: {result.summary()}")
+        return result
+
     def _tally(self) -> HandlerStats:
         """This process's own losses, by reason, as the report's ``transport`` entry."""
         reasons = {

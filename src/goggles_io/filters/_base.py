@@ -97,14 +97,18 @@ class Filter:
         if not cls.__name__.startswith("_"):
             FILTER_CLASSES[cls.__name__] = cls
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "") -> None:
+        if not isinstance(prefix, str):
+            msg = f"prefix must be a str (got {prefix!r})."
+            raise ConfigurationTypeError(msg, key="prefix", value=prefix)
+        self.prefix = prefix
         self._state: State | None = None
 
     @property
     def name(self) -> str:
-        """The class name with its parameters, e.g. ``AverageFilter(window_size=3)``."""
+        """``prefix`` + the class name with its parameters, e.g. ``avg/AverageFilter(window_size=3)``."""
         args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
-        return f"{type(self).__name__}({args})"
+        return f"{self.prefix}{type(self).__name__}({args})"
 
     # pure API ---------------------------------------------------------------------------------
     def init_state(self, data: Any) -> State:

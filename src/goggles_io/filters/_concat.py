@@ -45,6 +45,23 @@ class FilterConfig:
     type: str = attrs.field(validator=_check_type)
     parameters: dict[str, Any] = attrs.field(factory=dict, converter=_to_dict)
 
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> FilterConfig:
+        """Build from ``{"type": ..., "parameters": {...}}`` (robo-goggles' form).
+
+        Raises:
+            ConfigurationError: ``cfg`` is not a mapping, has no ``type``, or its ``parameters``
+                is not a mapping.
+        """
+        if not isinstance(cfg, Mapping) or "type" not in cfg:
+            msg = f"a filter config needs a 'type' (got {cfg!r})."
+            raise ConfigurationError(msg, key="type", value=cfg)
+        return cls(type=cfg["type"], parameters=cfg.get("parameters", {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": ..., "parameters": {...}}``, the form :meth:`from_config` reads."""
+        return {"type": self.type, "parameters": dict(self.parameters)}
+
 
 FilterLike = Filter | FilterConfig | Mapping[str, Any]
 """What every filter-accepting argument takes: a filter, a FilterConfig or its mapping form."""
@@ -54,8 +71,11 @@ def _filter_types() -> dict[str, type[Filter]]:
     return dict(FILTER_CLASSES)
 
 
-def build_filter(item: FilterLike) -> Filter:
+def build_filter(item: FilterLike, available: Mapping[str, type[Filter]] | None = None) -> Filter:
     """Return ``item`` if it is a filter, else build the filter its config describes.
+
+    ``available`` maps type names to classes (robo-goggles' ``available_filters``); default:
+    every filter class defined.
 
     Raises:
         ConfigurationError: unknown type, unknown or missing parameter, or a bad value (the
@@ -72,7 +92,7 @@ def build_filter(item: FilterLike) -> Filter:
     if not isinstance(item, FilterConfig):
         msg = f"a filter must be a Filter, a FilterConfig or a mapping (got {item!r})."
         raise ConfigurationError(msg, key="filter", value=item)
-    types = _filter_types()
+    types = _filter_types() if available is None else dict(available)
     cls = types.get(item.type)
     if cls is None:
         msg = f"unknown filter type {item.type!r}; known: {sorted(types)}."
@@ -93,10 +113,11 @@ class ConcatFilter(Filter):
 
     Args:
         filters: Filters, FilterConfigs or config mappings, in order.
+        prefix: Put before :attr:`name` (robo-goggles' debugging label).
     """
 
-    def __init__(self, filters: Iterable[FilterLike] = ()) -> None:
-        super().__init__()
+    def __init__(self, filters: Iterable[FilterLike] = (), prefix: str = "") -> None:
+        super().__init__(prefix)
         if isinstance(filters, (Filter, FilterConfig, Mapping, str)):
             msg = f"filters must be a list of filters or configs (got {filters!r})."
             raise ConfigurationError(msg, key="filters", value=filters)
@@ -123,10 +144,20 @@ class ConcatFilter(Filter):
         return self.apply(state, x)
 
 
-def create_concat_filter(configs: Iterable[FilterLike]) -> ConcatFilter:
+def create_concat_filter(
+    filter_configs: Iterable[FilterLike],
+    *,
+    available_filters: Mapping[str, type[Filter]] | None = None,
+) -> ConcatFilter:
     """Build a :class:`ConcatFilter` from a list of configs (filters pass through).
+
+    ``available_filters`` maps each config's ``type`` to a class (default: every filter class,
+    robo-goggles' ``AVAILABLE_FILTERS`` included).
 
     Raises:
         ConfigurationError: (a ValueError) for an unknown type or a bad parameter.
     """
-    return ConcatFilter(filters=configs)
+    if isinstance(filter_configs, (Filter, FilterConfig, Mapping, str)):
+        msg = f"filter_configs must be a list of filters or configs (got {filter_configs!r})."
+        raise ConfigurationError(msg, key="filter_configs", value=filter_configs)
+    return ConcatFilter([build_filter(item, available_filters) for item in filter_configs])

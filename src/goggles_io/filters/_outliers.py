@@ -26,23 +26,30 @@ from goggles_io.filters._base import (
     ring_state,
     ring_valid,
 )
-from goggles_io.filters._concat import ConcatFilter, FilterConfig, FilterLike
+from goggles_io.filters._concat import ConcatFilter, FilterConfig, FilterLike, build_filter
 
 __all__ = ["RangeRejectFilter", "StdRejectFilter"]
 
 
-def _fallback(value: FilterLike | Iterable[FilterLike]) -> ConcatFilter:
+def _fallback(
+    value: FilterLike | Iterable[FilterLike], available: Mapping[str, type[Filter]] | None
+) -> ConcatFilter:
     if isinstance(value, (Filter, FilterConfig, Mapping)):
         value = [value]
-    return ConcatFilter(filters=value)
+    return ConcatFilter([build_filter(item, available) for item in value])
 
 
 class _Rejector(Filter):
     """Shared replacement: track the last accepted value, step the fallback on it."""
 
-    def __init__(self, fallback_filter: FilterLike | Iterable[FilterLike]) -> None:
-        super().__init__()
-        self.fallback_filter = _fallback(fallback_filter)
+    def __init__(
+        self,
+        fallback_filter: FilterLike | Iterable[FilterLike],
+        available_filters: Mapping[str, type[Filter]] | None,
+        prefix: str,
+    ) -> None:
+        super().__init__(prefix)
+        self.fallback_filter = _fallback(fallback_filter, available_filters)
 
     def _initial_value(self) -> float:
         return 0.0
@@ -76,11 +83,13 @@ class RangeRejectFilter(_Rejector):
         min_value: float,
         max_value: float,
         fallback_filter: FilterLike | Iterable[FilterLike] = (),
+        available_filters: Mapping[str, type[Filter]] | None = None,
+        prefix: str = "",
     ) -> None:
         self.min_value = check_float("min_value", min_value, finite=False)
         self.max_value = check_float("max_value", max_value, finite=False)
         check_order("min_value", self.min_value, "max_value", self.max_value, strict=False)
-        super().__init__(fallback_filter)
+        super().__init__(fallback_filter, available_filters, prefix)
 
     def _params(self) -> dict[str, Any]:
         return {
@@ -125,13 +134,15 @@ class StdRejectFilter(_Rejector):
         std_factor: float,
         window_size: int,
         fallback_filter: FilterLike | Iterable[FilterLike] = (),
+        available_filters: Mapping[str, type[Filter]] | None = None,
+        prefix: str = "",
     ) -> None:
         self.std_factor = check_float("std_factor", std_factor)
         if not self.std_factor > 0:
             msg = f"std_factor must be > 0 (got {std_factor!r})."
             raise ConfigurationError(msg, key="std_factor", value=std_factor)
         self.window_size = check_int("window_size", window_size, 1)
-        super().__init__(fallback_filter)
+        super().__init__(fallback_filter, available_filters, prefix)
 
     def _params(self) -> dict[str, Any]:
         return {

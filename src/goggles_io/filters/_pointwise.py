@@ -27,8 +27,8 @@ class MinMaxFilter(Filter):
         max_val: The value mapped to 1 (finite, > ``min_val``).
     """
 
-    def __init__(self, min_val: float, max_val: float) -> None:
-        super().__init__()
+    def __init__(self, min_val: float, max_val: float, prefix: str = "") -> None:
+        super().__init__(prefix)
         self.min_val = check_float("min_val", min_val)
         self.max_val = check_float("max_val", max_val)
         check_order("min_val", self.min_val, "max_val", self.max_val, strict=True)
@@ -52,8 +52,8 @@ class ScaleFilter(Filter):
         offset: Added after scaling (finite), default 0.
     """
 
-    def __init__(self, scale: float, offset: float = 0.0) -> None:
-        super().__init__()
+    def __init__(self, scale: float, prefix: str = "", *, offset: float = 0.0) -> None:
+        super().__init__(prefix)
         self.scale = check_float("scale", scale)
         self.offset = check_float("offset", offset)
 
@@ -76,8 +76,14 @@ class QuantizationFilter(Filter):
         step_size: Quantisation step, > 0.
     """
 
-    def __init__(self, min_value: float, max_value: float, step_size: float) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        min_value: float = -0.15,
+        max_value: float = 0.15,
+        step_size: float = 0.00015,
+        prefix: str = "",
+    ) -> None:
+        super().__init__(prefix)
         self.min_value = check_float("min_value", min_value)
         self.max_value = check_float("max_value", max_value)
         check_order("min_value", self.min_value, "max_value", self.max_value, strict=False)

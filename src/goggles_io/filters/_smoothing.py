@@ -27,8 +27,8 @@ __all__ = ["AverageFilter", "ExpAverageFilter", "MedianFilter"]
 class _Windowed(Filter):
     """A filter over the last ``window_size`` inputs, kept in a ring window."""
 
-    def __init__(self, window_size: int) -> None:
-        super().__init__()
+    def __init__(self, window_size: int, prefix: str = "") -> None:
+        super().__init__(prefix)
         self.window_size = check_int("window_size", window_size, 1)
 
     def _params(self) -> dict[str, Any]:
@@ -59,8 +59,8 @@ class ExpAverageFilter(Filter):
         alpha: Weight of the newest input, in [0, 1]; 1 disables smoothing, 0 holds the first input.
     """
 
-    def __init__(self, alpha: float) -> None:
-        super().__init__()
+    def __init__(self, alpha: float, prefix: str = "") -> None:
+        super().__init__(prefix)
         alpha = check_float("alpha", alpha)
         if not 0.0 <= alpha <= 1.0:
             msg = f"alpha must be in [0, 1] (got {alpha!r})."

@@ -1,65 +1,88 @@
-"""File writers for ``LocalStorageHandler``: PNG, GIF/MP4, ``.npy`` and artifacts.
+"""File writers for ``LocalStorageHandler``: images, GIF/MP4, ``.npy``, pictures and artifacts.
 
-pillow, imageio and PyAV are imported inside the writers, so ``import goggles_io`` never pays
-for them; a missing one raises ``ImportError`` saying which extra to install.
+The encoders are :mod:`goggles_io.media`'s (pillow, imageio-ffmpeg, matplotlib, each imported
+only when a file of its kind is written); this module adds what a run directory needs on top:
+fresh file names that never overwrite, and the event payload layouts.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import shutil
 from pathlib import Path
 from typing import Any
 
-from goggles_io._util.extras import import_extra, install_hint
+from goggles_io._util.extras import install_hint
+from goggles_io.media import (
+    create_numpy_trajectories_visualization,
+    create_numpy_vector_field_visualization,
+    save_numpy_gif,
+    save_numpy_image,
+    save_numpy_mp4,
+)
+from goggles_io.media._files import IMAGE_ENCODERS, has_mp4
 
 __all__ = [
+    "IMAGE_FORMATS",
     "MEDIA_INSTALL",
     "artifact_ext",
     "claim",
-    "has_pyav",
-    "to_pixels",
+    "has_mp4",
+    "tchw_to_frames",
     "write_artifact",
+    "write_image",
     "write_npy",
-    "write_png",
+    "write_trajectories_png",
+    "write_vector_field_png",
     "write_video",
 ]
 
 MEDIA_INSTALL = install_hint("media")
+IMAGE_FORMATS = frozenset(IMAGE_ENCODERS)
 _EXT = re.compile(r"[A-Za-z0-9]{1,10}")
 
 
 def claim(folder: Path, stem: str, ext: str) -> Path:
     """Create and return a new, empty file ``folder/stem[-n].ext``; never reuse one."""
+    suffix = f".{ext}" if ext else ""
     for n in range(10_000):
-        target = folder / (f"{stem}.{ext}" if n == 0 else f"{stem}-{n}.{ext}")
+        target = folder / (f"{stem}{suffix}" if n == 0 else f"{stem}-{n}{suffix}")
         try:
             with open(target, "xb"):
                 pass
         except FileExistsError:
             continue
         return target
-    msg = f"too many files named {stem!r}.{ext} in {str(folder)!r}"
+    msg = f"too many files named {stem!r}{suffix} in {str(folder)!r}"
     raise FileExistsError(msg)
 
 
 def artifact_ext(payload: Any, fmt: Any) -> str:
-    if isinstance(fmt, str) and _EXT.fullmatch(fmt):
+    """The file extension of an artifact: its ``format``, else its source's suffix, else bin."""
+    source = payload.get("path") if isinstance(payload, dict) else payload
+    if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
+        return ""  # a directory is copied as one
+    if isinstance(fmt, str) and fmt != "bin" and _EXT.fullmatch(fmt):
         return fmt
-    if isinstance(payload, (str, os.PathLike)):
-        suffix = Path(payload).suffix.lstrip(".")
+    if isinstance(source, (str, os.PathLike)):
+        suffix = Path(source).suffix.lstrip(".")
         if _EXT.fullmatch(suffix):
             return suffix
     return "bin"
 
 
 def write_artifact(payload: Any, target: Path) -> None:
+    """Write an artifact's bytes, or copy the file (or directory) it names, to ``target``."""
     if isinstance(payload, (bytes, bytearray)):
         target.write_bytes(payload)
+        return
+    source = payload["path"] if isinstance(payload, dict) else payload
+    if os.path.isdir(source):
+        target.unlink(missing_ok=True)  # claim() made a placeholder file
+        shutil.copytree(os.fspath(source), target)
     else:
-        shutil.copyfile(os.fspath(payload), target)
+        shutil.copyfile(os.fspath(source), target)
 
 
 def write_npy(array: Any, target: Path) -> None:
@@ -69,75 +92,48 @@ def write_npy(array: Any, target: Path) -> None:
         np.save(handle, np.asarray(array), allow_pickle=False)
 
 
-def _to_uint8(array: Any) -> Any:
-    import numpy as np
-
-    arr = np.asarray(array)
-    if arr.dtype == np.uint8:
-        return arr
-    if arr.dtype.kind == "f":
-        arr = np.nan_to_num(arr, nan=0.0, posinf=1.0, neginf=0.0) * 255.0 + 0.5
-    return np.clip(arr, 0, 255).astype(np.uint8)
+def write_image(image: Any, target: Path, fmt: str) -> None:
+    save_numpy_image(image, target, fmt)
 
 
-def _import_pil() -> Any:
-    return import_extra("PIL.Image", purpose="writing PNG/GIF files", extra="media")
-
-
-def to_pixels(image: Any) -> Any:
-    """An image as uint8 ``(H, W)`` or ``(H, W, C)`` (floats in [0, 1] scaled, NaN black)."""
-    pixels = _to_uint8(image)
-    return pixels[..., 0] if pixels.ndim == 3 and pixels.shape[-1] == 1 else pixels
-
-
-def write_png(image: Any, target: Path) -> None:
-    _import_pil().fromarray(to_pixels(image)).save(target, format="PNG")
-
-
-def _frames(video: Any) -> Any:
-    """``(T, C, H, W)`` -> uint8 ``(T, H, W, C)``, or ``(T, H, W)`` for one channel."""
-    frames = _to_uint8(video).transpose(0, 2, 3, 1)
-    return frames[..., 0] if frames.shape[-1] == 1 else frames
+def tchw_to_frames(video: Any) -> Any:
+    """An event's ``(T, C, H, W)`` video as channels-last frames for the encoders."""
+    return video.transpose(0, 2, 3, 1)
 
 
 def write_video(video: Any, target: Path, fmt: str, fps: float) -> None:
-    frames = _frames(video)
+    frames = tchw_to_frames(video)
     if fmt == "mp4":
-        _write_mp4(frames, target, fps)
-        return
-    pil = _import_pil()
-    images = [pil.fromarray(frame) for frame in frames]
-    duration_ms = max(1, round(1000.0 / fps))
-    images[0].save(
-        target,
-        format="GIF",
-        save_all=True,
-        append_images=images[1:],
-        duration=duration_ms,
-        loop=0,
+        save_numpy_mp4(frames, target, fps=fps)
+    else:
+        save_numpy_gif(frames, target, fps=fps)
+
+
+def write_vector_field_png(field: Any, target: Path, extra: Any) -> None:
+    """The picture of a field as robo-goggles' storage draws it (no colour bar by default)."""
+    options: dict[str, Any] = {
+        "mode": extra.get("mode") or "magnitude",
+        "add_colorbar": bool(extra.get("add_colorbar", False)),
+    }
+    for key in ("arrow_stride", "dpi"):
+        if isinstance(extra.get(key), int) and not isinstance(extra.get(key), bool):
+            options[key] = extra[key]
+    picture = create_numpy_vector_field_visualization(_as_2d_field(field), **options)
+    save_numpy_image(picture, target, "png")
+
+
+def write_trajectories_png(trajectories: Any, target: Path, extra: Any) -> None:
+    dpi = extra.get("dpi")
+    options = {"dpi": dpi} if isinstance(dpi, int) and not isinstance(dpi, bool) else {}
+    save_numpy_image(
+        create_numpy_trajectories_visualization(trajectories, **options), target, "png"
     )
 
 
-@functools.cache
-def has_pyav() -> bool:
-    """Whether PyAV (needed for MP4) is importable; checked once per process."""
-    try:
-        import av  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _write_mp4(frames: Any, target: Path, fps: float) -> None:
-    iio = import_extra(
-        "imageio.v3", purpose="writing MP4 files (with PyAV: pip install av)", extra="media"
-    )
-    import numpy as np
-
-    if frames.ndim == 3:
-        frames = frames[..., None].repeat(3, axis=-1)
-    frames = frames[..., :3]  # H.264 in yuv420p: no alpha, and even height and width
-    pad_h, pad_w = frames.shape[1] % 2, frames.shape[2] % 2
-    if pad_h or pad_w:
-        frames = np.pad(frames, ((0, 0), (0, pad_h), (0, pad_w), (0, 0)), mode="edge")
-    iio.imwrite(target, frames, plugin="pyav", codec="libx264", fps=fps)
+def _as_2d_field(field: Any) -> Any:
+    """A field to draw: ``(H, W, C)`` as is; deeper fields drawn by their first slices."""
+    while field.ndim > 3:
+        field = field[0]
+    if field.ndim == 2:  # (N, 2): one row of vectors
+        field = field[None]
+    return field

@@ -72,11 +72,14 @@ _H = TypeVar("_H", bound=type)
 
 @runtime_checkable
 class Handler(Protocol):
-    """What the bus needs from a sink."""
+    """A sink, as robo-goggles' protocol describes it (the bus itself needs only ``name`` and
+    ``handle``, and routes by ``capabilities`` when present, else by ``can_handle``)."""
 
     name: str
     level: int
     capabilities: frozenset[Kind]
+
+    def can_handle(self, kind: Kind) -> bool: ...
 
     def open(self) -> None: ...
 
@@ -89,7 +92,7 @@ class Handler(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
     @classmethod
-    def from_dict(cls, spec: Mapping[str, Any]) -> Handler: ...
+    def from_dict(cls, serialized: Mapping[str, Any]) -> Handler: ...
 
 
 class BaseHandler:
@@ -156,9 +159,10 @@ class BaseHandler:
         return spec
 
     @classmethod
-    def from_dict(cls, spec: Mapping[str, Any]) -> BaseHandler:
+    def from_dict(cls, serialized: Mapping[str, Any]) -> BaseHandler:
         """Rebuild a handler from :meth:`to_dict` output (``data`` and ``secrets`` as kwargs)."""
-        return cls(**dict(spec.get("data") or {}), **dict(spec.get("secrets") or {}))
+        data, secrets = serialized.get("data") or {}, serialized.get("secrets") or {}
+        return cls(**dict(data), **dict(secrets))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, level={self.level!r})"
@@ -189,12 +193,13 @@ def handler_key(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def register_handler(cls: _H) -> _H:
+def register_handler(handler_class: _H) -> _H:
     """Make a handler class rebuildable from its spec; usable as a class decorator.
 
     Keyed by module and qualified name, so two ``MyHandler`` classes in different modules do not
     collide. Registering the same class twice is harmless.
     """
+    cls = handler_class
     if not isinstance(cls, type):
         msg = f"register_handler expects a class (got {cls!r}); pass the class, not an instance."
         raise TypeError(msg)

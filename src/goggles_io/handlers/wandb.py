@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,26 +30,14 @@ from goggles_io._util.extras import import_extra
 from goggles_io._util.report import ReportOnce
 from goggles_io._util.secret import Secret
 from goggles_io.exceptions import ConfigurationError
-from goggles_io.handlers._media import claim, to_pixels, write_video
+from goggles_io.handlers import _wandb_values as values
 from goggles_io.handlers.base import BaseHandler, register_handler
 
 __all__ = ["WandBHandler"]
 
 _logger = logging.getLogger(__name__)
 
-_API_KEY_VAR = "WANDB_API_KEY"
-# Set by wandb in a process that started a run (it points at that process's own service) or
-# private: never carried to another process.
-_NOT_CARRIED = frozenset({_API_KEY_VAR, "WANDB_SERVICE"})
-
-
-def _wandb_env() -> dict[str, str]:
-    """The ``WANDB_*`` settings of this process, minus secrets and process-private ones."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if k.startswith("WANDB_") and not k.startswith("WANDB__") and k not in _NOT_CARRIED
-    }
+_API_KEY_VAR = values.API_KEY_VAR
 
 
 def _import_wandb() -> Any:
@@ -70,45 +57,29 @@ class _Run:
         self.axes: set[str] = set()
 
 
-# extra keys goggles_io itself sets; every other numeric keyword of a log call is a W&B column.
-_INTERNAL_EXTRA = frozenset(
-    {"bound", "nonfinite", "x_axis", "x", "name", "format", "fps", "bins", "static", "exc_text"}
-)
-
-
-def _numeric_fields(extra: Mapping[str, Any], prefix: str = "") -> dict[str, float | int]:
-    """Numeric keyword fields of a log call, nested dicts flattened to dotted keys.
-
-    robo-goggles logs them in the same step, so ``sim_time=t`` or ``custom_step={"time": t}``
-    can be picked as a chart's x-axis in W&B (``sim_time``, ``custom_step.time``).
-    """
-    found: dict[str, float | int] = {}
-    for key, value in extra.items():
-        if not prefix and key in _INTERNAL_EXTRA:
-            continue
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            found.update(_numeric_fields(value, name + "."))
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            found[name] = value
-    return found
-
-
 @register_handler
 class WandBHandler(BaseHandler):
-    """Send metrics, images, videos, histograms, tables and text to Weights & Biases.
+    """Send metrics, media, histograms, vector fields, trajectories, tables, text and artifacts
+    to Weights & Biases (robo-goggles' arguments first, in its order).
 
     Args:
         project: W&B project.
-        run_name: Name of the ``global`` scope's run; other scopes' runs are named
-            ``<run_name>.<scope>`` (or the scope alone without a run name).
+        entity: W&B entity (team or user), passed to ``wandb.init``.
+        run_name: Name of the ``global`` scope's run; another scope's run is named
+            ``<run_name>-<scope>`` (``run-<scope>`` without a run name), as robo-goggles does.
+        config: Initial config of every run (merged with :meth:`record_config` calls); each
+            run's config also holds its ``scope``.
         group: Passed to ``wandb.init``; every run this handler creates shares it.
         tags: A list or tuple of str, passed to ``wandb.init``.
-        config: Initial config of every run (merged with :meth:`record_config` calls).
-        mode: ``"online"``, ``"offline"`` or ``"disabled"``; default: ``WANDB_MODE`` as set
-            here at construction (unset: W&B's own default).
         reinit: Passed to ``wandb.init``; default ``"create_new"``, which keeps one live run
             per scope in the same process.
+        wandb_init_kwargs: Further keyword arguments for every ``wandb.init`` call, e.g.
+            ``{"notes": "..."}``; plain builtins only, since the spec travels to the host. They
+            override the arguments above of the same name.
+        name: Bus-wide handler name.
+        level: Minimum level of text events (W&B gets none; kept for the handler protocol).
+        mode: ``"online"``, ``"offline"`` or ``"disabled"``; default: ``WANDB_MODE`` as set
+            here at construction (unset: W&B's own default).
         dir: Where W&B writes (``<dir>/wandb/...``); default ``WANDB_DIR``, else the current
             directory, made absolute here at construction.
         step_key: History key holding the goggles step, the default x-axis.
@@ -116,9 +87,6 @@ class WandBHandler(BaseHandler):
             (read here at construction, so the host uses the attaching process's).
         api_key: W&B API key; default ``WANDB_API_KEY``, else W&B's own login (``~/.netrc``).
             Kept as a secret: never in the repr, the spec's ``data`` or a message.
-        wandb_init_kwargs: Further keyword arguments for every ``wandb.init`` call (robo-goggles'
-            name), e.g. ``{"entity": "lab", "notes": "..."}``; plain builtins only, since the spec
-            travels to the host. They override the arguments above of the same name.
 
     Raises:
         ConfigurationError: ``tags`` is a bare string or holds a non-string; ``config`` or
@@ -127,27 +95,41 @@ class WandBHandler(BaseHandler):
     """
 
     capabilities: ClassVar[frozenset[Kind]] = frozenset(
-        {Kind.METRIC, Kind.IMAGE, Kind.VIDEO, Kind.HISTOGRAM, Kind.TABLE, Kind.TEXT}
+        {
+            Kind.METRIC,
+            Kind.IMAGE,
+            Kind.VIDEO,
+            Kind.HISTOGRAM,
+            Kind.VECTOR_FIELD,
+            Kind.TRAJECTORIES,
+            Kind.ARTIFACT,
+            Kind.TABLE,
+            Kind.TEXT,
+        }
     )
+    GLOBAL_SCOPE: ClassVar[str] = "global"
     default_name = "wandb"
+    name = default_name
     remote_methods: ClassVar[frozenset[str]] = frozenset({"record_config", "register_run", "alert"})
 
     def __init__(
         self,
         project: str | None = None,
+        entity: str | None = None,
         run_name: str | None = None,
+        config: Mapping[str, Any] | None = None,
         group: str | None = None,
         tags: Sequence[str] | None = None,
-        config: Mapping[str, Any] | None = None,
-        mode: str | None = None,
         reinit: Any = "create_new",
+        wandb_init_kwargs: Mapping[str, Any] | None = None,
+        name: str = "wandb",
+        *,
+        level: int = logging.NOTSET,
+        mode: str | None = None,
         dir: str | os.PathLike[str] | None = None,
         step_key: str = "step",
-        name: str | None = None,
-        level: int = logging.NOTSET,
         env: Mapping[str, str] | None = None,
         api_key: str | None = None,
-        wandb_init_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(name=name, level=level)
         if isinstance(tags, (str, bytes)):
@@ -169,7 +151,7 @@ class WandBHandler(BaseHandler):
             raise ConfigurationError(msg, key="wandb_init_kwargs", value=wandb_init_kwargs)
         self.wandb_init_kwargs = {str(k): v for k, v in (wandb_init_kwargs or {}).items()}
         self._wandb = _import_wandb()
-        self.project, self.run_name, self.group = project, run_name, group
+        self.project, self.entity, self.run_name, self.group = project, entity, run_name, group
         self.tags = list(tags) if tags is not None else None
         # Resolved here, in the attaching process: the host may run in another cwd/environment.
         self.mode = mode if mode is not None else os.environ.get("WANDB_MODE") or None
@@ -178,7 +160,7 @@ class WandBHandler(BaseHandler):
         if env is not None and not isinstance(env, Mapping):
             msg = f"env must be a mapping of WANDB_* variable -> str (got {env!r})."
             raise ConfigurationError(msg, key="env", value=env)
-        self.env = _wandb_env() if env is None else {str(k): str(v) for k, v in env.items()}
+        self.env = values.wandb_env() if env is None else {str(k): str(v) for k, v in env.items()}
         key = api_key or os.environ.get(_API_KEY_VAR) or None
         self._api_key = None if key is None else Secret(key)
         self._config: dict[str, Any] = dict(config or {})
@@ -189,13 +171,16 @@ class WandBHandler(BaseHandler):
         self.backward_steps = 0
         self.alert_errors = 0
         self.log_failed = 0
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.artifact_failed = 0
+        self._videos = values.Videos()
+        self._artifacts = values.ArtifactUploader()
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments for the handler spec (msgpack-safe)."""
         return {
             **super().config(),
             "project": self.project,
+            "entity": self.entity,
             "run_name": self.run_name,
             "group": self.group,
             "tags": self.tags,
@@ -266,6 +251,9 @@ class WandBHandler(BaseHandler):
         if self._config_updates:
             self._apply_config()
         state = self._runs.get(event.scope) or self._start(event.scope)
+        if event.kind is Kind.ARTIFACT:  # uploaded on its own, outside the step rows
+            self._upload(event, state)
+            return
         step = event.step if event.step is not None else max(state.last_step, 0)
         entries = self._entries(event, state)
         if state.row and (step != state.row_step or not entries.keys().isdisjoint(state.row)):
@@ -299,9 +287,8 @@ class WandBHandler(BaseHandler):
                 state.run.finish()
             except Exception:  # one failing run must not keep the others open
                 _logger.exception("finishing the W&B run of scope %r failed", scope)
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
+        self._videos.close()
+        self._artifacts.close()
         if self.backward_steps:
             _logger.warning(
                 "WandBHandler %r: %d rows had a step lower than the previous one (kept)",
@@ -316,12 +303,12 @@ class WandBHandler(BaseHandler):
     # -- internals --------------------------------------------------------------------------------
 
     def _start(self, scope: str) -> _Run:
-        if scope == "global":
+        if scope == self.GLOBAL_SCOPE and self.run_name:
             name = self.run_name
         else:
-            name = f"{self.run_name}.{scope}" if self.run_name else scope
+            name = f"{self.run_name or 'run'}-{scope}"
         with self._config_lock:
-            config = dict(self._config)
+            config = {**self._config, "scope": scope}
             self._config_updates.clear()
         settings = self._wandb.Settings()
         if self.env:
@@ -331,6 +318,7 @@ class WandBHandler(BaseHandler):
         arguments: dict[str, Any] = {
             "settings": settings,
             "project": self.project,
+            "entity": self.entity,
             "name": name,
             "group": self.group,
             "tags": self.tags,
@@ -358,28 +346,31 @@ class WandBHandler(BaseHandler):
                         state.run.define_metric(metric, step_metric=axis)
                 if "x" in extra:
                     entries[axis] = extra["x"]
-            entries.update(_numeric_fields(extra))
+            entries.update(values.numeric_fields(extra))
             return entries
         name = str(extra.get("name") or kind.value)
         if kind is Kind.IMAGE:
-            value: Any = wandb.Image(to_pixels(event.payload))
+            value: Any = values.image(wandb, event)
         elif kind is Kind.VIDEO:
-            value = self._video(event.payload, float(extra.get("fps") or 20))
+            value = self._videos.value(wandb, event)
         elif kind is Kind.HISTOGRAM:
-            value = wandb.Histogram(event.payload, num_bins=int(extra.get("bins") or 64))
+            value = values.histogram(wandb, event, name)
+        elif kind is Kind.VECTOR_FIELD:
+            value = values.vector_field(wandb, event)
+        elif kind is Kind.TRAJECTORIES:
+            value = wandb.Plotly(values.trajectories_figure(event.payload))
         elif kind is Kind.TABLE:
             value = wandb.Table(columns=list(event.payload["columns"]), data=event.payload["data"])
         else:  # TEXT: W&B shows strings in the run's history and summary
             value = str(event.payload)
-        return {name: value, **_numeric_fields(extra)}
+        return {name: value, **values.numeric_fields(extra)}
 
-    def _video(self, frames: Any, fps: float) -> Any:
-        # wandb.Video encodes numpy arrays with moviepy; write a GIF ourselves instead.
-        if self._tmp is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="goggles-wandb-")
-        target = claim(Path(self._tmp.name), "video", "gif")
-        write_video(frames, target, "gif", fps)
-        return self._wandb.Video(str(target), format="gif")
+    def _upload(self, event: Event, state: _Run) -> None:
+        try:
+            self._artifacts.upload(self._wandb, state.run, event)
+        except Exception as exc:  # a failed upload loses this artifact, counted; the run goes on
+            self.artifact_failed += 1
+            self._report_once("artifact", "W&B artifact upload failed (%r); counted", exc)
 
     def _commit(self, state: _Run) -> None:
         if not state.row:
@@ -395,5 +386,6 @@ class WandBHandler(BaseHandler):
             self._report_once("log", "W&B run.log failed (%r); rows are dropped and counted", exc)
 
     def losses(self) -> dict[str, int]:
-        """Rows ``run.log`` refused (``log_failed``); shown per handler by ``finish()``."""
-        return {"log_failed": self.log_failed} if self.log_failed else {}
+        """Rows ``run.log`` refused and artifacts not uploaded; shown by ``finish()``."""
+        counts = {"log_failed": self.log_failed, "artifact_failed": self.artifact_failed}
+        return {reason: n for reason, n in counts.items() if n}

@@ -8,7 +8,7 @@ checked where they are used, by :meth:`HistorySpec.from_config` and ``create_his
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import jax.numpy as jnp
@@ -16,7 +16,10 @@ import numpy as np
 
 from goggles_io.exceptions import ConfigurationError, ConfigurationTypeError
 
-__all__ = ["INIT_MODES", "HistoryFieldSpec", "HistorySpec", "validate_spec"]
+__all__ = ["INIT_MODES", "HistoryFieldSpec", "HistorySpec", "InitMode", "validate_spec"]
+
+InitMode = Literal["zeros", "ones", "randn", "none"]
+"""robo-goggles' name for the ``init`` values (:data:`INIT_MODES`)."""
 
 INIT_MODES = ("zeros", "ones", "randn", "none")
 """``init`` values: fill with 0 / 1 / standard normal (needs ``rng``); ``none`` = zeros, never reset."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import numpy as np
@@ -24,7 +24,15 @@ from goggles_io.exceptions import (
 from goggles_io.history.ring import RingHistory, ordered, ring_slice
 from goggles_io.history.types import Array, History
 
-__all__ = ["peek_last", "slice_history", "to_device", "to_host"]
+__all__ = ["Device", "peek_last", "slice_history", "to_device", "to_host"]
+
+
+class Device(Protocol):
+    """What :func:`to_device` takes as a target (a ``jax.Device`` is one): robo-goggles' protocol."""
+
+    id: int
+    process_index: int
+    platform: str
 
 
 def peek_last(

@@ -186,7 +186,8 @@ def _jsonl_last(path: Path) -> tuple[int | None, dict[str, float]]:
 
 def _metric_files(run_dir: Path) -> list[Path]:
     found = [*run_dir.glob("metrics.csv"), *run_dir.glob("*/metrics.csv")]
-    found += [*run_dir.glob("events.jsonl"), *run_dir.glob("*/events.jsonl")]
+    for name in ("log.jsonl", "events.jsonl"):  # LocalStorageHandler's, and old runs' file
+        found += [*run_dir.glob(name), *run_dir.glob(f"*/{name}")]
     return found
 
 
@@ -205,10 +206,10 @@ def _scan(run_dir: Path) -> tuple[int | None, dict[str, float]]:
 
 
 def last_step(run_dir: str | os.PathLike[str]) -> int | None:
-    """The last step written to ``metrics.csv`` or ``events.jsonl`` in the run, or ``None``."""
+    """The last step in the run's ``metrics.csv`` or ``log.jsonl`` (``events.jsonl``), or ``None``."""
     return _scan(Path(run_dir))[0]
 
 
 def last_metrics(run_dir: str | os.PathLike[str]) -> dict[str, float]:
-    """The last value of each metric in ``metrics.csv`` / ``events.jsonl`` of the run."""
+    """The last value of each metric in ``metrics.csv`` / ``log.jsonl`` (``events.jsonl``) of the run."""
     return _scan(Path(run_dir))[1]

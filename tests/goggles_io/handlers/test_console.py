@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import time
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +87,58 @@ class TestConsoleHandler:
     def test_is_not_a_tty_stream_by_default(self) -> None:
         """A StringIO stream has no isatty True, so handle() stays plain (sanity of the probe)."""
         assert not io.StringIO().isatty()
+
+
+class TestPathStyle:
+    def test_relative_path_style_shows_the_file_under_project_root(self, tmp_path) -> None:
+        """path_style="relative" shows the caller file relative to project_root, with its line."""
+        handler = gg.ConsoleHandler(path_style="relative", project_root=tmp_path)
+        line = handler.format(_event(filepath=str(tmp_path / "pkg" / "train.py"), lineno=7))
+
+        assert line.endswith("app: hello (pkg/train.py:7)")
+
+    def test_file_outside_project_root_stays_absolute(self, tmp_path) -> None:
+        """A caller outside project_root is shown with its absolute path."""
+        handler = gg.ConsoleHandler(path_style="relative", project_root=tmp_path / "proj")
+        line = handler.format(_event(filepath="/opt/lib/x.py", lineno=3))
+
+        assert line.endswith("(/opt/lib/x.py:3)")
+
+    def test_absolute_path_style(self, tmp_path) -> None:
+        """path_style="absolute" shows the absolute path even under project_root."""
+        handler = gg.ConsoleHandler(path_style="absolute", project_root=tmp_path)
+        line = handler.format(_event(filepath=str(tmp_path / "a.py"), lineno=1))
+
+        assert line.endswith(f"({tmp_path / 'a.py'}:1)")
+
+    def test_project_root_defaults_to_the_cwd_at_construction(self, tmp_path, monkeypatch) -> None:
+        """project_root defaults to the working directory, resolved into the spec."""
+        monkeypatch.chdir(tmp_path)
+        spec = gg.ConsoleHandler(path_style="relative").to_dict()["data"]
+
+        assert (str(tmp_path), "relative", True) == (
+            spec["project_root"], spec["path_style"], spec["show_caller"],
+        )  # fmt: skip
+
+    def test_unknown_path_style_is_rejected(self) -> None:
+        """path_style="weird" raises ConfigurationError naming path_style."""
+        with pytest.raises(ConfigurationError, match="path_style"):
+            gg.ConsoleHandler(path_style="weird")
+
+    def test_configure_passes_path_style_and_project_root(self, capsys) -> None:
+        """configure(console_path_style=, project_root=) shapes the console it attaches."""
+        here = Path(__file__)
+        gg.configure(console_path_style="relative", project_root=here.parent)
+        line_no = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        gg.get_logger("cfg").info("shown")
+        gg.finish(timeout=10)
+
+        line = capsys.readouterr().err.strip().splitlines()[-1]
+        assert line.endswith(f"cfg: shown ({here.name}:{line_no})")
+
+    def test_default_name_is_robo_goggles(self) -> None:
+        """ConsoleHandler() and configure() use robo-goggles' name, goggles.console."""
+        gg.configure(enable_console=True)
+
+        assert "goggles.console" == gg.ConsoleHandler().name
+        gg.detach("goggles.console", "global")  # raises if configure used another name

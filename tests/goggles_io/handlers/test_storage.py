@@ -1,4 +1,4 @@
-"""LocalStorageHandler: JSON lines, media files, safe names, crash-tolerant reading."""
+"""LocalStorageHandler: robo-goggles' log.jsonl and media folders, safe names, crash-tolerant reading."""
 
 from __future__ import annotations
 
@@ -21,13 +21,13 @@ from PIL import Image
 import goggles_io as gg
 from goggles_io.exceptions import ConfigurationError, InvalidNameError
 from goggles_io.handlers.base import handler_from_dict
-from goggles_io.handlers.storage import EVENTS_FILE, read_events, safe_filename
+from goggles_io.handlers.storage import EVENTS_FILE, LOG_FILE, read_events, safe_filename
 from support import wait_until
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "storage_writer.py"
 SRC = Path(__file__).resolve().parents[3] / "src"
 HOSTILE = ["..", "../../etc/passwd", "/abs/path", "a\x00b", "\\win\\x", ".hidden", "", "ü/é"]
-HAS_PYAV = importlib.util.find_spec("av") is not None
+HAS_MP4 = importlib.util.find_spec("imageio_ffmpeg") is not None
 
 
 def _event(kind: gg.Kind, payload: Any, step: int | None = 1, **extra: Any) -> gg.Event:
@@ -85,14 +85,14 @@ class TestLocalStorageHandlerLines:
         events = read_events(tmp_path).events
 
         assert [("log", None, "hello"), ("metric", 3, {"loss": 0.5})] == [
-            (e["kind"], e["step"], e["payload"]) for e in events
+            (e["kind"], e.get("step"), e["payload"]) for e in events
         ]
 
     def test_non_finite_values_are_strict_json_and_read_back(self, tmp_path: Path) -> None:
         """NaN and infinities are written as strings (valid JSON) and read back as floats."""
         payload = {"nan": math.nan, "inf": math.inf, "ninf": -math.inf, "text": "NaN"}
         _write(tmp_path, _event(gg.Kind.METRIC, payload))
-        line = (tmp_path / EVENTS_FILE).read_text().splitlines()[0]
+        line = (tmp_path / LOG_FILE).read_text().splitlines()[0]
 
         json.loads(line, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
         got = read_events(tmp_path).events[0]["payload"]
@@ -107,7 +107,7 @@ class TestLocalStorageHandlerLines:
         assert {"a": 0.5, "b": 7} == read_events(tmp_path).events[0]["payload"]
 
     def test_reopening_appends(self, tmp_path: Path) -> None:
-        """A second open/close cycle appends to events.jsonl instead of truncating it."""
+        """A second open/close cycle appends to log.jsonl instead of truncating it."""
         _write(tmp_path, _event(gg.Kind.TEXT, "first"))
         _write(tmp_path, _event(gg.Kind.TEXT, "second"))
 
@@ -118,7 +118,7 @@ class TestTornLines:
     def test_truncated_last_line_is_skipped_and_counted(self, tmp_path: Path) -> None:
         """A file cut in the middle of its last line reads the whole lines and counts one skip."""
         _write(tmp_path, *(_event(gg.Kind.METRIC, {"loss": i}, step=i) for i in range(5)))
-        events_file = tmp_path / EVENTS_FILE
+        events_file = tmp_path / LOG_FILE
         os.truncate(events_file, events_file.stat().st_size - 7)
 
         log = read_events(events_file)
@@ -128,7 +128,7 @@ class TestTornLines:
     def test_line_cut_inside_a_utf8_character_is_skipped(self, tmp_path: Path) -> None:
         """A cut inside a multi-byte character is a skipped line, not a decode error."""
         _write(tmp_path, _event(gg.Kind.TEXT, "ok"), _event(gg.Kind.TEXT, "ü" * 50))
-        events_file = tmp_path / EVENTS_FILE
+        events_file = tmp_path / LOG_FILE
         data = events_file.read_bytes()
         cut = data.rindex("ü".encode()) + 1  # between the two bytes of the last "ü"
         events_file.write_bytes(data[:cut])
@@ -140,7 +140,7 @@ class TestTornLines:
     def test_writing_after_a_torn_line_starts_a_new_line(self, tmp_path: Path) -> None:
         """Re-opening after a crash never glues a new line onto the torn one."""
         _write(tmp_path, _event(gg.Kind.TEXT, "a"), _event(gg.Kind.TEXT, "b"))
-        events_file = tmp_path / EVENTS_FILE
+        events_file = tmp_path / LOG_FILE
         os.truncate(events_file, events_file.stat().st_size - 5)
         _write(tmp_path, _event(gg.Kind.TEXT, "c"))
 
@@ -154,8 +154,8 @@ class TestTornLines:
         proc = subprocess.Popen(
             [sys.executable, str(SCRIPT), str(tmp_path)], stdout=subprocess.PIPE, env=env
         )
-        wait_until(lambda: (tmp_path / EVENTS_FILE).exists(), what="writer started")
-        wait_until(lambda: (tmp_path / EVENTS_FILE).stat().st_size > 50_000, what="lines")
+        wait_until(lambda: (tmp_path / LOG_FILE).exists(), what="writer started")
+        wait_until(lambda: (tmp_path / LOG_FILE).stat().st_size > 50_000, what="lines")
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
 
@@ -172,21 +172,37 @@ class TestMediaFiles:
         _write(tmp_path, _event(gg.Kind.IMAGE, image, name="sample"))
         line = read_events(tmp_path).events[0]
 
-        with Image.open(tmp_path / line["file"]) as png:
+        with Image.open(tmp_path / line["payload"]) as png:
             pixels = np.asarray(png)
 
-        assert ("images/sample_1.png", "png") == (line["file"], line["format"])
+        assert ("images/sample_1.png", [6, 5, 3]) == (line["payload"], line["shape"])
         np.testing.assert_array_equal(image, pixels)
 
     def test_float_grayscale_image_is_scaled_to_uint8(self, tmp_path: Path) -> None:
         """A float image in [0, 1] with one channel is written as an 8-bit grayscale PNG."""
-        image = np.array([[0.0, 1.0], [0.5, 2.0]], dtype=np.float32)[..., None]
+        image = np.array([[0.0, 1.0], [0.5, 0.25]], dtype=np.float32)[..., None]
         _write(tmp_path, _event(gg.Kind.IMAGE, image, name="gray"))
 
         with Image.open(tmp_path / "images" / "gray_1.png") as png:
             pixels = np.asarray(png)
 
-        np.testing.assert_array_equal([[0, 255], [128, 255]], pixels)
+        np.testing.assert_array_equal([[0, 255], [128, 64]], pixels)
+
+    def test_values_outside_0_1_are_min_max_scaled(self, tmp_path: Path) -> None:
+        """A float image reaching 2.0, or an int64 one, is scaled min-max to 0-255."""
+        floats = np.array([[0.0, 2.0], [1.0, 0.5]])
+        ints = np.array([[-10, 10], [0, 5]], dtype=np.int64)
+        _write(
+            tmp_path, _event(gg.Kind.IMAGE, floats, name="f"), _event(gg.Kind.IMAGE, ints, name="i")
+        )
+
+        with (
+            Image.open(tmp_path / "images" / "f_1.png") as a,
+            Image.open(tmp_path / "images" / "i_1.png") as b,
+        ):
+            got = (np.asarray(a).tolist(), np.asarray(b).tolist())
+
+        assert ([[0, 255], [128, 64]], [[0, 255], [128, 191]]) == got
 
     def test_gif_video_has_every_frame(self, tmp_path: Path) -> None:
         """A (T, C, H, W) video logged as gif holds T frames."""
@@ -198,17 +214,19 @@ class TestMediaFiles:
 
         assert 4 == frames
 
-    @pytest.mark.skipif(not HAS_PYAV, reason="PyAV not installed")
-    def test_mp4_video_reads_back_with_imageio(self, tmp_path: Path) -> None:
-        """With PyAV, an odd-sized video is written as an MP4 with every frame."""
-        import imageio.v3 as iio
+    @pytest.mark.skipif(not HAS_MP4, reason="imageio-ffmpeg not installed")
+    def test_mp4_video_reads_back_with_imageio_ffmpeg(self, tmp_path: Path) -> None:
+        """An odd-sized video is written as an MP4 holding every frame, padded to even."""
+        import imageio_ffmpeg
 
         video = np.zeros((5, 3, 9, 7), dtype=np.uint8)
         _write(tmp_path, _event(gg.Kind.VIDEO, video, name="v", fps=5.0), video_format="mp4")
 
-        frames = iio.imread(tmp_path / "videos" / "v_1.mp4", plugin="pyav")
+        reader = imageio_ffmpeg.read_frames(str(tmp_path / "videos" / "v_1.mp4"))
+        meta = next(reader)
+        frames = list(reader)
 
-        assert (5, 10, 8, 3) == frames.shape
+        assert ((8, 10), 5) == (tuple(meta["size"]), len(frames))
 
     def test_histogram_values_round_trip_as_npy(self, tmp_path: Path) -> None:
         """Histogram values are saved losslessly as .npy."""
@@ -292,9 +310,9 @@ class TestLocalStorageHandlerConfig:
 
         assert key == info.value.key
 
-    @pytest.mark.skipif(HAS_PYAV, reason="PyAV is installed")
-    def test_mp4_without_pyav_raises_configuration_error(self, tmp_path: Path) -> None:
-        """Asking for mp4 without PyAV fails at construction with the install hint."""
+    @pytest.mark.skipif(HAS_MP4, reason="imageio-ffmpeg is installed")
+    def test_mp4_without_ffmpeg_raises_configuration_error(self, tmp_path: Path) -> None:
+        """Asking for mp4 without imageio-ffmpeg fails at construction with the install hint."""
         with pytest.raises(ConfigurationError, match="split-telemetry"):
             gg.LocalStorageHandler(tmp_path, video_format="mp4")
 
@@ -313,4 +331,156 @@ class TestLocalStorageHandlerThroughBus:
 
         assert ["log", "metric", "image"] == [e["kind"] for e in events]
         assert "started 1" == events[0]["payload"]
-        assert (tmp_path / events[2]["file"]).is_file()
+        assert (tmp_path / events[2]["payload"]).is_file()
+
+
+def _logged(root: Path, log_calls: Any) -> list[dict[str, Any]]:
+    """Run ``log_calls(logger)`` through a LocalStorageHandler on ``root``; the lines written."""
+    gg.attach(gg.LocalStorageHandler(root, name="layout.storage"), scopes=["global"])
+    log_calls(gg.get_logger("layout", with_metrics=True, run="r1"))
+    gg.finish(timeout=60)
+    return read_events(root).events
+
+
+class TestRoboGogglesLayout:
+    def test_open_creates_log_jsonl_and_every_media_folder(self, tmp_path: Path) -> None:
+        """open() makes log.jsonl and robo-goggles' six media folders before any event."""
+        _write(tmp_path)
+
+        assert ["artifacts", "histograms", "images", "log.jsonl", "trajectories",
+                "vector_fields", "videos"] == sorted(p.name for p in tmp_path.iterdir())  # fmt: skip
+
+    def test_line_has_robo_goggles_keys_in_order_then_ours(self, tmp_path: Path) -> None:
+        """A line starts kind, scope, payload, filepath, lineno, level, step, time, extra.*."""
+        lines = _logged(tmp_path, lambda log: log.warning("careful", step=0, time=1.5, why="x"))
+
+        assert ["kind", "scope", "payload", "filepath", "lineno", "level", "step", "time",
+                "extra.run", "extra.why", "timestamp", "logger", "pid"] == list(lines[0])  # fmt: skip
+
+    def test_unset_step_and_time_are_left_out(self, tmp_path: Path) -> None:
+        """step=None and time=None write no key, as robo-goggles does; level only on logs."""
+        _write(tmp_path, _event(gg.Kind.METRIC, {"a": 1.0}, step=None))
+
+        line = read_events(tmp_path).events[0]
+        assert set() == {"step", "time", "level"} & set(line)
+
+    def test_jpg_is_a_real_jpeg_with_its_extension(self, tmp_path: Path) -> None:
+        """image(format="jpg") writes images/<name>_<step>.jpg holding JPEG bytes."""
+        lines = _logged(
+            tmp_path,
+            lambda log: log.image(
+                np.full((8, 8, 3), 90, np.uint8), name="cam", format="jpg", step=5
+            ),
+        )
+
+        assert ("images/cam_5.jpg", "jpg") == (lines[0]["payload"], lines[0]["extra.format"])
+        assert b"\xff\xd8\xff" == (tmp_path / "images" / "cam_5.jpg").read_bytes()[:3]
+
+    def test_slash_in_a_name_makes_a_sub_folder(self, tmp_path: Path) -> None:
+        """push({"eval/confusion": img}) writes images/eval/confusion_<step>.png."""
+        lines = _logged(
+            tmp_path, lambda log: log.push({"eval/confusion": np.zeros((4, 4), np.uint8)}, step=2)
+        )
+
+        assert "images/eval/confusion_2.png" == lines[0]["payload"]
+        assert (tmp_path / "images" / "eval" / "confusion_2.png").is_file()
+
+    def test_unnamed_image_is_stored_under_its_kind(self, tmp_path: Path) -> None:
+        """An image logged without a name is images/image_<step>.png and has no extra.name."""
+        lines = _logged(tmp_path, lambda log: log.image(np.zeros((4, 4), np.uint8), step=3))
+
+        assert ("images/image_3.png", False) == (lines[0]["payload"], "extra.name" in lines[0])
+
+    def test_default_video_is_a_30_fps_gif(self, tmp_path: Path) -> None:
+        """video() with robo-goggles' defaults writes a GIF whose frames last 1/30 s."""
+        lines = _logged(
+            tmp_path, lambda log: log.video(np.random.rand(3, 8, 8, 3), name="v", step=7)
+        )
+
+        with Image.open(tmp_path / lines[0]["payload"]) as gif:
+            duration = gif.info["duration"]
+        assert ("videos/v_7.gif", 30, "gif") == (
+            lines[0]["payload"],
+            lines[0]["extra.fps"],
+            lines[0]["extra.format"],
+        )
+        assert 30 == duration  # 1000 / 30 ms, in GIF's 1/100 s steps
+
+    def test_histogram_samples_and_static_flag(self, tmp_path: Path) -> None:
+        """histogram(static=True) stores the raw samples as .npy and writes extra.static."""
+        samples = np.random.default_rng(3).normal(size=50)
+        lines = _logged(tmp_path, lambda log: log.histogram(samples, name="h", static=True, step=9))
+
+        assert ("histograms/h_9.npy", True) == (lines[0]["payload"], lines[0]["extra.static"])
+        np.testing.assert_array_equal(samples, np.load(tmp_path / "histograms" / "h_9.npy"))
+
+    def test_vector_field_npy_and_picture_on_request(self, tmp_path: Path) -> None:
+        """A field is stored as .npy; store_visualization=True adds a PNG, False does not."""
+        field = np.random.default_rng(4).normal(size=(12, 12, 2))
+
+        def calls(log: Any) -> None:
+            log.vector_field(field, name="vf", step=10, store_visualization=True, mode="vorticity")
+            log.vector_field(field, name="plain", step=10, store_visualization=False)
+
+        pictured, plain = _logged(tmp_path, calls)
+
+        assert "vector_fields/visualizations/vf_10.png" == pictured["visualization"]
+        assert "visualization" not in plain
+        np.testing.assert_array_equal(field, np.load(tmp_path / plain["payload"]))
+        with Image.open(tmp_path / pictured["visualization"]) as png:
+            assert "PNG" == png.format
+
+    def test_trajectories_npy_and_picture(self, tmp_path: Path) -> None:
+        """trajectories() stores (N, L, dim) as .npy and, on request, a PNG beside it."""
+        paths = np.cumsum(np.random.default_rng(5).normal(size=(3, 20, 2)), axis=1)
+        lines = _logged(
+            tmp_path,
+            lambda log: log.trajectories(paths, name="traj", step=11, store_visualization=True),
+        )
+
+        assert ("trajectories/traj_11.npy", "trajectories/visualizations/traj_11.png") == (
+            lines[0]["payload"], lines[0]["visualization"],
+        )  # fmt: skip
+        np.testing.assert_array_equal(paths, np.load(tmp_path / "trajectories" / "traj_11.npy"))
+
+    def test_artifact_reference_directory_is_copied(self, tmp_path: Path) -> None:
+        """artifact({"path": dir}) copies the directory to artifacts/<name>_<step>."""
+        source = tmp_path / "ckpt"
+        source.mkdir()
+        (source / "params.npy").write_bytes(b"p")
+        run = tmp_path / "run"
+        lines = _logged(
+            run,
+            lambda log: log.artifact(
+                {"path": source, "name": "model", "type": "checkpoint"}, step=4
+            ),
+        )
+
+        assert "artifacts/model_4" == lines[0]["payload"]
+        assert b"p" == (run / "artifacts" / "model_4" / "params.npy").read_bytes()
+
+    def test_dictionary_spreads_by_type(self, tmp_path: Path) -> None:
+        """dictionary() writes name/key metrics, name/key_i for 1-D, an image and a field file."""
+        data = {"s": 1.0, "v": np.arange(2.0), "im": np.zeros((4, 4)), "vf": np.zeros((4, 4, 2))}
+        lines = _logged(tmp_path, lambda log: log.dictionary("d", data, step=12))
+
+        assert [("metric", {"d/s": 1.0, "d/v_0": 0.0, "d/v_1": 1.0}), ("image", "images/d/im_12.png"),
+                ("vector_field", "vector_fields/d/vf_12.npy")] == [(e["kind"], e["payload"]) for e in lines]  # fmt: skip
+
+    def test_old_runs_events_jsonl_still_reads(self, tmp_path: Path) -> None:
+        """A run written before log.jsonl existed reads through read_events as before."""
+        (tmp_path / EVENTS_FILE).write_text(
+            '{"kind": "metric", "step": 1, "payload": {"a": 2.0}, "extra": {}}\n'
+        )
+
+        assert [{"a": 2.0}] == [e["payload"] for e in read_events(tmp_path).events]
+
+    def test_lines_read_back_as_events(self, tmp_path: Path) -> None:
+        """EventLog.to_events() rebuilds each line as an Event with its flat extras and time."""
+        lines = _logged(tmp_path, lambda log: log.scalar("loss", 0.5, step=2, time=7.5))
+        del lines
+
+        (event,) = read_events(tmp_path).to_events()
+        assert (gg.Kind.METRIC, {"loss": 0.5}, 2, 7.5, "r1") == (
+            event.kind, event.payload, event.step, event.time, event.extra["run"],
+        )  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import subprocess
 import sys
@@ -168,7 +170,7 @@ class TestOfflineRun:
             WandBHandler(project="p", wandb_init_kwargs=[("notes", "x")])  # type: ignore[arg-type]
 
     def test_one_run_per_scope_in_one_group(self, wandb_env: Path) -> None:
-        """Each attached scope gets its own run, all in the handler's group, all finished."""
+        """Each scope gets its own run, named run-<scope> as robo-goggles does, in one group."""
         handler = WandBHandler(project="p", group="multi", dir=str(wandb_env))
         gg.attach(handler, scopes=["global", "episode_0", "episode_1"])
         for episode in range(2):
@@ -179,9 +181,10 @@ class TestOfflineRun:
         gg.finish()
         runs = read_offline_runs(wandb_env, expect=3)
 
-        assert {"episode_0", "episode_1"} <= runs.keys()
+        assert {"run-global", "run-episode_0", "run-episode_1"} == runs.keys()
         assert {"multi"} == {r["group"] for r in runs.values()}
-        assert [10, 11, 12] == [row["reward"] for row in runs["episode_1"]["history"]]
+        assert [10, 11, 12] == [row["reward"] for row in runs["run-episode_1"]["history"]]
+        assert "episode_1" == runs["run-episode_1"]["config"]["scope"]
 
     def test_flush_commits_latest_step_and_backward_steps_kept(self, wandb_env: Path) -> None:
         """flush() commits the latest step at once, and a step going backwards is kept, not dropped."""
@@ -244,8 +247,7 @@ class TestExamples:
         """examples/05_wandb_multiple_runs.py writes one run per episode plus the global run."""
         runs = run_example("05_wandb_multiple_runs.py", tmp_path)
 
-        assert {"episode_0", "episode_1", "episode_2"} <= runs.keys()
-        assert 4 == len(runs)
+        assert {"run-episode_0", "run-episode_1", "run-episode_2", "run-global"} == runs.keys()
         assert {"multiple_runs"} == {r["group"] for r in runs.values()}
 
     def test_example_09_reads_back(self, tmp_path: Path) -> None:
@@ -276,3 +278,83 @@ class TestAlert:
         handler.close()
 
         assert 1 == handler.alert_errors
+
+
+@pytest.mark.slow
+class TestRoboGogglesKinds:
+    def test_trajectories_are_a_plotly_figure(self, wandb_env: Path) -> None:
+        """trajectories() reaches W&B as a plotly-file whose figure has the paths, starts, ends."""
+        gg.attach(WandBHandler(project="p", run_name="traj", dir=str(wandb_env)), scopes=["global"])
+        paths = np.cumsum(np.random.default_rng(0).normal(size=(4, 30, 2)), axis=1)
+        gg.get_logger("t", with_metrics=True).trajectories(paths, name="paths", step=1)
+        gg.finish()
+        run = read_offline_runs(wandb_env)["traj"]
+
+        row = run["history"][0]
+        figure = json.loads((run["dir"] / "files" / row["paths/path"]).read_text())
+        assert "plotly-file" == row["paths/_type"]
+        assert ["paths", "start", "end"] == [trace["name"] for trace in figure["data"]]
+        xs = figure["data"][0]["x"]  # plotly writes arrays as base64 "bdata"
+        xs = np.frombuffer(base64.b64decode(xs["bdata"]), xs["dtype"]) if "bdata" in xs else xs
+        assert 4 * 31 == len(xs)  # 30 points and a gap per path
+
+    def test_vector_field_is_an_image_of_its_picture(self, wandb_env: Path) -> None:
+        """vector_field() reaches W&B as an image-file (its drawn picture)."""
+        gg.attach(WandBHandler(project="p", run_name="vf", dir=str(wandb_env)), scopes=["global"])
+        field = np.random.default_rng(1).normal(size=(16, 16, 2))
+        gg.get_logger("v", with_metrics=True).vector_field(
+            field, name="flow", step=2, mode="vorticity"
+        )
+        gg.finish()
+        row = read_offline_runs(wandb_env)["vf"]["history"][0]
+
+        assert ("image-file", "png") == (row["flow/_type"], row["flow/format"])
+
+    def test_static_histogram_is_a_custom_chart(self, wandb_env: Path) -> None:
+        """histogram(static=True) is a table-backed custom chart, static=False a histogram."""
+        gg.attach(WandBHandler(project="p", run_name="hist", dir=str(wandb_env)), scopes=["global"])
+        log = gg.get_logger("h", with_metrics=True)
+        log.histogram(np.arange(20.0), name="fixed", static=True, step=3)
+        log.histogram(np.arange(20.0), name="moving", step=3)
+        gg.finish()
+        row = read_offline_runs(wandb_env)["hist"]["history"][0]
+
+        assert ("table-file", "histogram") == (row["fixed_table/_type"], row["moving/_type"])
+
+    def test_artifacts_are_uploaded_with_name_type_aliases(
+        self, wandb_env: Path, tmp_path: Path
+    ) -> None:
+        """A {"path": dir} reference, a file reference and content each become a W&B artifact."""
+        checkpoint = tmp_path / "ckpt"
+        checkpoint.mkdir()
+        (checkpoint / "params.npy").write_bytes(b"p")
+        (checkpoint / "opt_state.npy").write_bytes(b"o")
+        notes = tmp_path / "notes.txt"
+        notes.write_text("hello")
+        gg.attach(WandBHandler(project="p", run_name="art", dir=str(wandb_env)), scopes=["global"])
+        log = gg.get_logger("a", with_metrics=True)
+        log.artifact({"path": checkpoint, "name": "model_checkpoint", "type": "checkpoint",
+                      "aliases": ["best", "step-100"]}, step=100)  # fmt: skip
+        log.artifact({"path": str(notes), "name": "random_artifact", "type": "misc"}, step=100)
+        log.artifact("a,b\n1,2", name="table", format="csv", step=100)
+        gg.finish()
+        arts = {a["name"]: a for a in read_offline_runs(wandb_env)["art"]["artifacts"]}
+
+        assert (["best", "latest", "step-100"], "checkpoint", ["opt_state.npy", "params.npy"]) == (
+            arts["model_checkpoint"]["aliases"], arts["model_checkpoint"]["type"],
+            arts["model_checkpoint"]["entries"],
+        )  # fmt: skip
+        assert (["notes.txt"], "misc") == (
+            arts["random_artifact"]["entries"],
+            arts["random_artifact"]["type"],
+        )
+        assert (["table.csv"], "csv") == (
+            arts["table"]["entries"],
+            arts["table"]["metadata"]["format"],
+        )
+
+    def test_entity_and_positional_order_are_robo_goggles(self) -> None:
+        """WandBHandler("proj", "team", "run") is project, entity, run_name, as in robo-goggles."""
+        data = WandBHandler("proj", "team", "run").to_dict()["data"]
+
+        assert ("proj", "team", "run") == (data["project"], data["entity"], data["run_name"])

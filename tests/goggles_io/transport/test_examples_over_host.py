@@ -38,7 +38,8 @@ class TestExamplesOverHost:
         run = read_offline_runs(tmp_path)["run_1"]
 
         assert f"written under {tmp_path}/wandb" in output
-        assert {"optimizer": "adam", "lr": 3e-4, "batch_size": 64} == run["config"]
+        wanted = {"optimizer": "adam", "lr": 3e-4, "batch_size": 64, "scope": "global"}
+        assert wanted == {k: run["config"][k] for k in wanted}
         assert list(range(100)) == [row["step"] for row in run["history"] if "loss" in row]
 
     def test_example_05_one_run_per_scope(self, foreign_host, tmp_path) -> None:
@@ -47,7 +48,7 @@ class TestExamplesOverHost:
         runs = read_offline_runs(tmp_path, expect=4)
 
         assert f"under {tmp_path}/wandb" in output
-        assert {"episode_0", "episode_1", "episode_2"} <= runs.keys()
+        assert {"run-episode_0", "run-episode_1", "run-episode_2"} <= runs.keys()
         assert {"multiple_runs"} == {r["group"] for r in runs.values()}
 
     def test_example_09_custom_axis(self, foreign_host, tmp_path) -> None:

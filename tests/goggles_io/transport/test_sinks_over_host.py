@@ -114,9 +114,9 @@ class TestWandBOverHost:
             )
         gg.finish()
         runs = read_offline_runs(out, expect=2)
-        main, episode = runs["main"], runs["main.episode_0"]
+        main, episode = runs["main"], runs["main-episode_0"]
 
-        assert {"main", "main.episode_0"} == set(runs)
+        assert {"main", "main-episode_0"} == set(runs)
         assert list(range(5)) == [r["step"] for r in main["history"] if "loss" in r]
         assert [2.0 * s for s in range(5)] == [r["reward"] for r in episode["history"]]
         assert (64, 0.25, run.id) == (

@@ -1,0 +1,197 @@
+"""The run directory's ``log.jsonl`` lines: robo-goggles' fields, then ours, as strict JSON.
+
+A line holds robo-goggles' keys in its order — ``kind``, ``scope``, ``payload``, ``filepath``,
+``lineno``, ``level`` (log events only), ``step`` and ``time`` (when set), one flat
+``extra.<key>`` per extra (bound fields first) — and then what goggles_io's own readers use
+beside them: ``timestamp``, ``logger``, ``pid``; for arrays ``shape`` and ``dtype``; for a
+picture ``visualization``; for a failure ``error``; for non-finite numbers ``_nonfinite``.
+A media event's ``payload`` is its file's path relative to the run directory.
+
+JSON has no NaN or Infinity: they are written as the strings ``"NaN"``, ``"Infinity"`` and
+``"-Infinity"``, and ``_nonfinite`` lists where (``[["payload", "loss"], ...]``), so that
+:func:`read_events` turns exactly those back into floats.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from goggles_io._event.records import Event, Kind
+from goggles_io.exceptions import InvalidNameError
+
+__all__ = [
+    "EVENTS_FILE",
+    "LOG_FILE",
+    "EventLog",
+    "encode_line",
+    "media_parts",
+    "read_events",
+    "record",
+    "safe_filename",
+]
+
+LOG_FILE = "log.jsonl"
+EVENTS_FILE = "events.jsonl"  # the file of runs written before 0.2 (nested ``extra``)
+_MAX_NAME_CHARS = 120  # leaves room for "_<step>-<n>.<ext>" under the 255-byte limit
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def safe_filename(name: str) -> str:
+    """Return ``name`` as one harmless file-name component.
+
+    Separators, ``..``, NUL, control and non-ASCII characters become ``_``; leading dots are
+    dropped (no hidden files, no ``..``); the result is never empty and at most 120 characters.
+    The original name is kept in ``log.jsonl``, so this only has to be safe, not reversible.
+
+    Raises:
+        InvalidNameError: ``name`` is not a ``str``.
+    """
+    if not isinstance(name, str):
+        msg = f"name must be a str (got {name!r}, a {type(name).__name__})."
+        raise InvalidNameError(msg, name=name)
+    cleaned = _UNSAFE.sub("_", name).lstrip(".")[:_MAX_NAME_CHARS]
+    return cleaned or "_"
+
+
+def media_parts(name: str, step: int | None) -> tuple[list[str], str]:
+    """``(sub-folders, stem)`` of a media file: ``eval/confusion`` at 2 -> ``(["eval"], "confusion_2")``.
+
+    A ``/`` makes a sub-folder, as in robo-goggles; every part goes through
+    :func:`safe_filename` and empty parts are dropped, so no name leaves the run directory.
+    """
+    parts = [safe_filename(p) for p in name.split("/") if p.strip(". ")] or [safe_filename(name)]
+    stem = parts[-1] + ("" if step is None else f"_{step}")
+    return parts[:-1], stem
+
+
+def record(event: Event) -> dict[str, Any]:
+    """The line of ``event`` in robo-goggles' key order, ``payload`` not yet filled for media."""
+    line: dict[str, Any] = {
+        "kind": Kind(event.kind).value,
+        "scope": event.scope,
+        "payload": event.payload,
+        "filepath": event.filepath,
+        "lineno": event.lineno,
+    }
+    if event.level is not None:
+        line["level"] = event.level
+    if event.step is not None:
+        line["step"] = event.step
+    if event.time is not None:
+        line["time"] = event.time
+    extra = event.extra
+    bound = extra.get("bound")
+    if isinstance(bound, Mapping):
+        for key, value in bound.items():
+            line[f"extra.{key}"] = value
+    for key, value in extra.items():
+        if key != "bound":
+            line[f"extra.{key}"] = value
+    line["timestamp"] = event.timestamp
+    line["logger"] = event.logger
+    line["pid"] = event.pid
+    return line
+
+
+def encode_line(line: dict[str, Any]) -> bytes:
+    """One strict-JSON line (UTF-8, ``\\n``-terminated); non-finite floats listed in ``_nonfinite``."""
+    nonfinite: list[list[Any]] = []
+    text = json.dumps(_jsonable(line, [], nonfinite), ensure_ascii=False, allow_nan=False)
+    if nonfinite:
+        text = text[:-1] + ', "_nonfinite": ' + json.dumps(nonfinite) + "}"
+    # backslashreplace turns a lone surrogate into its JSON escape: lossless, valid UTF-8
+    return (text + "\n").encode("utf-8", errors="backslashreplace")
+
+
+@attrs.frozen
+class EventLog:
+    """What :func:`read_events` found: the lines as dicts, and the lines it had to skip."""
+
+    events: list[dict[str, Any]]
+    skipped_lines: list[int]
+
+    @property
+    def skipped(self) -> int:
+        """How many lines were unreadable (a torn last line after a crash, for instance)."""
+        return len(self.skipped_lines)
+
+    def to_events(self) -> list[Event]:
+        """The lines as :class:`Event` s (media payloads stay file paths)."""
+        return [Event.from_dict(line) for line in self.events if line.get("kind") in _KINDS]
+
+
+_KINDS = frozenset(k.value for k in Kind)
+
+
+def read_events(path: str | os.PathLike[str]) -> EventLog:
+    """Read a run's ``log.jsonl`` (or an old run's ``events.jsonl``), tolerating crash damage.
+
+    ``path`` is the file or the run directory (``log.jsonl`` first, else ``events.jsonl``). A
+    line that is not valid UTF-8 JSON object text — typically the last line, torn when the
+    writer was killed mid-write — is skipped and its 1-based number reported in
+    ``skipped_lines``; it is never fatal. Non-finite floats are restored (see the module doc).
+    """
+    file = Path(path)
+    if file.is_dir():
+        file = file / LOG_FILE if (file / LOG_FILE).exists() else file / EVENTS_FILE
+    events: list[dict[str, Any]] = []
+    skipped: list[int] = []
+    with open(file, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except ValueError:  # JSONDecodeError and UnicodeDecodeError both subclass it
+                skipped.append(number)
+                continue
+            if not isinstance(obj, dict):
+                skipped.append(number)
+                continue
+            for where in obj.pop("_nonfinite", ()):
+                _restore_nonfinite(obj, where)
+            events.append(obj)
+    return EventLog(events=events, skipped_lines=skipped)
+
+
+def _jsonable(value: Any, where: list[Any], nonfinite: list[list[Any]]) -> Any:
+    """Return ``value`` as strict-JSON builtins; note where non-finite floats were replaced."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        nonfinite.append(list(where))
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v, [*where, str(k)], nonfinite) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, [*where, i], nonfinite) for i, v in enumerate(value)]
+    tolist = getattr(value, "tolist", None)  # numpy scalars and arrays, without importing numpy
+    if callable(tolist) and hasattr(value, "dtype"):
+        return _jsonable(tolist(), where, nonfinite)
+    if isinstance(value, (bytes, bytearray)):
+        return {"bytes": len(value)}
+    return repr(value)
+
+
+def _restore_nonfinite(obj: Any, where: Any) -> None:
+    if not isinstance(where, list) or not where:
+        return
+    parent = obj
+    try:
+        for key in where[:-1]:
+            parent = parent[key]
+        if parent[where[-1]] in _NONFINITE:
+            parent[where[-1]] = _NONFINITE[parent[where[-1]]]
+    except (KeyError, IndexError, TypeError):
+        return  # a hand-edited line: leave it as it is
