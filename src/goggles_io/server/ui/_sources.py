@@ -110,7 +110,13 @@ class _DirRun:
         self.media: list[dict[str, Any]] = []
         self.info: dict[str, Any] = {}
         self.config: dict[str, str] = {}
-        self._events = [_Tail(p) for p in (path / "events.jsonl", *path.glob("*/events.jsonl"))]
+        # LocalStorageHandler's log.jsonl (robo-goggles' layout), and old runs' events.jsonl
+        logs = [
+            p
+            for name in ("log.jsonl", "events.jsonl")
+            for p in (path / name, *path.glob(f"*/{name}"))
+        ]
+        self._events = [_Tail(p) for p in logs]
         self._csvs = [_Tail(p) for p in (path / "metrics.csv", *path.glob("*/metrics.csv"))]
         self._csv_series: dict[Path, dict[str, Series]] = {}
         self._csv_header: dict[Path, list[str]] = {}
@@ -150,8 +156,9 @@ class _DirRun:
             kind = obj.get("kind")
             step = obj.get("step")
             step = step if type(step) is int else None
+            extra = obj.get("extra") if type(obj.get("extra")) is dict else {}
+            extra = {**extra, **{k[6:]: v for k, v in obj.items() if k.startswith("extra.")}}
             if kind == "metric" and type(obj.get("payload")) is dict:
-                extra = obj.get("extra") if type(obj.get("extra")) is dict else {}
                 x_axis, x = extra.get("x_axis"), _num(extra.get("x"))
                 when = _num(obj.get("timestamp"))
                 for name, raw_value in obj["payload"].items():
@@ -164,10 +171,12 @@ class _DirRun:
                     if type(x_axis) is str:
                         one.x_axis = x_axis
                     one.add(step, when, x if type(x_axis) is str else None, value)
-            elif kind == "image" and type(obj.get("file")) is str:
-                extra = obj.get("extra") if type(obj.get("extra")) is dict else {}
+            elif kind == "image" and type(obj.get("file", obj.get("payload"))) is str:
                 name = extra.get("name") if type(extra.get("name")) is str else "image"
-                self.media.append({"name": name, "step": step, "file": prefix + obj["file"]})
+                file = obj.get(
+                    "file", obj.get("payload")
+                )  # events.jsonl: "file"; log.jsonl: payload
+                self.media.append({"name": name, "step": step, "file": prefix + file})
 
     def _read_csv(self, tail: _Tail, lines: list[bytes], restart: bool) -> None:
         path = tail.path
