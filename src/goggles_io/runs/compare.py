@@ -102,7 +102,15 @@ class ConfigDiff:
         """Plain data (JSON-ready) for the dashboard."""
         return {
             "runs": list(self.runs),
-            "rows": [attrs.asdict(row, retain_collection_types=False) for row in self.rows],
+            "rows": [
+                {
+                    "key": r.key,
+                    "values": list(r.values),
+                    "present": list(r.present),
+                    "differs": r.differs,
+                }
+                for r in self.rows
+            ],
         }
 
 

@@ -57,7 +57,7 @@ def find_runs(*roots: str | os.PathLike[str]) -> list[Path]:
     return found
 
 
-def describe_run(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+def describe_run(run_dir: str | os.PathLike[str], *, with_last_step: bool = True) -> dict[str, Any]:
     """``run.kv`` with its derived status, or what is known of a run directory without one.
 
     Without ``run.kv`` the run is named by its folder, ``status`` is ``unknown`` and
@@ -67,7 +67,7 @@ def describe_run(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(run_dir)
     if (path / "run.kv").is_file():
         try:
-            return read_run(path)
+            return read_run(path, with_last_step=with_last_step)
         except (OSError, ValueError) as exc:
             return {"run_id": path.name, "run_dir": str(path), "status": "unreadable",
                     "error": str(exc), "age_s": None, "last_step": None}  # fmt: skip
