@@ -101,8 +101,10 @@ def make_ui_app(
         return Response(asset.body, media_type=asset.media_type, headers=_IMMUTABLE)
 
     async def runs(request: Request) -> Response:
+        reply = _Json({"runs": await asyncio.to_thread(catalog.summaries)}, headers=_PLAIN)
+        catalog.answered()
         catalog.poke()
-        return _Json({"runs": await asyncio.to_thread(catalog.summaries)}, headers=_PLAIN)
+        return reply
 
     def _series(request: Request) -> dict[str, Any]:
         name = request.query_params.get("metric", "")

@@ -28,6 +28,7 @@ from goggles_io.server.ui._index import RunIndex
 __all__ = ["Catalog", "default_index_dir"]
 
 _TICK_S = 0.5  # how often the files are looked at when nothing is waiting
+_FIRST_ANSWER_S = 1.0  # indexing waits this long for the first page request to be answered
 _INFO_S = 1.0  # run.kv and heartbeat re-read at most this often
 _BUDGET = 1 << 20  # bytes indexed per run per turn: small parse batches keep memory flat
 _DB_STATUS = {"stale": "crashed"}
@@ -100,6 +101,7 @@ class Catalog:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._answered = threading.Event()
         self._thread: threading.Thread | None = None
         self.version = 0  # bumped whenever anything shown may have changed
 
@@ -126,7 +128,14 @@ class Catalog:
         """Look at the files now (a page asked for fresh data)."""
         self._wake.set()
 
+    def answered(self) -> None:
+        """The first runs table went out: indexing may take the CPU now."""
+        self._answered.set()
+
     def _run(self) -> None:
+        # The server's start and its first answer come first (server ready in a fraction of a
+        # second however much there is to read); parsing holds the GIL for long stretches.
+        self._answered.wait(_FIRST_ANSWER_S)
         while not self._stop.is_set():
             try:
                 busy = self.turn()
