@@ -5,6 +5,7 @@
 
 const alertCache = new Map();
 let observer = null;
+let firstLoad = Promise.resolve();  // the first panel is fetched alone, the others after it
 
 function metricNames() {
   const names = new Set();
@@ -54,8 +55,9 @@ async function alertsFor(key) {
   return alertCache.get(key);
 }
 
-function chartWidth() {
-  return Math.max(300, Math.min(2000, Math.round(window.innerWidth / 2)));
+function chartWidth(panel) {
+  // one bucket per pixel column: each is drawn through its min and max (same pixels as all points)
+  return Math.max(200, Math.min(2000, Math.round((panel && panel.clientWidth) || window.innerWidth / 2)));
 }
 
 async function loadPanel(panel) {
@@ -63,7 +65,7 @@ async function loadPanel(panel) {
   panel.dirty = false;
   const keys = [...state.selected].filter((k) => { const r = runOf(k); return r && r.metrics && name in r.metrics; });
   const zoom = state.zoom[name];
-  let params = `axis=${state.axis}&n=${chartWidth()}&metric=${encodeURIComponent(name)}`;
+  let params = `axis=${state.axis}&n=${chartWidth(panel)}&metric=${encodeURIComponent(name)}`;
   if (zoom) params += `&x0=${zoom[0]}&x1=${zoom[1]}`;
   const ticket = (panel.ticket || 0) + 1;
   panel.ticket = ticket;
@@ -123,7 +125,9 @@ function ensureObserver() {
   observer = new IntersectionObserver((entries) => {
     for (const e of entries) {
       e.target.visible = e.isIntersecting;
-      if (e.isIntersecting && e.target.dirty) loadPanel(e.target).catch(() => {});
+      if (e.isIntersecting && e.target.dirty) {
+        firstLoad.then(() => { if (e.target.dirty) loadPanel(e.target).catch(() => {}); });
+      }
     }
   }, { rootMargin: "200px" });
   return observer;
@@ -168,12 +172,15 @@ function renderPanels() {
     nodes.push(section);
   }
   container.replaceChildren(...nodes);
+  const first = container.querySelector(".section[open] .panel");
+  if (first && first.dirty) firstLoad = loadPanel(first).catch(() => {});  // no wait for a frame
   const obs = ensureObserver();
   for (const p of container.querySelectorAll(".panel")) obs.observe(p);
 }
 
 function refreshPanels(all) {
   for (const p of document.querySelectorAll("#charts .panel")) {
+    if (!p.dirty && !p.uplot && !all) continue;  // its first load is on its way
     p.dirty = true;
     if (all) { if (p.uplot) p.uplot.destroy(); p.uplot = null; }
     if (p.visible) loadPanel(p).catch(() => {});
