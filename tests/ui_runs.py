@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,12 +39,14 @@ def robo_goggles_run(out: Path) -> Path:
     """A robo-goggles run directory (no ``run.kv``) with metrics and every media kind."""
     out.mkdir(parents=True, exist_ok=True)
     if has_robo_goggles():
-        private = out.parent / "tmp-robo-goggles"
-        private.mkdir(exist_ok=True)
+        private = tempfile.mkdtemp(prefix="robo-goggles-")  # it chmods its temp dir as root
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env.update(TMPDIR=str(private), GOGGLES_SOCKET=str(private / "g.sock"))
-        done = subprocess.run([sys.executable, str(ROBO_SCRIPT), str(out)], env=env,
-                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        env.update(TMPDIR=private, GOGGLES_SOCKET=os.path.join(private, "g.sock"))
+        try:
+            done = subprocess.run([sys.executable, str(ROBO_SCRIPT), str(out)], env=env,
+                                  capture_output=True, text=True, timeout=300)  # fmt: skip
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
         if done.returncode == 0 and (out / "log.jsonl").is_file():
             return out
     return _write_layout(out)

@@ -22,7 +22,8 @@ __all__ = ["export_rows", "group_band", "metric_series"]
 
 _UNSORTED_MAX = 5_000_000  # points sorted in memory when a metric's steps are out of order
 _NOTES = {
-    "time": "no wall time recorded for this metric (metrics.csv has no time column)",
+    "time": "no wall time recorded for this metric (a metrics.csv without a time column, "
+    "or a robo-goggles log.jsonl)",
     "custom": "no custom x-axis declared for this metric (logger.set_x_axis or x=)",
 }
 

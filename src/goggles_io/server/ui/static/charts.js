@@ -33,6 +33,18 @@ function quantileRange(data) {
   return [lo - pad, hi + pad];
 }
 
+// Powers of ten, at most ~6 of them, for a log axis over any number of decades (uPlot's own
+// log ticks all fall below its spacing when a value explodes over 30 decades).
+function logSplits(u, axis, min, max) {
+  if (!(min > 0) || !isFinite(max)) return [];
+  const lo = Math.ceil(Math.log10(min)), hi = Math.floor(Math.log10(max));
+  if (hi < lo) return [min, max];
+  const step = Math.max(1, Math.ceil((hi - lo) / 5));
+  const out = [];
+  for (let k = lo; k <= hi; k += step) out.push(Math.pow(10, k));
+  return out;
+}
+
 function alertMatches(metric, alert) {
   const name = String(alert.metric || "");
   const source = alert.source ? String(alert.source) : "";
@@ -142,14 +154,18 @@ function plotOptions(panel, name, width) {
         range: (u, min, max) => {
           const q = state.outliers ? quantileRange(u.data) : null;
           if (q) return q;
+          if (min === null || max === null || !isFinite(min) || !isFinite(max)) return [0, 1];
           if (min === max) return [min - 1, max + 1];
-          return state.logy ? [min, max] : [min - (max - min) * 0.05, max + (max - min) * 0.05];
+          if (state.logy) return min > 0 ? [min, max] : [Math.max(min, 1e-12), max];
+          const pad = (max - min) * 0.05;
+          return isFinite(pad) ? [min - pad, max + pad] : [min, max];
         },
       },
     },
     axes: [
       { values: time ? undefined : (u, ticks) => ticks.map(bigNumber), size: 34, font: "11px system-ui" },
-      { values: (u, ticks) => ticks.map(bigNumber), size: 56, font: "11px system-ui" },
+      { values: (u, ticks) => ticks.map(bigNumber), size: 56, font: "11px system-ui",
+        splits: state.logy ? logSplits : undefined },
     ],
     series: panel.model.series,
     bands: panel.model.bands,

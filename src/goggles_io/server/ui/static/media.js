@@ -150,7 +150,7 @@ function mediaBlock(key, kind, name, items) {
     getJson(`/api/media/histograms?run=${encodeURIComponent(key)}&name=${encodeURIComponent(name)}`)
       .then((d) => drawDistribution(over, d)).catch(failed);
     block.append(stepSlider(items, (m) => data(m).then((d) => drawBars(view, d)).catch(failed)));
-    block.after = over;
+    block.extraView = over;
   } else if (kind === "trajectories" || kind === "vector_field") {
     const draw = kind === "trajectories" ? drawTrajectories : drawField;
     block.append(stepSlider(items, (m) => data(m).then((d) => draw(view, d)).catch(failed)));
@@ -171,12 +171,14 @@ function mediaBlock(key, kind, name, items) {
     view.append(list);
   }
   block.append(view);
-  if (block.after) block.append(block.after);
+  if (block.extraView) block.append(block.extraView);
   return block;
 }
 
+let mediaTicket = 0;
 async function loadMedia() {
   const container = document.getElementById("media");
+  const ticket = ++mediaTicket;  // only the latest of overlapping loads renders
   const sections = new Map(Object.keys(KIND_TITLES).map((k) => [k, []]));
   for (const key of state.selected) {
     const reply = await getJson("/api/media?run=" + encodeURIComponent(key));
@@ -203,5 +205,5 @@ async function loadMedia() {
       ? "the selected runs logged no media (images, video, histograms, trajectories, vector fields, artifacts)"
       : "tick a run on the left to see its media"));
   }
-  container.replaceChildren(...nodes);
+  if (ticket === mediaTicket) container.replaceChildren(...nodes);
 }

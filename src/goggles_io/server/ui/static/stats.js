@@ -18,14 +18,17 @@ function table(rows, columns) {
   return t;
 }
 
+let compareTicket = 0, statsTicket = 0;  // only the latest of overlapping loads renders
 async function loadCompare() {
   const container = document.getElementById("compare");
+  const ticket = ++compareTicket;
   const keys = [...state.selected];
   if (keys.length < 1) {
     container.replaceChildren(el("div", { className: "empty" }, "tick two or more runs to compare their config"));
     return;
   }
   const diff = await getJson("/api/diff?" + runQuery(keys));
+  if (ticket !== compareTicket) return;
   const only = el("label", {}, " show only keys that differ");
   const box = el("input", { type: "checkbox", checked: state.diffOnly });
   box.addEventListener("change", () => { state.diffOnly = box.checked; writeUrl(); loadCompare(); });
@@ -79,6 +82,7 @@ function statsChart(box, overall) {
 
 async function loadStats() {
   const container = document.getElementById("stats");
+  const ticket = ++statsTicket;
   container.replaceChildren();
   const keys = [...state.selected];
   if (!keys.length) {
@@ -87,6 +91,7 @@ async function loadStats() {
   }
   for (const key of keys) {
     const data = await getJson("/api/stats?run=" + encodeURIComponent(key));
+    if (ticket !== statsTicket) return;
     const panel = el("div", { className: "panel wide stats-run" });
     panel.dataset.key = key;
     const head = el("h3");

@@ -49,6 +49,7 @@ function fmt(value) {
 }
 
 function bigNumber(v) {
+  if (v === null || v === undefined || !isFinite(v)) return "";  // log scales pass null ticks
   const a = Math.abs(v);
   if (a >= 1e12 || (a > 0 && a < 1e-3)) return v.toExponential(1);
   for (const [s, d] of [["G", 1e9], ["M", 1e6], ["k", 1e3]]) if (a >= d) return +(v / d).toPrecision(3) + s;
