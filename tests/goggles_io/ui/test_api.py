@@ -353,6 +353,21 @@ class TestIndex:
         assert ({"loss": 100}, before) == (counts, sorted(p.name for p in run.iterdir()))
         assert 1 == len(list((index_dir / "dirs").iterdir()))
 
+    def test_a_removed_run_leaves_the_table(self, tmp_path: Path) -> None:
+        """A run directory deleted while serving disappears from the runs; the others stay."""
+        import shutil
+
+        keep = RunContext(project="p", driver="d", slug="keep", root=tmp_path)
+        gone = RunContext(project="p", driver="d", slug="gone", root=tmp_path)
+        keep.close()
+        gone.close()
+        with Collector(run_dirs=[str(tmp_path)]) as server:
+            wait_until(lambda: len(runs_of(server)) == 2, timeout_s=60)
+            shutil.rmtree(gone.dir)
+            wait_until(lambda: len(runs_of(server)) == 1, timeout_s=60)
+
+            assert [f"dir:{keep.dir.name}"] == list(runs_of(server))
+
     def test_unwritable_index_dir_falls_back_to_a_temporary_one(
         self, run: Path, tmp_path: Path
     ) -> None:

@@ -1,6 +1,6 @@
 """The dashboard in a real browser: Debian's chromium driven by selenium against a real server.
 
-Every wait is a condition (WebDriverWait) with a generous timeout: CI has 2 noisy cores.
+Every wait is a condition (``browser.wait``) with a generous timeout: CI has 2 noisy cores.
 """
 
 from __future__ import annotations
@@ -21,23 +21,12 @@ import pytest
 pytest.importorskip("selenium")
 pytest.importorskip("uvicorn")
 
-from browser import chromium, chromium_paths
+from browser import browser_marks, chromium, wait
 from goggles_io.runs import RunContext
 from goggles_io.server.collector import Collector
 from ui_runs import append_metric
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(chromium_paths() is None, reason="chromium + chromium-driver not installed"),
-]
-
-WAIT_S = 60
-
-
-def wait(driver: Any, condition: Any, what: str) -> Any:
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, WAIT_S, poll_frequency=0.1).until(condition, message=what)
+pytestmark = browser_marks()
 
 
 def status_of(driver: Any, run_id: str) -> str:

@@ -1,7 +1,7 @@
 """The dashboard's views in headless Chromium against a real server: grouped panels and search,
 config diff, alert markers, every media view, a robo-goggles run, state kept in the URL.
 
-Every wait is a condition (WebDriverWait) with a generous timeout: CI has 2 noisy cores.
+Every wait is a condition (``browser.wait``) with a generous timeout: CI has 2 noisy cores.
 """
 
 from __future__ import annotations
@@ -16,17 +16,13 @@ import pytest
 pytest.importorskip("selenium")
 pytest.importorskip("uvicorn")
 
-from browser import chromium, chromium_paths
+from browser import browser_marks, chromium, wait
 from goggles_io.runs import RunContext
 from goggles_io.server.collector import Collector
 from ui_runs import append_metric, robo_goggles_run, write_alert
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(chromium_paths() is None, reason="chromium + chromium-driver not installed"),
-]
+pytestmark = browser_marks()
 
-WAIT_S = 60
 METRICS = (
     "episode/return",
     "episode/length",
@@ -34,12 +30,6 @@ METRICS = (
     "diagnostic/actor/loss",
     "lr",
 )
-
-
-def wait(driver: Any, condition: Any, what: str) -> Any:
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, WAIT_S, poll_frequency=0.1).until(condition, message=what)
 
 
 def js(driver: Any, script: str, *args: Any) -> Any:

@@ -178,7 +178,10 @@ def make_ui_app(
         return _Json(diff_configs(configs).to_dict(), headers=_PLAIN)
 
     async def stats(request: Request) -> Response:
-        run_dir = catalog.run_dir(request.query_params.get("run", ""))
+        key = request.query_params.get("run", "")
+        run_dir = catalog.run_dir(key)
+        if run_dir is None and not key.startswith("db:"):
+            return _error(f"no run {key!r}")
         if run_dir is None:
             return _Json({"reason": "a collector run has no experiment stats", "overall": [],
                           "episodes": [], "modules": [], "alerts": [], "tables": {}})  # fmt: skip

@@ -154,7 +154,12 @@ class Catalog:
             if self._stop.is_set():
                 return False
             before = run.feeder.index.points
-            busy |= run.feeder.step(_BUDGET)
+            try:
+                busy |= run.feeder.step(_BUDGET)
+            except (OSError, ValueError) as exc:  # one unreadable run never stops the others
+                _report(
+                    f"run:{run.key}", f"cannot index {str(run.path)!r}: {exc}; other runs go on"
+                )
             if run.feeder.index.points != before:
                 self.version += 1
         before_rows = self.db.pending
@@ -173,25 +178,40 @@ class Catalog:
                     while key in self.dirs:
                         key += "+"
                     self.dirs[key] = _DirRun(key, path, self.index_root)
+            for key in [k for k, run in self.dirs.items() if not run.path.is_dir()]:
+                del self.dirs[key]  # the run directory was removed: it leaves the table
+                self.version += 1
             now = time.monotonic()
             for run in self.dirs.values():
                 if now - run.read_at >= _INFO_S:
                     old = (run.info.get("status"), run.config)
-                    run.refresh_info()
+                    try:
+                        run.refresh_info()
+                    except OSError:
+                        continue  # removed between the listing and the read: gone next turn
                     if old != (run.info.get("status"), run.config):
                         self.version += 1
             self.db_runs = self.store.runs()
 
     # -- reading ------------------------------------------------------------------------------
+    def _dir(self, key: str) -> _DirRun | None:
+        """The run directory ``key``, looking for new runs first if it is not known yet (a
+        request may come before the background thread's first pass)."""
+        run = self.dirs.get(key)
+        if run is None and key.startswith("dir:"):
+            self.discover()
+            run = self.dirs.get(key)
+        return run
+
     def index(self, key: str) -> RunIndex | None:
         """The index of run ``key`` (``dir:...`` or ``db:...``), or ``None``."""
         if key.startswith("db:"):
             return self.db.runs.get(key[3:])
-        run = self.dirs.get(key)
+        run = self._dir(key)
         return run.feeder.index if run else None
 
     def run_dir(self, key: str) -> Path | None:
-        run = self.dirs.get(key)
+        run = self._dir(key)
         return run.path if run else None
 
     def config(self, key: str) -> dict[str, Any] | None:
@@ -199,7 +219,7 @@ class Catalog:
         if key.startswith("db:"):
             run = next((r for r in self.db_runs if r["run_id"] == key[3:]), None)
             return None if run is None else dict(run.get("config") or {})
-        found = self.dirs.get(key)
+        found = self._dir(key)
         return None if found is None else dict(found.config)
 
     def summaries(self) -> list[dict[str, Any]]:
