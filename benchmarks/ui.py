@@ -304,7 +304,10 @@ def main() -> int:
         "server RSS at 1M <= 100 MB": median(rows["kept"], "rss_mb") <= TARGETS["rss_1m"],
     }
     if big is not None:
-        checks["server RSS at 100M <= 250 MB (peak)"] = big["peak_mb"] <= TARGETS["rss_big"]
+        worst = max(big["peak_mb"], big["rss_mb"])  # while indexing, and after the page's queries
+        checks["server RSS at 100M <= 250 MB (worst of indexing and serving)"] = (
+            worst <= TARGETS["rss_big"]
+        )
     for name, ok in checks.items():
         print(f"{'PASS' if ok else 'FAIL'}: {name}")
     return 0 if all(checks.values()) else 1
