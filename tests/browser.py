@@ -51,3 +51,21 @@ def chromium() -> Iterator[Any]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+WAIT_S = 60.0  # CI has 2 noisy cores: every browser wait is a condition with this timeout
+
+
+def wait(driver: Any, condition: Any, what: str, timeout_s: float = WAIT_S) -> Any:
+    """Wait until ``condition(driver)`` is truthy (polled every 0.1 s); ``what`` names it on timeout."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout_s, poll_frequency=0.1).until(condition, message=what)
+
+
+def browser_marks() -> list[Any]:
+    """The marks of a browser test module: slow, and skipped without chromium + driver."""
+    import pytest
+
+    reason = "chromium + chromium-driver not installed"
+    return [pytest.mark.slow, pytest.mark.skipif(chromium_paths() is None, reason=reason)]

@@ -37,6 +37,7 @@ def start_collector(
     port: int,
     api_key: str | None,
     run_dirs: Sequence[str] = (),
+    index_dir: str | None = None,
 ) -> Any | None:
     """A started ``Collector``, or ``None`` after printing why it could not start.
 
@@ -52,7 +53,9 @@ def start_collector(
         print(f"{prog}: cannot bind {host!r}: the name does not resolve ({exc})", file=sys.stderr)
         return None
     try:
-        kwargs = {"run_dirs": list(run_dirs)} if run_dirs else {}
+        kwargs: dict[str, Any] = {"run_dirs": list(run_dirs)} if run_dirs else {}
+        if index_dir:
+            kwargs["index_dir"] = index_dir
         collector = Collector(db_path=db_path, host=host, port=port, api_key=api_key, **kwargs)
     except ConfigurationError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)

@@ -28,7 +28,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     api_key = api_key_from_env()
     db = args.collector_db or ":memory:"
-    collector = start_collector("telemetry ui", db, args.host, args.port, api_key, run_dirs=paths)
+    collector = start_collector(
+        "telemetry ui", db, args.host, args.port, api_key, run_dirs=paths, index_dir=args.index_dir
+    )
     if collector is None:
         return 2
     shown = [*paths, *([f"collector db {db}"] if args.collector_db else [])]
@@ -57,6 +59,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="run directories or roots (default: runs)",
     )
     parser.add_argument("--collector-db", metavar="FILE", help="SQLite database of a collector")
+    parser.add_argument(
+        "--index-dir",
+        metavar="DIR",
+        help="where the metric index is kept (default $XDG_CACHE_HOME/split-telemetry/ui-index)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=port, default=8765, help="port (default 8765; 0: any free)")
     parser.set_defaults(handler=run)

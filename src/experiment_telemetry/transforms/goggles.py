@@ -9,7 +9,7 @@ episode as step: D11, D12). None and NaN values are left out. An ``episode_stats
 is logged on ``close()``. Every goggles handler on the scope receives them: ``CsvHandler`` for
 ``metrics.csv``, ``WandBHandler`` for W&B, any other sink attached there; the harness always
 attaches this transform. Window stats of the metrics aggregator become
-``<cadence>/<source>/<metric>`` means, plotted against the source's step.
+``<cadence>/<source>/<metric>`` means, logged at (and plotted against) the source's step.
 
 ``WandbTransform`` is its old name, kept as an alias (the transform never was W&B-only).
 """
@@ -161,13 +161,15 @@ class GogglesTransform(Transform):
 
     @receives(MetricWindowStats)
     def _on_window(self, s: MetricWindowStats) -> None:
-        # Keyed by the latest episode (one W&B step axis) and plotted against the source's step.
+        # Logged at the source's step, which is also the declared x-axis (W&B plots against
+        # ``<source>_step``). Keying them by the latest episode put every row of a run without
+        # episodes (a training loop) at step 0: vertical-line charts and "last step 0".
         values = {f"{s.cadence}/{s.source}/{k}": v for k, v in s.mean.items()}
         for name in values.keys() - self._declared:
             self._declared.add(name)
             self.logger.set_x_axis(name, f"{s.source}_step")
         if values:
-            self.logger.push(values, step=self._last_episode, x=s.step)
+            self.logger.push(values, step=s.step, x=s.step)
 
     def close(self) -> None:
         """Log the per-episode table once, then detach."""

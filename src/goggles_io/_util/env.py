@@ -22,6 +22,7 @@ __all__ = [
     "ENV_BROKER_GROUP",
     "ENV_BROKER_MAXLEN",
     "ENV_BROKER_RUN",
+    "ENV_CACHE_HOME",
     "ENV_CALLER_INFO",
     "ENV_DEDICATED_HOST",
     "ENV_HOST_IDLE_TIMEOUT",
@@ -76,6 +77,9 @@ ENV_BROKER_CLAIM_IDLE_MS = "GOGGLES_BROKER_CLAIM_IDLE_MS"
 ENV_REMOTE_URL = "TELEMETRY_REMOTE_URL"
 ENV_REMOTE_API_KEY = "TELEMETRY_REMOTE_API_KEY"
 ENV_REMOTE_OFF = "TELEMETRY_NO_REMOTE"
+
+# -- the dashboard (``server/ui/_sources.py``) --------------------------------------------------
+ENV_CACHE_HOME = "XDG_CACHE_HOME"  # the index lives in $XDG_CACHE_HOME/split-telemetry/ui-index
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})

@@ -38,8 +38,11 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def read_run(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+def read_run(run_dir: str | os.PathLike[str], *, with_last_step: bool = True) -> dict[str, Any]:
     """Read one run directory: ``run.kv`` plus derived ``status``, ``age_s`` and ``last_step``.
+
+    ``with_last_step=False`` skips reading the metric files' tails (``last_step`` is then
+    ``None``): the dashboard knows the last step from its index and re-reads status often.
 
     ``status`` is ``crashed`` when ``run.kv`` says ``running`` but the heartbeat is older than
     three periods, or the pid is dead on this host.
@@ -67,7 +70,7 @@ def read_run(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         if dead or beat_age > _STALE_FACTOR * period + 1.0:
             info["status"] = RunStatus.CRASHED
     info["age_s"] = _age_s(info.get("started"))
-    info["last_step"] = last_step(path)
+    info["last_step"] = last_step(path) if with_last_step else None
     return info
 
 

@@ -61,6 +61,8 @@ class Collector:
             database's runs (read only, followed as they grow).
         store: Serve this :class:`RunStore` (a subclass may add storage rules) instead of one
             made from ``db_path`` and ``stale_heartbeats``.
+        index_dir: Where the dashboard keeps its index of the runs' metrics (default
+            ``$XDG_CACHE_HOME/split-telemetry/ui-index``); never inside a run directory.
 
     Raises:
         ConfigurationError: ``host`` is beyond loopback and no ``api_key`` is given.
@@ -78,6 +80,7 @@ class Collector:
         stale_heartbeats: float = 3.0,
         run_dirs: Sequence[str | os.PathLike[str]] = (),
         store: RunStore | None = None,
+        index_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -93,6 +96,8 @@ class Collector:
         self.ingest = Ingest(self.store, api_key, read_timeout_s, max_body_bytes, response_delay_s)
         """Keys, limits and routes of the protocol (``response_delay_s`` may change live)."""
         self.run_dirs = [os.fspath(p) for p in run_dirs]
+        self.index_dir = None if index_dir is None else os.fspath(index_dir)
+        self._ui: Any = None
         self._conns: set[Any] = set()
         self._conns_lock = threading.Lock()
         self.stopping = threading.Event()  # tells the dashboard's live streams to end
@@ -150,20 +155,26 @@ class Collector:
             from goggles_io.server.ui import make_ui_app  # needs the [ui] extra, like the server
         except ImportError as exc:
             raise missing_ui_extra(exc) from None
-        app = CollectorApp(self.ingest, make_ui_app(self.store, self.run_dirs, self.stopping))
+        self._ui = make_ui_app(self.store, self.run_dirs, self.stopping, self.index_dir)
+        app = CollectorApp(self.ingest, self._ui)
         return ServerThread(app, self.host, self.port, self.read_timeout_s, self._track)
 
     def start(self) -> Collector:
         """Bind (the same port again after a :meth:`shutdown`) and serve on a daemon thread.
 
         Raises:
-            ImportError: the ``[ui]`` extra (uvicorn, starlette) is not installed.
+            ImportError: the ``[ui]`` extra (uvicorn, starlette, youplot) is not installed.
         """
         if self._server is not None:
             return self
         server = self._make_server()
         self.stopping.clear()
-        self.port = server.start()
+        try:
+            self.port = server.start()
+        except BaseException:
+            ui, self._ui = self._ui, None
+            ui.state.catalog.close()
+            raise
         self._server = server
         if self.exposed:
             _logger.warning(
@@ -191,6 +202,9 @@ class Collector:
             return
         self.stopping.set()
         server.stop(timeout_s)
+        ui, self._ui = self._ui, None
+        if ui is not None:
+            ui.state.catalog.close()  # stops its indexing thread, removes a temporary index
 
     def close(self) -> None:
         """Shut down and close the database."""

@@ -65,6 +65,8 @@ class RunStore:
 
     def __init__(self, db_path: str = ":memory:", stale_heartbeats: float = 3.0) -> None:
         self.stale_heartbeats = stale_heartbeats
+        self.db_path = db_path
+        """The database file (or ``":memory:"``): the dashboard keys its index by it."""
         self._db = sqlite3.connect(db_path, check_same_thread=False)
         if db_path != ":memory:":
             # WAL + NORMAL: a commit per batch without an fsync each; a crash loses at most the

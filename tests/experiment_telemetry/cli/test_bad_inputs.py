@@ -149,7 +149,7 @@ class TestUiCommand:
                 runs = reply.read()
             proc.send_signal(signal.SIGINT)
 
-            assert b"plotly.min.js" in page and demo_dir.name.encode() in runs
+            assert b"/static/uplot-" in page and demo_dir.name.encode() in runs
             assert 0 == proc.wait(timeout=30)
         finally:
             proc.kill()

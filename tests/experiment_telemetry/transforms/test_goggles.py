@@ -130,6 +130,20 @@ class TestGogglesTransform:
         assert [0, 1] == [row[0] for row in table.payload["data"]]
         assert "lm_0=correct lm_1=correct" == table.payload["data"][0][-1]
 
+    def test_window_means_logged_at_source_step_without_episodes(self) -> None:
+        """Window means of a run with no episodes are logged at the source's step, not step 0."""
+        handler = memory()
+        transform = GogglesTransform().attach()
+        for step in (200, 400):
+            stats_stream.emit(
+                MetricWindowStats(source="learner", cadence="diagnostic", step=step, count=1,
+                                  mean={"q_mean": 1.0}, last={"q_mean": 1.0})
+            )  # fmt: skip
+        goggles_io.flush()
+
+        assert [200, 400] == [e.step for e in handler.of_kind("metric")]
+        transform.close()
+
     def test_window_means_plotted_against_source_step(self) -> None:
         """A metric window's means are pushed with the source step as their x value."""
         handler = memory()

@@ -1,395 +1,288 @@
-"""Where the dashboard's runs come from: run directories followed as they grow, and the
-collector's database.
+"""Every run the dashboard shows, and the background thread that keeps their index current.
 
-A run directory is read incrementally: ``events.jsonl`` (``LocalStorageHandler``) and
-``metrics.csv`` (``CsvHandler``) from the byte where the last read stopped, a torn last line
-left for the next read; a file replaced (``CsvHandler`` rewrites its header) is read again
-from the start. The database is read by ``rowid``, so points arriving out of ``seq`` order are
-not missed. Nothing here writes.
+Runs come from run directories (with ``run.kv``, or robo-goggles' layout without one: named by
+folder, status ``unknown``) under the given roots, and from the collector's database. The
+page is answered from what is indexed so far (``indexed`` says how far): the server is ready
+before a large log is read, and live runs keep appending. Nothing here writes into a run
+directory; the index lives in a cache directory the dashboard owns (``index_dir``, default
+``$XDG_CACHE_HOME/split-telemetry/ui-index``; a temporary one if that cannot be written).
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import math
+import os
+import shutil
+import tempfile
 import threading
 import time
-from array import array
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from goggles_io.runs import RunFileError, read_kv, read_run
+from goggles_io._util.env import ENV_CACHE_HOME
+from goggles_io._util.report import ReportOnce
+from goggles_io.runs import describe_run, find_runs, read_config
 from goggles_io.server.store import RunStore
+from goggles_io.server.ui._feed import DbFeeder, DirFeeder, index_folder
+from goggles_io.server.ui._index import RunIndex
 
-__all__ = ["Catalog", "Series", "inside", "stat_records"]
+__all__ = ["Catalog", "default_index_dir"]
 
-_NAN = float("nan")
-_NONFINITE = {"NaN": _NAN, "Infinity": math.inf, "-Infinity": -math.inf}
-_REFRESH_S = 0.4  # at most this often, however many pages ask
-
-
-def _num(value: Any) -> float | None:
-    kind = type(value)
-    if kind is float or kind is int:
-        return float(value)
-    if kind is str:
-        return _NONFINITE.get(value)
-    return None
+_TICK_S = 0.5  # how often the files are looked at when nothing is waiting
+_FIRST_ANSWER_S = 1.0  # indexing waits this long for the first page request to be answered
+_INFO_S = 1.0  # run.kv and heartbeat re-read at most this often
+_BUDGET = 1 << 20  # bytes indexed per run per turn: small parse batches keep memory flat
+_DB_STATUS = {"stale": "crashed"}
+_report = ReportOnce(who="telemetry ui")
 
 
-class Series:
-    """One metric of one run: parallel columns of step, wall time, custom x and value."""
-
-    __slots__ = ("step", "time", "value", "x", "x_axis")
-
-    def __init__(self) -> None:
-        self.step, self.time, self.x, self.value = array("d"), array("d"), array("d"), array("d")
-        self.x_axis: str | None = None
-
-    def add(self, step: Any, when: Any, x: Any, value: float) -> None:
-        self.step.append(_NAN if step is None else float(step))
-        self.time.append(_NAN if when is None else float(when))
-        self.x.append(_NAN if x is None else float(x))
-        self.value.append(value)
-
-    def __len__(self) -> int:
-        return len(self.value)
-
-    def columns(self, axis: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(x, y)`` as arrays: ``axis`` is ``step``, ``time`` (ms since epoch) or ``custom``."""
-        y = np.frombuffer(self.value, dtype=np.float64)
-        if axis == "time":
-            return np.frombuffer(self.time, dtype=np.float64) * 1000.0, y
-        if axis == "custom" and self.x_axis is not None:
-            return np.frombuffer(self.x, dtype=np.float64), y
-        return np.frombuffer(self.step, dtype=np.float64), y
+def default_index_dir() -> Path:
+    """``$XDG_CACHE_HOME/split-telemetry/ui-index`` (``~/.cache`` when unset)."""
+    base = os.environ.get(ENV_CACHE_HOME) or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "split-telemetry" / "ui-index"
 
 
-class _Tail:
-    """Complete new lines of a growing file, from where the last read stopped."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.inode: int | None = None
-        self.rest = b""
-
-    def read(self) -> tuple[list[bytes], bool]:
-        """``(new complete lines, whether the file was replaced and is read from the start)``."""
-        try:
-            st = self.path.stat()
-        except OSError:
-            return [], False
-        restart = self.inode is not None and (st.st_ino != self.inode or st.st_size < self.offset)
-        if restart:
-            self.offset, self.rest = 0, b""
-        self.inode = st.st_ino
-        if st.st_size == self.offset:
-            return [], restart
-        with open(self.path, "rb") as fh:
-            fh.seek(self.offset)
-            data = fh.read()
-        self.offset += len(data)
-        lines = (self.rest + data).split(b"\n")
-        self.rest = lines.pop()
-        return lines, restart
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError:
+        return False
+    return True
 
 
 class _DirRun:
-    """One run directory's metrics, media and status, read as the files grow."""
-
-    def __init__(self, key: str, path: Path) -> None:
+    def __init__(self, key: str, path: Path, root: Path) -> None:
         self.key = key
         self.path = path
-        self.series: dict[str, Series] = {}
-        self.media: list[dict[str, Any]] = []
+        self.feeder = DirFeeder(path, root)
         self.info: dict[str, Any] = {}
-        self.config: dict[str, str] = {}
-        # LocalStorageHandler's log.jsonl (robo-goggles' layout), and old runs' events.jsonl
-        logs = [
-            p
-            for name in ("log.jsonl", "events.jsonl")
-            for p in (path / name, *path.glob(f"*/{name}"))
-        ]
-        self._events = [_Tail(p) for p in logs]
-        self._csvs = [_Tail(p) for p in (path / "metrics.csv", *path.glob("*/metrics.csv"))]
-        self._csv_series: dict[Path, dict[str, Series]] = {}
-        self._csv_header: dict[Path, list[str]] = {}
+        self.config: dict[str, Any] = {}
+        self.read_at = 0.0
 
-    def refresh(self) -> None:
-        try:
-            self.info = read_run(self.path)
-        except (OSError, RunFileError, ValueError) as exc:
-            self.info = {"run_id": self.path.name, "status": "unreadable", "error": str(exc)}
-        if not self.config and (self.path / "config.kv").is_file():
-            try:
-                self.config = read_kv(self.path / "config.kv")
-            except (OSError, RunFileError, ValueError):
-                self.config = {}
-        for tail in self._events:
-            lines, restart = tail.read()
-            if restart:  # an event log is only appended to; a replaced one is read afresh
-                self.series.clear()
-                self.media.clear()
-            self._read_events(tail.path.parent, lines)
-        for tail in self._csvs:
-            lines, restart = tail.read()
-            self._read_csv(tail, lines, restart)
-
-    def _read_events(self, folder: Path, lines: Iterable[bytes]) -> None:
-        series = self.series
-        prefix = "" if folder == self.path else f"{folder.name}/"
-        for raw in lines:
-            if b'"kind"' not in raw:
-                continue
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                continue  # a damaged line: the rest still counts
-            if type(obj) is not dict:
-                continue
-            kind = obj.get("kind")
-            step = obj.get("step")
-            step = step if type(step) is int else None
-            extra = obj.get("extra") if type(obj.get("extra")) is dict else {}
-            extra = {**extra, **{k[6:]: v for k, v in obj.items() if k.startswith("extra.")}}
-            if kind == "metric" and type(obj.get("payload")) is dict:
-                x_axis, x = extra.get("x_axis"), _num(extra.get("x"))
-                when = _num(obj.get("timestamp"))
-                for name, raw_value in obj["payload"].items():
-                    value = _num(raw_value)
-                    if value is None:
-                        continue
-                    one = series.get(name)
-                    if one is None:
-                        one = series[name] = Series()
-                    if type(x_axis) is str:
-                        one.x_axis = x_axis
-                    one.add(step, when, x if type(x_axis) is str else None, value)
-            elif kind == "image" and type(obj.get("file", obj.get("payload"))) is str:
-                name = extra.get("name") if type(extra.get("name")) is str else "image"
-                file = obj.get(
-                    "file", obj.get("payload")
-                )  # events.jsonl: "file"; log.jsonl: payload
-                self.media.append({"name": name, "step": step, "file": prefix + file})
-
-    def _read_csv(self, tail: _Tail, lines: list[bytes], restart: bool) -> None:
-        path = tail.path
-        if restart or path not in self._csv_header:
-            for name in self._csv_series.pop(path, {}):
-                self.series.pop(name, None)
-            self._csv_header.pop(path, None)
-        own = self._csv_series.setdefault(path, {})
-        text = b"\n".join(lines).decode("utf-8", errors="replace")
-        for row in csv.reader(io.StringIO(text)):
-            header = self._csv_header.get(path)
-            if header is None:
-                self._csv_header[path] = row
-                continue
-            if len(row) != len(header):
-                continue  # a torn or foreign row
-            record = dict(zip(header, row, strict=True))
-            step = _float(record.get("step", ""))
-            when = _float(record.get("time", record.get("timestamp", "")))
-            if "name" in record and "value" in record:
-                pairs = [(record["name"], record["value"])]
-            else:
-                pairs = [
-                    (k, v) for k, v in record.items() if k not in ("step", "time", "timestamp")
-                ]
-            for name, text_value in pairs:
-                value = _float(text_value)
-                if value is None:
-                    continue
-                one = own.get(name)
-                if one is None:
-                    one = own[name] = self.series.setdefault(name, Series())
-                one.add(None if step is None else int(step) if math.isfinite(step) else None,
-                        when, None, value)  # fmt: skip
-
-
-def _float(text: str) -> float | None:
-    if not text:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-class _DbRuns:
-    """The collector database's runs and points, read by rowid as points arrive."""
-
-    def __init__(self, store: RunStore) -> None:
-        self.store = store
-        self.runs: dict[str, dict[str, Any]] = {}
-        self.series: dict[str, dict[str, Series]] = {}
-        self._rowid = 0
-
-    def refresh(self) -> None:
-        self.runs = {run["run_id"]: run for run in self.store.runs()}
-        while True:
-            rows = self.store.points_after(self._rowid, 200_000)
-            if not rows:
-                return
-            for rowid, run_id, name, value, step, when in rows:
-                per_run = self.series.setdefault(run_id, {})
-                one = per_run.get(name)
-                if one is None:
-                    one = per_run[name] = Series()
-                number = value if type(value) is float else _NAN
-                one.add(step, when, None, number)
-                self._rowid = rowid
-
-
-_DB_STATUS = {"stale": "crashed"}
+    def refresh_info(self) -> None:
+        self.info = describe_run(self.path, with_last_step=False)
+        self.config = read_config(self.path)
+        self.read_at = time.monotonic()
 
 
 class Catalog:
-    """Every run the dashboard shows, keyed ``dir:<run id>`` or ``db:<run id>``."""
+    """The runs of ``run_dirs`` (run directories or roots holding them) and of ``store``.
 
-    def __init__(self, store: RunStore, run_dirs: Iterable[str]) -> None:
+    Call :meth:`start` to index in the background and :meth:`close` to stop (a temporary
+    index is removed then).
+    """
+
+    def __init__(self, store: RunStore, run_dirs: list[str], index_dir: str | None = None) -> None:
         self.roots = [Path(p) for p in run_dirs]
+        self._temp: str | None = None
+        root = Path(index_dir) if index_dir else default_index_dir()
+        if not _writable(root):
+            self._temp = tempfile.mkdtemp(prefix="telemetry-ui-index-")
+            _report(
+                "index", f"cannot write the index in {str(root)!r}; using {self._temp} (not kept)"
+            )
+            root = Path(self._temp)
+        self.index_root = root
         self.dirs: dict[str, _DirRun] = {}
-        self.db = _DbRuns(store)
+        self.store = store
+        db_path = getattr(store, "db_path", ":memory:")
+        if db_path == ":memory:":  # nothing to keep: the database itself is gone at exit
+            self._db_temp = tempfile.mkdtemp(prefix="telemetry-ui-db-index-")
+            db_folder, owner = Path(self._db_temp), f"db:memory:{id(store)}"
+        else:
+            self._db_temp = None
+            ino = os.stat(db_path).st_ino if os.path.exists(db_path) else 0
+            owner = f"db:{os.path.abspath(db_path)}:{ino}"
+            db_folder = index_folder(root, "db", owner)
+        self.db = DbFeeder(store, db_folder, owner)
+        self.db_runs: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._last = 0.0
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._answered = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.version = 0  # bumped whenever anything shown may have changed
 
-    def refresh(self, force: bool = False) -> None:
-        """Discover new runs and read what every run wrote since the last call."""
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Index in a daemon thread until :meth:`close`."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="telemetry-ui-index", daemon=True
+            )
+            self._thread.start()
+
+    def close(self) -> None:
+        """Stop indexing; remove a temporary index."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(10.0)
+        for temp in (self._temp, self._db_temp):
+            if temp:
+                shutil.rmtree(temp, ignore_errors=True)
+
+    def poke(self) -> None:
+        """Look at the files now (a page asked for fresh data)."""
+        self._wake.set()
+
+    def answered(self) -> None:
+        """The first runs table went out: indexing may take the CPU now."""
+        self._answered.set()
+
+    def _run(self) -> None:
+        # The server's start and its first answer come first (server ready in a fraction of a
+        # second however much there is to read); parsing holds the GIL for long stretches.
+        self._answered.wait(_FIRST_ANSWER_S)
+        while not self._stop.is_set():
+            try:
+                busy = self.turn()
+            except Exception as exc:  # never let one damaged file end indexing for all runs
+                _report(f"turn:{type(exc).__name__}", f"indexing failed once: {exc!r}; going on")
+                busy = False
+            if not busy:
+                self._wake.wait(_TICK_S)
+                self._wake.clear()
+
+    def turn(self) -> bool:
+        """One pass: find new runs, re-read their status, index a little of each."""
+        self.discover()
+        busy = False
+        for run in list(self.dirs.values()):
+            if self._stop.is_set():
+                return False
+            before = run.feeder.index.points
+            try:
+                busy |= run.feeder.step(_BUDGET)
+            except (OSError, ValueError) as exc:  # one unreadable run never stops the others
+                _report(
+                    f"run:{run.key}", f"cannot index {str(run.path)!r}: {exc}; other runs go on"
+                )
+            if run.feeder.index.points != before:
+                self.version += 1
+        before_rows = self.db.pending
+        busy |= self.db.step(_BUDGET)
+        if busy or before_rows:
+            self.version += 1
+        return busy
+
+    def discover(self) -> None:
+        """Add run directories that appeared; re-read run.kv of each at most once a second."""
         with self._lock:
-            if not force and time.monotonic() - self._last < _REFRESH_S:
-                return
             known = {run.path for run in self.dirs.values()}
-            for path in self._run_paths():
+            for path in find_runs(*self.roots):
                 if path not in known:
                     key = f"dir:{path.name}"
                     while key in self.dirs:
                         key += "+"
-                    self.dirs[key] = _DirRun(key, path)
+                    self.dirs[key] = _DirRun(key, path, self.index_root)
+            for key in [k for k, run in self.dirs.items() if not run.path.is_dir()]:
+                del self.dirs[key]  # the run directory was removed: it leaves the table
+                self.version += 1
+            now = time.monotonic()
             for run in self.dirs.values():
-                run.refresh()
-            self.db.refresh()
-            self._last = time.monotonic()
+                if now - run.read_at >= _INFO_S:
+                    old = (run.info.get("status"), run.config)
+                    try:
+                        run.refresh_info()
+                    except OSError:
+                        continue  # removed between the listing and the read: gone next turn
+                    if old != (run.info.get("status"), run.config):
+                        self.version += 1
+            self.db_runs = self.store.runs()
 
-    def _run_paths(self) -> list[Path]:
-        found = []
-        for root in self.roots:
-            if (root / "run.kv").is_file():
-                found.append(root)
-            elif root.is_dir():
-                found += sorted(p for p in root.iterdir() if (p / "run.kv").is_file())
-        return found
-
-    def series(self, key: str) -> dict[str, Series]:
-        if key.startswith("db:"):
-            return self.db.series.get(key[3:], {})
+    # -- reading ------------------------------------------------------------------------------
+    def _dir(self, key: str) -> _DirRun | None:
+        """The run directory ``key``, looking for new runs first if it is not known yet (a
+        request may come before the background thread's first pass)."""
         run = self.dirs.get(key)
-        return run.series if run else {}
+        if run is None and key.startswith("dir:"):
+            self.discover()
+            run = self.dirs.get(key)
+        return run
+
+    def index(self, key: str) -> RunIndex | None:
+        """The index of run ``key`` (``dir:...`` or ``db:...``), or ``None``."""
+        if key.startswith("db:"):
+            return self.db.runs.get(key[3:])
+        run = self._dir(key)
+        return run.feeder.index if run else None
 
     def run_dir(self, key: str) -> Path | None:
-        run = self.dirs.get(key)
+        run = self._dir(key)
         return run.path if run else None
 
-    def media(self, key: str) -> list[dict[str, Any]]:
-        run = self.dirs.get(key)
-        return list(run.media) if run else []
+    def config(self, key: str) -> dict[str, Any] | None:
+        """The run's typed config, or ``None`` for an unknown key."""
+        if key.startswith("db:"):
+            run = next((r for r in self.db_runs if r["run_id"] == key[3:]), None)
+            return None if run is None else dict(run.get("config") or {})
+        found = self._dir(key)
+        return None if found is None else dict(found.config)
 
     def summaries(self) -> list[dict[str, Any]]:
-        """One row per run for the runs table (status, age, last step, group, tags, config)."""
-        rows = []
-        for key, run in self.dirs.items():
-            info = run.info
-            tags = str(info.get("tags", ""))
-            rows.append({
-                "key": key,
-                "source": "dir",
-                "run_id": str(info.get("run_id", run.path.name)),
-                "name": str(info.get("name") or info.get("slug") or run.path.name),
-                "status": str(info.get("status", "?")),
-                "age_s": info.get("age_s"),
-                "started": info.get("started"),
-                "last_step": info.get("last_step"),
-                "group": str(info.get("group") or info.get("project") or ""),
-                "tags": [t for t in tags.split(",") if t],
-                "config": dict(run.config),
-                "error": info.get("error"),
-                "metrics": {name: len(s) for name, s in run.series.items()},
-                "media": len(run.media),
-                "stats": (run.path / "stats.jsonl").is_file(),
-                "path": str(run.path),
-            })  # fmt: skip
+        """One row per run for the runs table: identity, status, config and metric summaries."""
+        if not self.dirs and not self.db_runs:
+            self.discover()
+        rows = [self._dir_row(run) for run in list(self.dirs.values())]
         now = time.time()
-        for run_id, run in self.db.runs.items():
-            series = self.db.series.get(run_id, {})
-            steps = [s.step[-1] for s in series.values() if len(s) and s.step[-1] == s.step[-1]]
+        for run in self.db_runs:
+            run_id = run["run_id"]
             info = run.get("info") or {}
+            tags = info.get("tags")
             rows.append({
-                "key": f"db:{run_id}",
-                "source": "collector",
-                "run_id": run_id,
+                "key": f"db:{run_id}", "source": "collector", "run_id": run_id,
                 "name": str(run.get("name") or run_id),
                 "status": _DB_STATUS.get(run.get("status"), str(run.get("status"))),
                 "age_s": now - run["registered"] if run.get("registered") else None,
-                "started": None,
-                "last_step": int(max(steps)) if steps else None,
-                "group": str(info.get("project") or info.get("group") or ""),
-                "tags": [str(t) for t in info.get("tags", [])] if isinstance(info.get("tags"), list) else [],
-                "config": run.get("config") or {},
-                "error": None,
-                "metrics": {name: len(s) for name, s in series.items()},
-                "media": 0,
-                "stats": False,
-                "path": None,
+                "started": None, "group": str(info.get("project") or info.get("group") or ""),
+                "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
+                "config": run.get("config") or {}, "path": None, "note": None,
+                "stats": False, "alerts": False, "layout": "collector",
+                **_index_part(self.db.runs.get(run_id), 0),
             })  # fmt: skip
         return rows
 
-
-def stat_records(run_dir: Path) -> dict[str, Any]:
-    """The experiment side's stat events (``stats.jsonl``) and alerts, grouped for the stats view."""
-    overall: list[dict[str, Any]] = []
-    episodes: list[dict[str, Any]] = []
-    modules: dict[tuple[str, str], dict[str, int]] = {}
-    for obj in _jsonl(run_dir / "stats.jsonl"):
-        kind = obj.get("kind")
-        if kind == "overall_stats":
-            overall.append(obj)
-        elif kind == "episode_stats":
-            episodes.append(obj)
-        elif kind == "learning_module_episode_stats":
-            counts = modules.setdefault((str(obj.get("mode")), str(obj.get("lm_id"))), {})
-            verdict = str(obj.get("primary_performance"))
-            counts[verdict] = counts.get(verdict, 0) + 1
-    alerts = list(_jsonl(run_dir / "alerts.jsonl"))
-    table = [{"mode": m, "lm_id": lm, **c} for (m, lm), c in sorted(modules.items())]
-    return {"overall": overall, "episodes": episodes, "modules": table, "alerts": alerts}
-
-
-def _jsonl(path: Path) -> Iterable[dict[str, Any]]:
-    if not path.is_file():
-        return
-    with open(path, "rb") as fh:
-        for raw in fh:
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                continue
-            if type(obj) is dict:
-                yield obj
+    def _dir_row(self, run: _DirRun) -> dict[str, Any]:
+        info = run.info
+        tags = str(info.get("tags", ""))
+        return {
+            "key": run.key,
+            "source": "dir",
+            "run_id": str(info.get("run_id", run.path.name)),
+            "name": str(info.get("name") or info.get("slug") or run.path.name),
+            "status": str(info.get("status", "?")),
+            "age_s": info.get("age_s"),
+            "started": info.get("started"),
+            "group": str(info.get("group") or info.get("project") or ""),
+            "tags": [t for t in tags.split(",") if t],
+            "config": run.config,
+            "path": str(run.path),
+            "note": info.get("note") or info.get("error"),
+            "stats": (run.path / "stats.jsonl").is_file(),
+            "alerts": (run.path / "alerts.jsonl").is_file(),
+            "layout": info.get("layout", "run.kv"),
+            **_index_part(run.feeder.index, run.feeder.pending),
+        }
 
 
-def inside(run_dir: Path, relative: str) -> Path | None:
-    """``run_dir / relative`` when it is a file inside ``run_dir`` (no ``..``, no symlink out)."""
-    base = run_dir.resolve()
-    try:
-        target = (base / relative).resolve()
-    except (OSError, ValueError):
-        return None
-    if target != base and base in target.parents and target.is_file():
-        return target
-    return None
+def _index_part(index: RunIndex | None, pending: int) -> dict[str, Any]:
+    """The runs-table columns that come from the index: last step, summaries, progress."""
+    if index is None:
+        return {"last_step": None, "metrics": {}, "summary": {}, "media": 0, "indexed": 1.0}
+    with index.lock:
+        metrics = list(index.metrics.values())
+        done = sum(int(s.get("offset", 0)) for s in index.sources.values())
+        media = len(index.media)
+    steps = [m.ends.get("step") for m in metrics if m.ends.get("step") is not None]
+    return {
+        "last_step": int(max(steps)) if steps else None,  # type: ignore[type-var]
+        "metrics": {m.name: m.count for m in metrics},
+        "summary": {
+            m.name: {"last": m.last, "min": m.low, "max": m.high, "bad": m.bad} for m in metrics
+        },
+        "media": media,
+        "indexed": 1.0 if not pending else done / (done + pending),
+    }

@@ -1,0 +1,301 @@
+"""The lines of a run's files as columns: one parser for every reader of metrics and media.
+
+A run directory holds metrics in one or more of three shapes, and every tool that reads them
+(the notebook API :mod:`goggles_io.runs.history`, the dashboard's index) goes through here:
+
+- ``events.jsonl``: goggles_io's event log before 0.2 (nested ``extra``, ``timestamp``, media
+  lines with ``file``);
+- ``log.jsonl``: robo-goggles' layout (flat ``extra.<key>`` fields, media ``payload`` = the
+  file's relative path, ``time`` = the caller's time), also what goggles_io writes from 0.2;
+- ``metrics.csv``: ``CsvHandler``'s wide table (``step`` then one column per metric) or a
+  long one (``step, name, value``).
+
+Damaged lines (torn, not JSON, not an object) are skipped and counted, never fatal.
+Non-finite numbers arrive as ``"NaN"``/``"Infinity"`` strings (JSON has none) and are kept.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "CSV_FILE",
+    "EVENT_FILES",
+    "MEDIA_KINDS",
+    "Columns",
+    "Parsed",
+    "csv_rows",
+    "json_lines",
+    "json_objects",
+    "metric_sources",
+    "number",
+]
+
+EVENT_FILES = ("events.jsonl", "log.jsonl")
+"""Event logs a run directory may hold: goggles_io's old one, then robo-goggles' layout."""
+CSV_FILE = "metrics.csv"
+MEDIA_KINDS = ("image", "video", "histogram", "vector_field", "trajectories", "artifact")
+"""Media kinds the logger takes; each has its view in the dashboard."""
+
+_NAN = math.nan
+_NONFINITE = {"NaN": _NAN, "Infinity": math.inf, "-Infinity": -math.inf}
+_TIME_COLUMNS = ("time", "timestamp", "wall_time")
+
+
+def _loads() -> Callable[[bytes], Any]:
+    try:  # 4x faster on big logs; part of the [ui] extra, optional everywhere else
+        import orjson
+
+        return orjson.loads
+    except ImportError:  # pragma: no cover - depends on the environment
+        import json
+
+        return json.loads
+
+
+_LOADS = _loads()
+
+
+def number(value: Any) -> float | None:
+    """``value`` as a float when it is a number (or a non-finite marker string), else ``None``."""
+    kind = type(value)
+    if kind is float or kind is int:
+        return float(value)
+    if kind is str:
+        return _NONFINITE.get(value)
+    if kind is bool:
+        return float(value)
+    return None
+
+
+def _floats() -> array[float]:
+    return array("d")
+
+
+@attrs.define
+class Columns:
+    """One metric's points: step, wall time (s), custom x, value; NaN where unknown.
+
+    Columns are ``array('d')`` (8 bytes a value, no float objects): a chunk of a big log
+    costs little memory on its way to disk, and ``numpy.frombuffer`` reads them without a copy.
+    """
+
+    step: array[float] = attrs.field(factory=_floats)
+    time: array[float] = attrs.field(factory=_floats)
+    x: array[float] = attrs.field(factory=_floats)
+    value: array[float] = attrs.field(factory=_floats)
+    x_axis: str | None = None
+
+    def add(self, step: float, when: float, x: float, value: float) -> None:
+        self.step.append(step)
+        self.time.append(when)
+        self.x.append(x)
+        self.value.append(value)
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+
+@attrs.define
+class Parsed:
+    """What a chunk of lines held: metric columns by name, media and log lines, lines skipped."""
+
+    metrics: dict[str, Columns] = attrs.field(factory=dict)
+    media: list[dict[str, Any]] = attrs.field(factory=list)
+    logs: int = 0
+    skipped: int = 0
+
+    def column(self, name: str) -> Columns:
+        one = self.metrics.get(name)
+        if one is None:
+            one = self.metrics[name] = Columns()
+        return one
+
+
+def _extra(obj: dict[str, Any]) -> dict[str, Any]:
+    """The line's extras: goggles_io's nested ``extra`` and robo-goggles' flat ``extra.<k>``."""
+    nested = obj.get("extra")
+    extra = dict(nested) if type(nested) is dict else {}
+    for key, value in obj.items():
+        if key.startswith("extra."):
+            extra[key[6:]] = value
+    return extra
+
+
+def _step(value: Any) -> float:
+    return float(value) if type(value) is int else _NAN
+
+
+def json_lines(lines: Iterable[bytes], folder: str = "", into: Parsed | None = None) -> Parsed:
+    """Parse event-log lines (``events.jsonl`` or ``log.jsonl``) into columns and media items.
+
+    ``folder`` prefixes media paths when the log sits one folder below the run directory.
+    """
+    out = Parsed() if into is None else into
+    prefix = f"{folder}/" if folder else ""
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            obj = _LOADS(raw)
+        except ValueError:
+            out.skipped += 1
+            continue
+        if type(obj) is not dict:
+            out.skipped += 1
+            continue
+        kind = obj.get("kind")
+        if kind == "metric":
+            _metric(obj, out)
+        elif kind in MEDIA_KINDS:
+            item = _media(obj, kind, prefix)
+            if item is not None:
+                out.media.append(item)
+        elif kind == "log":
+            out.logs += 1
+    return out
+
+
+def _metric(obj: dict[str, Any], out: Parsed) -> None:
+    payload = obj.get("payload")
+    if type(payload) is not dict:
+        return
+    nested = obj.get("extra")
+    extra = (
+        nested
+        if type(nested) is dict
+        else {"x_axis": obj.get("extra.x_axis"), "x": obj.get("extra.x")}
+    )
+    x_axis: Any = extra.get("x_axis")
+    x = number(extra.get("x")) if type(x_axis) is str else None
+    if x is None:
+        x_axis = None
+    given = number(obj.get("time"))  # robo-goggles' caller-given time: an axis of its own
+    if x_axis is None and given is not None:
+        x_axis, x = "time", given
+    step = _step(obj.get("step"))
+    stamp = number(obj.get("timestamp"))
+    when = _NAN if stamp is None else stamp
+    xv = _NAN if x is None else x
+    for name, raw_value in payload.items():
+        value = number(raw_value)
+        if value is None:
+            continue  # a list or a string: not a scalar point
+        one = out.column(name)
+        if x_axis is not None:
+            one.x_axis = x_axis
+        one.add(step, when, xv, value)
+
+
+def _media(obj: dict[str, Any], kind: str, prefix: str) -> dict[str, Any] | None:
+    extra = _extra(obj)
+    payload = obj.get("payload")
+    path = obj.get("file")  # events.jsonl; log.jsonl's payload is the relative path
+    path = path if type(path) is str else payload if type(payload) is str else None
+    if path is None:
+        return None
+    name = extra.get("name")
+    stamp = number(obj.get("timestamp"))
+    item = {
+        "kind": kind,
+        "name": name if type(name) is str else kind,
+        "step": obj.get("step") if type(obj.get("step")) is int else None,
+        "file": prefix + path,
+        "format": str(obj.get("format") or extra.get("format") or path.rsplit(".", 1)[-1]),
+        "time": stamp,
+    }
+    for key in ("fps", "static", "mode"):
+        if key in extra and type(extra[key]) in (int, float, bool, str):
+            item[key] = extra[key]
+    visual = obj.get("visualization")
+    if type(visual) is str:
+        item["visualization"] = prefix + visual
+    if type(obj.get("error")) is str:
+        item["error"] = obj["error"]
+    return item
+
+
+def csv_rows(
+    text: str, header: list[str] | None, into: Parsed | None = None
+) -> tuple[Parsed, list[str] | None]:
+    """Parse whole lines of a metrics CSV (the header first, unless already read).
+
+    Returns the columns and the header (``None`` until it has been seen). Rows whose cell
+    count differs from the header's (torn, foreign) are skipped and counted.
+    """
+    out = Parsed() if into is None else into
+    for row in csv.reader(io.StringIO(text)):
+        if not row:
+            continue
+        if header is None:
+            header = row
+            continue
+        if len(row) != len(header):
+            out.skipped += 1
+            continue
+        _csv_row(dict(zip(header, row, strict=True)), out)
+    return out, header
+
+
+def _cell(text: str) -> float | None:
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _csv_row(record: dict[str, str], out: Parsed) -> None:
+    step = _cell(record.get("step", ""))
+    step_v = step if step is not None and math.isfinite(step) else _NAN
+    when = None
+    for key in _TIME_COLUMNS:
+        if key in record:
+            when = _cell(record[key])
+            break
+    when_v = _NAN if when is None else when
+    if "name" in record and "value" in record:
+        pairs: Iterable[tuple[str, str]] = [(record["name"], record["value"])]
+    else:
+        skip = ("step", *_TIME_COLUMNS)
+        pairs = [(k, v) for k, v in record.items() if k not in skip]
+    for name, text_value in pairs:
+        value = _cell(text_value)
+        if value is not None:
+            out.column(name).add(step_v, when_v, _NAN, value)
+
+
+def metric_sources(run_dir: Path) -> list[Path]:
+    """The files a run's metrics come from, in the order that owns a name seen in several.
+
+    Event logs first (they carry wall time), then CSV tables; the run directory's own files,
+    then one folder down (a handler given a sub-folder). A name already read from an earlier
+    file is not read again from a later one: a run logging through both ``LocalStorageHandler``
+    and ``CsvHandler`` has each point once.
+    """
+    found: list[Path] = []
+    for name in (*EVENT_FILES, CSV_FILE):
+        found += [p for p in (run_dir / name, *sorted(run_dir.glob(f"*/{name}"))) if p.is_file()]
+    return found
+
+
+def json_objects(data: bytes) -> Iterator[dict[str, Any]]:
+    """The JSON objects among ``data``'s lines (``alerts.jsonl``, ``stats.jsonl``); others skipped."""
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            obj = _LOADS(raw)
+        except ValueError:
+            continue
+        if type(obj) is dict:
+            yield obj

@@ -1,0 +1,151 @@
+"""Feeding the index: new complete lines of a run's files, new rows of the collector database.
+
+Each ``step(budget_bytes)`` reads at most about ``budget_bytes`` and says whether more is
+waiting, so one big run never holds up the others and the first answers come while a large
+log is still being read. A run's files are read in :func:`metric_sources` order and a later
+file waits until the earlier ones are caught up, so the first file to log a metric owns it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from goggles_io.runs.lines import Parsed, csv_rows, json_lines, metric_sources
+from goggles_io.server.store import RunStore
+from goggles_io.server.ui._index import RunIndex
+
+__all__ = ["DbFeeder", "DirFeeder", "index_folder"]
+
+_NAN = float("nan")
+_DB_ROWS = 50_000  # rows of the points table read per step
+
+
+def index_folder(root: Path, kind: str, owner: str) -> Path:
+    """Where the index of ``owner`` (a run directory or database path) lives under ``root``."""
+    return root / kind / hashlib.sha1(owner.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+class DirFeeder:
+    """Reads a run directory's metric files into its :class:`RunIndex` as they grow."""
+
+    def __init__(self, run_dir: Path, root: Path) -> None:
+        self.run_dir = run_dir
+        owner = f"dir:{os.path.abspath(run_dir)}"
+        self.index = RunIndex(index_folder(root, "dirs", owner), owner)
+        self.pending = 0  # bytes known to be waiting after the last step
+
+    def step(self, budget_bytes: int) -> bool:
+        """Index up to ``budget_bytes`` of new lines; ``True`` when more is waiting."""
+        pending = 0
+        for path in metric_sources(self.run_dir):
+            rel = path.relative_to(self.run_dir).as_posix()
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            state = self.index.sources.get(rel)
+            if state is not None and (st.st_ino != state["inode"] or st.st_size < state["offset"]):
+                self.index.drop_source(rel)  # replaced (a CSV whose header grew): read afresh
+                state = None
+            if state is None:
+                state = self.index.sources[rel] = {"inode": st.st_ino, "offset": 0, "header": None}
+            waiting = st.st_size - state["offset"]
+            if waiting <= 0:
+                continue
+            if pending or budget_bytes <= 0:
+                pending += waiting  # an earlier file is not caught up: this one waits
+                continue
+            used = self._read(path, rel, state, min(waiting, budget_bytes), waiting)
+            budget_bytes -= used
+            pending += waiting - used
+        self.pending = pending
+        return pending > 0
+
+    def _read(self, path: Path, rel: str, state: dict[str, Any], size: int, waiting: int) -> int:
+        with open(path, "rb") as fh:
+            fh.seek(state["offset"])
+            data = fh.read(size)
+            while b"\n" not in data and len(data) < waiting:  # one line longer than the budget
+                more = fh.read(max(len(data), 1 << 16))
+                if not more:
+                    break
+                data += more
+        end = data.rfind(b"\n") + 1
+        if not end:
+            return 0  # only a torn last line so far: wait for its end
+        chunk = data[:end]
+        parsed = Parsed()
+        if path.suffix == ".csv":
+            _, header = csv_rows(chunk.decode("utf-8", errors="replace"), state["header"], parsed)
+            state["header"] = header
+        else:
+            folder = "" if path.parent == self.run_dir else path.parent.name
+            json_lines(chunk.split(b"\n"), folder, parsed)
+        self.index.add(parsed, rel)
+        state["offset"] += end
+        self.index.extra["skipped"] = self.index.extra.get("skipped", 0) + parsed.skipped
+        self.index.save()
+        return end
+
+
+class DbFeeder:
+    """Reads the collector database's points (by rowid) into one :class:`RunIndex` per run.
+
+    Each run's manifest records the last rowid it holds, so rows read again after a crash
+    (the database-wide position is saved after the runs) are not added twice.
+    """
+
+    def __init__(self, store: RunStore, folder: Path, owner: str) -> None:
+        self.store = store
+        self.folder = folder
+        self.owner = owner
+        self.runs: dict[str, RunIndex] = {}
+        self.pending = 0
+        self._state = RunIndex(folder / "state", owner)
+        for child in sorted(folder.glob("runs/*")):  # runs indexed before a restart
+            try:
+                run_id = json.loads((child / "manifest.json").read_text())["extra"]["run_id"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if isinstance(run_id, str):
+                self.runs[run_id] = RunIndex(child, f"{owner}|{run_id}")
+
+    def index(self, run_id: str) -> RunIndex:
+        found = self.runs.get(run_id)
+        if found is None:
+            owner = f"{self.owner}|{run_id}"
+            found = RunIndex(index_folder(self.folder, "runs", owner), owner)
+            found.extra["run_id"] = run_id
+            self.runs[run_id] = found
+        return found
+
+    def step(self, budget_bytes: int) -> bool:
+        """Index the next rows of the points table; ``True`` when more were waiting."""
+        rowid = int(self._state.extra.get("rowid", 0))
+        rows = self.store.points_after(rowid, _DB_ROWS)
+        if not rows:
+            return False
+        per_run: dict[str, tuple[Parsed, int]] = {}
+        for row_id, run_id, name, value, step, when in rows:
+            index = self.index(run_id)
+            if row_id <= int(index.extra.get("rowid", 0)):
+                continue  # already in this run's index (read again after a crash)
+            parsed, _ = per_run.get(run_id, (Parsed(), 0))
+            number = value if type(value) is float else _NAN
+            parsed.column(name).add(
+                _NAN if step is None else float(step), _NAN if when is None else float(when),
+                _NAN, number,
+            )  # fmt: skip
+            per_run[run_id] = (parsed, row_id)
+        for run_id, (parsed, last) in per_run.items():
+            index = self.runs[run_id]
+            index.add(parsed, "db")
+            index.extra["rowid"] = last
+            index.save()
+        self._state.extra["rowid"] = rows[-1][0]
+        self._state.save()
+        return len(rows) == _DB_ROWS

@@ -1,0 +1,217 @@
+// One chart panel with uPlot: runs (or groups: mean line + min-max band), EMA smoothing with
+// the raw line faint behind, alert markers at the watcher's step, NaN marks, zoom by drag.
+// Nothing from a run is handed to uPlot as a string: its legend is off, ours uses textContent.
+"use strict";
+
+const CHART_H = 210;
+
+function ema(ys, weight) {
+  if (!weight) return ys;
+  const out = new Array(ys.length);
+  let acc = 0, n = 0;
+  for (let i = 0; i < ys.length; i++) {
+    const y = ys[i];
+    if (y === null || y === undefined) { out[i] = null; continue; }
+    acc = acc * weight + (1 - weight) * y;
+    n += 1;
+    out[i] = acc / (1 - Math.pow(weight, n)); // debiased, as TensorBoard's
+  }
+  return out;
+}
+
+function alpha(color, a) {
+  return color.replace("hsl(", "hsla(").replace(")", `, ${a})`);
+}
+
+function quantileRange(data) {
+  const all = [];
+  for (let s = 1; s < data.length; s++) for (const v of data[s]) if (v !== null && v !== undefined && isFinite(v)) all.push(v);
+  if (all.length < 8) return null;
+  all.sort((a, b) => a - b);
+  const lo = all[Math.floor(all.length * 0.05)], hi = all[Math.ceil(all.length * 0.95) - 1];
+  const pad = (hi - lo) * 0.1 || Math.abs(hi) * 0.1 || 1;
+  return [lo - pad, hi + pad];
+}
+
+// Powers of ten, at most ~6 of them, for a log axis over any number of decades (uPlot's own
+// log ticks all fall below its spacing when a value explodes over 30 decades).
+function logSplits(u, axis, min, max) {
+  if (!(min > 0) || !isFinite(max)) return [];
+  const lo = Math.ceil(Math.log10(min)), hi = Math.floor(Math.log10(max));
+  if (hi < lo) return [min, max];
+  const step = Math.max(1, Math.ceil((hi - lo) / 5));
+  const out = [];
+  for (let k = lo; k <= hi; k += step) out.push(Math.pow(10, k));
+  return out;
+}
+
+function alertMatches(metric, alert) {
+  const name = String(alert.metric || "");
+  const source = alert.source ? String(alert.source) : "";
+  if (!name) return false;
+  if (metric === name || (source && metric === source + "/" + name)) return true;
+  if (source) return metric.endsWith("/" + source + "/" + name);
+  return metric.endsWith("/" + name);
+}
+
+// Build the aligned uPlot data and series list for one panel.
+function panelModel(name, reply) {
+  const pairs = [], series = [{}], bands = [], legend = [], nan = [];
+  const smooth = state.smooth;
+  if (reply.groups) {
+    for (const g of reply.groups) {
+      const color = colorOf(g.keys[0]);
+      const base = series.length;
+      pairs.push([g.x, g.hi], [g.x, g.lo], [g.x, ema(g.mean, smooth)]);
+      series.push({ stroke: alpha(color, 0.0), points: { show: false } },
+        { stroke: alpha(color, 0.0), points: { show: false } },
+        { stroke: color, width: 1.6, points: { show: false } });
+      bands.push({ series: [base, base + 1], fill: alpha(color, 0.18) });
+      legend.push({ key: g.keys[0], label: `${g.label} (n=${g.members})`, index: base + 2 });
+    }
+  } else {
+    for (const [key, s] of Object.entries(reply.series || {})) {
+      const color = colorOf(key);
+      const dots = { show: s.x.length <= 60, size: 5, fill: color };  // a few points: show them
+      if (smooth > 0) {
+        pairs.push([s.x, s.y]);
+        series.push({ stroke: alpha(color, 0.25), width: 1, points: { show: false } });
+      }
+      pairs.push([s.x, ema(s.y, smooth)]);
+      series.push({ stroke: color, width: 1.4, points: dots, spanGaps: true });
+      legend.push({ key, label: runLabel(key), index: series.length - 1 });
+      for (const x of s.nan || []) nan.push(x);
+    }
+  }
+  const data = pairs.length ? uPlot.join(pairs) : [[]];
+  return { data, series, bands, legend, nan };
+}
+
+function drawMarkers(u, panel) {
+  const ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
+  ctx.save();
+  ctx.lineWidth = 1.5 * devicePixelRatio;
+  ctx.strokeStyle = "rgba(220,38,38,0.9)";
+  ctx.setLineDash([5 * devicePixelRatio, 4 * devicePixelRatio]);
+  for (const a of panel.alerts || []) {
+    const x = u.valToPos(a.step, "x", true);
+    if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+    ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
+  }
+  ctx.setLineDash([]);
+  ctx.strokeStyle = "rgba(75,85,99,0.9)";
+  const s = 4 * devicePixelRatio, y = top + h - s - 2;
+  for (const v of panel.model.nan) {
+    const x = u.valToPos(v, "x", true);
+    if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+    ctx.beginPath(); ctx.moveTo(x - s, y - s); ctx.lineTo(x + s, y + s);
+    ctx.moveTo(x + s, y - s); ctx.lineTo(x - s, y + s); ctx.stroke();
+  }
+  ctx.restore();
+  // DOM markers over the canvas: hover text (textContent) and a handle for tests
+  for (const old of u.over.querySelectorAll(".alert-marker")) old.remove();
+  for (const a of panel.alerts || []) {
+    const left = u.valToPos(a.step, "x");
+    if (left < 0 || left > u.over.clientWidth) continue;
+    const mark = el("div", { className: "alert-marker " + (a.severity || ""), title: a.message || "alert" }, "▼");
+    mark.dataset.step = String(a.step);
+    mark.style.left = left + "px";
+    u.over.append(mark);
+  }
+}
+
+function updateLegend(panel, idx) {
+  const u = panel.uplot;
+  for (const item of panel.legendItems) {
+    const v = idx === null || idx === undefined ? null : u.data[item.index][idx];
+    item.value.textContent = v === null || v === undefined ? "" : fmt(v);
+  }
+}
+
+function renderLegend(panel) {
+  const box = panel.querySelector(".legend");
+  box.replaceChildren();
+  panel.legendItems = [];
+  for (const item of panel.model.legend) {
+    const c = chip(item.key, item.label);
+    const value = el("b", { className: "value" });
+    c.append(value);
+    box.append(c);
+    panel.legendItems.push({ index: item.index, value });
+  }
+}
+
+function plotOptions(panel, name, width) {
+  const time = state.axis === "time";
+  return {
+    width, height: CHART_H,
+    legend: { show: false },
+    cursor: { drag: { x: true, y: false, setScale: false }, sync: { key: "telemetry" }, points: { show: false } },
+    scales: {
+      x: { time },
+      y: {
+        distr: state.logy ? 3 : 1,
+        range: (u, min, max) => {
+          const q = state.outliers ? quantileRange(u.data) : null;
+          if (q) return q;
+          if (min === null || max === null || !isFinite(min) || !isFinite(max)) return [0, 1];
+          if (min === max) return [min - 1, max + 1];
+          if (state.logy) return min > 0 ? [min, max] : [Math.max(min, 1e-12), max];
+          const pad = (max - min) * 0.05;
+          return isFinite(pad) ? [min - pad, max + pad] : [min, max];
+        },
+      },
+    },
+    axes: [
+      { values: time ? undefined : (u, ticks) => ticks.map(bigNumber), size: 34, font: "11px system-ui" },
+      { values: (u, ticks) => ticks.map(bigNumber), size: 56, font: "11px system-ui",
+        splits: state.logy ? logSplits : undefined },
+    ],
+    series: panel.model.series,
+    bands: panel.model.bands,
+    hooks: {
+      draw: [(u) => {
+        drawMarkers(u, panel);
+        if (!state.firstPaint && u.data[0].length) {
+          state.firstPaint = true;
+          window.__firstChartPaint = performance.now();
+        }
+      }],
+      setCursor: [(u) => updateLegend(panel, u.cursor.idx)],
+      setSelect: [(u) => {
+        if (u.select.width < 4) return;
+        const lo = u.posToVal(u.select.left, "x"), hi = u.posToVal(u.select.left + u.select.width, "x");
+        u.setSelect({ left: 0, width: 0, top: 0, height: 0 }, false);
+        state.zoom[name] = [lo, hi];
+        writeUrl();
+        loadPanel(panel);
+      }],
+    },
+  };
+}
+
+function drawPanel(panel, name, reply) {
+  panel.model = panelModel(name, reply);
+  const body = panel.querySelector(".chart");
+  const notes = [];
+  for (const [key, s] of Object.entries(reply.series || {})) {
+    if (s.note) notes.push(runLabel(key) + ": " + s.note);
+    if (s.nan && s.nan.length) notes.push(`${runLabel(key)}: ${s.nan.length} NaN/inf marked ×`);
+  }
+  panel.querySelector(".note").textContent = notes.join(" · ");
+  const width = Math.max(body.clientWidth || panel.clientWidth - 12, 280);
+  if (panel.uplot) panel.uplot.destroy();
+  body.replaceChildren();
+  panel.uplot = new uPlot(plotOptions(panel, name, width), panel.model.data, body);
+  body.__uplot = panel.uplot;
+  const zoom = state.zoom[name];
+  if (zoom) panel.uplot.setScale("x", { min: zoom[0], max: zoom[1] });
+  panel.uplot.over.addEventListener("dblclick", () => {
+    if (!state.zoom[name]) return;
+    delete state.zoom[name];
+    writeUrl();
+    loadPanel(panel);
+  });
+  renderLegend(panel);
+  updateLegend(panel, null);
+}

@@ -1,0 +1,188 @@
+// Chart panels grouped in sections by name prefix (episode/, diagnostic/ ...), a metric search
+// (substring or /regex/), lazy loading (only panels on screen fetch and draw), runs grouped by
+// group / tag / a config value into a mean line with a min-max band, CSV/JSON downloads.
+"use strict";
+
+const alertCache = new Map();
+let observer = null;
+let firstLoad = Promise.resolve();  // the first panel is fetched alone, the others after it
+
+function metricNames() {
+  const names = new Set();
+  for (const key of state.selected) {
+    const run = runOf(key);
+    for (const name of Object.keys((run && run.metrics) || {})) names.add(name);
+  }
+  return [...names].sort();
+}
+
+function searchTest() {
+  const q = state.search.trim();
+  if (!q) return () => true;
+  const re = q.length > 2 && q.startsWith("/") && q.endsWith("/") ? (() => {
+    try { return new RegExp(q.slice(1, -1), "i"); } catch (e) { return null; }
+  })() : null;
+  const needle = q.toLowerCase();
+  return re ? (name) => re.test(name) : (name) => name.toLowerCase().includes(needle);
+}
+
+function sectionOf(name) {
+  const cut = name.indexOf("/");
+  return cut > 0 ? name.slice(0, cut + 1) : "(no prefix)";
+}
+
+function groupsOf(keys) {
+  const out = new Map();
+  for (const key of keys) {
+    const run = runOf(key);
+    if (!run) continue;
+    let label;
+    if (state.groupBy === "group") label = run.group || "(no group)";
+    else if (state.groupBy === "tag") label = (run.tags || [])[0] || "(no tag)";
+    else label = fmt((run.config || {})[state.groupBy.replace(/^config\./, "")]);
+    if (!out.has(label)) out.set(label, []);
+    out.get(label).push(key);
+  }
+  return out;
+}
+
+async function alertsFor(key) {
+  if (!alertCache.has(key)) {
+    const run = runOf(key);
+    alertCache.set(key, run && run.alerts ? getJson("/api/alerts?run=" + encodeURIComponent(key))
+      .then((r) => r.alerts).catch(() => []) : Promise.resolve([]));
+  }
+  return alertCache.get(key);
+}
+
+function chartWidth(panel) {
+  // one bucket per pixel column: each is drawn through its min and max (same pixels as all points)
+  return Math.max(200, Math.min(2000, Math.round((panel && panel.clientWidth) || window.innerWidth / 2)));
+}
+
+async function loadPanel(panel) {
+  const name = panel.dataset.metric;
+  panel.dirty = false;
+  const keys = [...state.selected].filter((k) => { const r = runOf(k); return r && r.metrics && name in r.metrics; });
+  const zoom = state.zoom[name];
+  let params = `axis=${state.axis}&n=${chartWidth(panel)}&metric=${encodeURIComponent(name)}`;
+  if (zoom) params += `&x0=${zoom[0]}&x1=${zoom[1]}`;
+  const ticket = (panel.ticket || 0) + 1;
+  panel.ticket = ticket;
+  let reply;
+  if (state.groupBy) {
+    const groups = [];
+    await Promise.all([...groupsOf(keys)].map(async ([label, members]) => {
+      const band = await getJson(`/api/group?${runQuery(members)}&${params}`);
+      if (band.members) groups.push({ label, keys: members, ...band });
+    }));
+    groups.sort((a, b) => a.label.localeCompare(b.label));
+    reply = { groups };
+  } else {
+    reply = await getJson(`/api/series?${runQuery(keys)}&${params}`);
+  }
+  if (ticket !== panel.ticket) return; // a newer request for this panel is on its way
+  const alerts = [];
+  if (state.axis === "step") {
+    for (const key of keys) for (const a of await alertsFor(key)) if (alertMatches(name, a)) alerts.push(a);
+  }
+  panel.alerts = alerts;
+  drawPanel(panel, name, reply);
+}
+
+function downloadMenu(panel, name) {
+  const menu = el("details", { className: "menu" });
+  menu.append(el("summary", { title: "download this chart's data" }, "⋮"));
+  const list = el("div", { className: "menu-list" });
+  menu.addEventListener("toggle", () => {
+    list.replaceChildren();
+    for (const key of state.selected) {
+      const run = runOf(key);
+      if (!run || !run.metrics || !(name in run.metrics)) continue;
+      for (const format of ["csv", "json"]) {
+        const href = `/api/export?run=${encodeURIComponent(key)}&metric=${encodeURIComponent(name)}&format=${format}`;
+        list.append(el("a", { href, className: "download", download: "" }, `${runLabel(key)} .${format}`));
+      }
+    }
+  });
+  menu.append(list);
+  return menu;
+}
+
+function makePanel(name) {
+  const panel = el("div", { className: "panel" });
+  panel.dataset.metric = name;
+  const head = el("div", { className: "panel-head" });
+  head.append(el("h3", { className: "metric-name", title: name }, name), downloadMenu(panel, name));
+  panel.append(head, el("div", { className: "chart" }), el("div", { className: "legend" }),
+    el("div", { className: "note" }));
+  panel.dirty = true;
+  return panel;
+}
+
+function ensureObserver() {
+  if (observer) return observer;
+  observer = new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      e.target.visible = e.isIntersecting;
+      if (e.isIntersecting && e.target.dirty) {
+        firstLoad.then(() => { if (e.target.dirty) loadPanel(e.target).catch(() => {}); });
+      }
+    }
+  }, { rootMargin: "200px" });
+  return observer;
+}
+
+function renderPanels() {
+  const container = document.getElementById("charts");
+  const names = metricNames();
+  const test = searchTest();
+  const shown = names.filter(test);
+  document.getElementById("metric-count").textContent = state.selected.size
+    ? `${shown.length} of ${names.length} metrics` : "";
+  if (!state.selected.size) {
+    container.replaceChildren(el("div", { className: "empty" }, "tick a run on the left to chart it"));
+    return;
+  }
+  if (!shown.length) {
+    container.replaceChildren(el("div", { className: "empty" }, names.length
+      ? `no metric matches “${state.search}”` : "no metrics logged yet by the selected runs"));
+    return;
+  }
+  const old = new Map([...container.querySelectorAll(".panel")].map((p) => [p.dataset.metric, p]));
+  const sections = new Map();
+  for (const name of shown) {
+    const s = sectionOf(name);
+    if (!sections.has(s)) sections.set(s, []);
+    sections.get(s).push(name);
+  }
+  const nodes = [];
+  const order = (t) => (t === "(no prefix)" ? "\uffff" : t);  // unprefixed names last
+  for (const [title, members] of [...sections].sort((a, b) => order(a[0]).localeCompare(order(b[0])))) {
+    const section = el("details", { className: "section", open: !state.closed.has(title) });
+    section.dataset.section = title;
+    section.append(el("summary", {}, `${title} (${members.length})`));
+    section.addEventListener("toggle", () => {
+      if (section.open) state.closed.delete(title); else state.closed.add(title);
+      writeUrl();
+    });
+    const grid = el("div", { className: "grid" });
+    for (const name of members) grid.append(old.get(name) || makePanel(name));
+    section.append(grid);
+    nodes.push(section);
+  }
+  container.replaceChildren(...nodes);
+  const first = container.querySelector(".section[open] .panel");
+  if (first && first.dirty) firstLoad = loadPanel(first).catch(() => {});  // no wait for a frame
+  const obs = ensureObserver();
+  for (const p of container.querySelectorAll(".panel")) obs.observe(p);
+}
+
+function refreshPanels(all) {
+  for (const p of document.querySelectorAll("#charts .panel")) {
+    if (!p.dirty && !p.uplot && !all) continue;  // its first load is on its way
+    p.dirty = true;
+    if (all) { if (p.uplot) p.uplot.destroy(); p.uplot = null; }
+    if (p.visible) loadPanel(p).catch(() => {});
+  }
+}

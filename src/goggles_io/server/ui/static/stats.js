@@ -1,0 +1,127 @@
+// Two views of the selected runs: "Compare" (their config side by side, what differed
+// highlighted) and "Experiment stats" (the harness's recognition stats, or why there are none).
+"use strict";
+
+function table(rows, columns) {
+  const t = el("table", { className: "data" });
+  const head = el("tr");
+  for (const c of columns) head.append(el("th", {}, c));
+  t.append(head);
+  for (const row of rows) {
+    const tr = el("tr");
+    for (const c of columns) {
+      const v = row[c];
+      tr.append(el("td", { className: typeof v === "number" ? "num" : "" }, v === undefined ? "" : fmt(v)));
+    }
+    t.append(tr);
+  }
+  return t;
+}
+
+let compareTicket = 0, statsTicket = 0;  // only the latest of overlapping loads renders
+async function loadCompare() {
+  const container = document.getElementById("compare");
+  const ticket = ++compareTicket;
+  const keys = [...state.selected];
+  if (keys.length < 1) {
+    container.replaceChildren(el("div", { className: "empty" }, "tick two or more runs to compare their config"));
+    return;
+  }
+  const diff = await getJson("/api/diff?" + runQuery(keys));
+  if (ticket !== compareTicket) return;
+  const only = el("label", {}, " show only keys that differ");
+  const box = el("input", { type: "checkbox", checked: state.diffOnly });
+  box.addEventListener("change", () => { state.diffOnly = box.checked; writeUrl(); loadCompare(); });
+  only.prepend(box);
+  const rows = diff.rows.filter((r) => !state.diffOnly || r.differs);
+  const t = el("table", { className: "data diff" });
+  const head = el("tr");
+  head.append(el("th", {}, "config key"));
+  for (const key of diff.runs) { const th = el("th"); th.append(chip(key)); head.append(th); }
+  t.append(head);
+  for (const row of rows) {
+    const tr = el("tr", { className: row.differs ? "differs" : "" });
+    tr.dataset.key = row.key;
+    tr.append(el("td", { className: "key" }, row.key));
+    row.values.forEach((v, i) => {
+      const present = row.present[i];
+      tr.append(el("td", { className: (typeof v === "number" ? "num" : "") + (present ? "" : " missing") },
+        present ? fmt(v) : "(not set)"));
+    });
+    t.append(tr);
+  }
+  const differing = diff.rows.filter((r) => r.differs).length;
+  const summary = el("p", {}, `${differing} of ${diff.rows.length} config keys differ between ${diff.runs.length} runs`
+    + " (the same comparison: telemetry diff RUN_DIR RUN_DIR ...)");
+  container.replaceChildren(el("div", { className: "panel wide" }));
+  container.firstChild.append(summary, only, rows.length ? t : el("p", { className: "empty" },
+    diff.rows.length ? "no key differs" : "none of these runs recorded a config"));
+}
+
+function statsChart(box, overall) {
+  const modes = [...new Set(overall.map((o) => o.mode))];
+  const pairs = [], series = [{}];
+  const legend = el("div", { className: "legend" });
+  modes.forEach((mode, i) => {
+    const rows = overall.filter((o) => o.mode === mode);
+    for (const [field, dash] of [["percent_correct", []], ["percent_confused", [4, 3]], ["percent_no_match", [1, 3]]]) {
+      if (!rows.some((o) => typeof o[field] === "number")) continue;
+      const color = `hsl(${(i * 137.508 + 215) % 360}, 70%, 45%)`;
+      pairs.push([rows.map((o) => o.num_episodes ?? o.episode), rows.map((o) => o[field] ?? null)]);
+      series.push({ stroke: color, dash, width: 1.5 });
+      legend.append(el("span", { className: "chip" }, `${mode} ${field.replace("percent_", "% ")}`));
+    }
+  });
+  if (!pairs.length) return;
+  const opts = { width: Math.max(box.clientWidth - 12, 400), height: 220, legend: { show: false },
+    scales: { x: { time: false }, y: { range: [-2, 105] } }, series };
+  const chart = el("div");
+  box.append(chart, legend);
+  new uPlot(opts, uPlot.join(pairs), chart);
+}
+
+async function loadStats() {
+  const container = document.getElementById("stats");
+  const ticket = ++statsTicket;
+  container.replaceChildren();
+  const keys = [...state.selected];
+  if (!keys.length) {
+    container.append(el("div", { className: "empty" }, "tick a run on the left to see its experiment stats"));
+    return;
+  }
+  for (const key of keys) {
+    const data = await getJson("/api/stats?run=" + encodeURIComponent(key));
+    if (ticket !== statsTicket) return;
+    const panel = el("div", { className: "panel wide stats-run" });
+    panel.dataset.key = key;
+    const head = el("h3");
+    head.append(chip(key), " experiment stats");
+    panel.append(head);
+    container.append(panel);
+    if (data.reason) panel.append(el("p", { className: "reason" }, data.reason));
+    if (data.overall.length) {
+      panel.append(el("h4", {}, "% correct / confused / no match over episodes"));
+      statsChart(panel, data.overall);
+      const latest = {};
+      for (const o of data.overall) latest[o.mode] = o;
+      const cols = [...new Set(Object.values(latest).flatMap((o) => Object.keys(o)))]
+        .filter((c) => !["kind", "version", "timestamp"].includes(c));
+      panel.append(el("h4", {}, "latest totals per mode"), table(Object.values(latest), cols));
+    }
+    if (data.modules.length) {
+      const verdicts = [...new Set(data.modules.flatMap((m) => Object.keys(m).filter((k) => k !== "mode" && k !== "lm_id")))].sort();
+      panel.append(el("h4", {}, "per learning module verdicts"), table(data.modules, ["mode", "lm_id", ...verdicts]));
+    }
+    if (data.episodes.length) {
+      const cols = [...new Set(data.episodes.flatMap((o) => Object.keys(o)))].filter((c) => !["kind", "version", "timestamp"].includes(c));
+      panel.append(el("h4", {}, `per-episode records (${data.episodes.length})`), table(data.episodes.slice(-200), cols));
+    }
+    for (const [file, t] of Object.entries(data.tables || {})) {
+      const rows = t.rows.slice(-200).map((r) => Object.fromEntries(t.columns.map((c, i) => [c, r[i]])));
+      panel.append(el("h4", {}, `${file} (${t.total} rows)`), table(rows, t.columns));
+    }
+    panel.append(el("h4", {}, `alerts (${data.alerts.length})`));
+    if (data.alerts.length) panel.append(table(data.alerts, ["step", "severity", "source", "metric", "message"]));
+    else panel.append(el("p", { className: "note" }, "no metric watcher fired"));
+  }
+}

@@ -1,0 +1,123 @@
+// telemetry ui: shared state, the URL that mirrors it, DOM and fetch helpers, run colours.
+// Every string from a run reaches the page through textContent (el()), never as markup.
+"use strict";
+
+const state = {
+  runs: [], selected: new Set(), filter: "", axis: "step", smooth: 0, logy: false,
+  outliers: false, tab: "charts", search: "", groupBy: "", closed: new Set(), zoom: {},
+  columns: [], diffOnly: true, sort: "", firstPaint: false,
+};
+
+function el(tag, props, text) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (k === "dataset") Object.assign(node.dataset, v);
+    else if (k === "style") node.style.cssText = v;
+    else node[k] = v;
+  }
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+async function getJson(url) {
+  const reply = await fetch(url, { credentials: "same-origin" });
+  if (!reply.ok) throw new Error(url + ": " + reply.status);
+  return reply.json();
+}
+
+function runQuery(keys) {
+  return keys.map((k) => "run=" + encodeURIComponent(k)).join("&");
+}
+
+function age(seconds) {
+  if (typeof seconds !== "number") return "?";
+  for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60]]) {
+    if (seconds >= size) return (seconds / size).toFixed(1) + unit;
+  }
+  return seconds.toFixed(0) + "s";
+}
+
+function fmt(value) {
+  if (value === null || value === undefined) return "–";
+  if (typeof value === "number") {
+    if (Number.isInteger(value)) return String(value);
+    const a = Math.abs(value);
+    return a !== 0 && (a < 1e-3 || a >= 1e6) ? value.toExponential(3) : String(+value.toPrecision(5));
+  }
+  if (typeof value === "boolean") return value ? "true" : "false";
+  return typeof value === "object" ? JSON.stringify(value) : String(value);
+}
+
+function bigNumber(v) {
+  if (v === null || v === undefined || !isFinite(v)) return "";  // log scales pass null ticks
+  const a = Math.abs(v);
+  if (a >= 1e12 || (a > 0 && a < 1e-3)) return v.toExponential(1);
+  for (const [s, d] of [["G", 1e9], ["M", 1e6], ["k", 1e3]]) if (a >= d) return +(v / d).toPrecision(3) + s;
+  return String(+v.toPrecision(4));
+}
+
+// -- colours: one per run, fixed by its place in the runs list (stable across views/reloads);
+// the golden angle puts consecutive runs far apart on the hue circle.
+function colorOf(key) {
+  const i = Math.max(0, state.runs.findIndex((r) => r.key === key));
+  const hue = (i * 137.508 + 215) % 360;
+  const light = i % 2 ? 58 : 42;
+  return `hsl(${hue.toFixed(1)}, 72%, ${light}%)`;
+}
+function runOf(key) { return state.runs.find((r) => r.key === key); }
+function shortId(run) {
+  const id = String(run.run_id || "");
+  return id.length > 6 ? id.slice(-6) : id;
+}
+function runLabel(key) {
+  const run = runOf(key);
+  if (!run) return key;
+  return run.name === run.run_id ? run.name : run.name + " · " + shortId(run);
+}
+function chip(key, text) {
+  const node = el("span", { className: "chip", title: key });
+  node.append(el("i", { style: "background:" + colorOf(key) }), el("span", {}, text ?? runLabel(key)));
+  return node;
+}
+
+// -- URL state: everything that shapes the view, so a link restores it ------------------------
+const URL_FLAGS = { logy: "log", outliers: "outliers" };
+function writeUrl() {
+  const q = new URLSearchParams();
+  for (const key of state.selected) q.append("run", key);
+  if (state.tab !== "charts") q.set("tab", state.tab);
+  if (state.axis !== "step") q.set("axis", state.axis);
+  if (state.smooth) q.set("smooth", String(state.smooth));
+  for (const [k, name] of Object.entries(URL_FLAGS)) if (state[k]) q.set(name, "1");
+  if (state.search) q.set("q", state.search);
+  if (state.filter) q.set("filter", state.filter);
+  if (state.groupBy) q.set("group", state.groupBy);
+  if (state.sort) q.set("sort", state.sort);
+  if (!state.diffOnly) q.set("diff", "all");
+  for (const c of state.columns) q.append("col", c);
+  for (const s of state.closed) q.append("closed", s);
+  for (const [m, z] of Object.entries(state.zoom)) q.append("zoom", `${z[0]}~${z[1]}~${m}`);
+  const text = q.toString();
+  history.replaceState(null, "", text ? "?" + text : location.pathname);
+}
+function readUrl() {
+  const q = new URLSearchParams(location.search);
+  state.selected = new Set(q.getAll("run"));
+  state.tab = q.get("tab") || "charts";
+  state.axis = ["step", "time", "custom"].includes(q.get("axis")) ? q.get("axis") : "step";
+  state.smooth = Math.min(Math.max(Number(q.get("smooth")) || 0, 0), 0.99);
+  for (const [k, name] of Object.entries(URL_FLAGS)) state[k] = q.get(name) === "1";
+  state.search = q.get("q") || "";
+  state.filter = q.get("filter") || "";
+  state.groupBy = q.get("group") || "";
+  state.sort = q.get("sort") || "";
+  state.diffOnly = q.get("diff") !== "all";
+  state.columns = q.getAll("col");
+  state.closed = new Set(q.getAll("closed"));
+  state.zoom = {};
+  for (const z of q.getAll("zoom")) {
+    const [a, b, ...rest] = z.split("~");
+    if (rest.length && Number.isFinite(+a) && Number.isFinite(+b)) state.zoom[rest.join("~")] = [+a, +b];
+  }
+  return q.has("run");
+}
