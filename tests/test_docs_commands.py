@@ -4,7 +4,8 @@ Commands are the lines of fenced ``bash``/``sh`` blocks. A line whose comment st
 ``manual:`` is not run (it names why: another machine, a network, a service on a fixed port)
 and is listed as skipped. The commands of one file run in order in one fresh folder, so
 ``telemetry demo`` then ``telemetry show runs/<run>`` works as it does for a reader:
-``<run>`` / ``<run id>`` stand for the newest run the commands before made. An install in front
+``<run>`` / ``<run id>`` stand for the newest run the commands before made, ``<other run>``
+for the one before it. An install in front
 of ``&&`` is not repeated (the suite runs installed); a server (``telemetry ui``,
 ``telemetry collector``) is started, must print its URL, and stops on Ctrl-C with exit 0; it
 binds a free port (``--port 0``) so the check never collides with another process.
@@ -29,6 +30,7 @@ _BLOCK = re.compile(r"```(?:bash|sh|shell)\n(.*?)```", re.S)
 _INSTALL = re.compile(r"^python3 -m pip install .*? && ")
 _SERVERS = ("telemetry ui", "telemetry collector")
 _PLACEHOLDER = re.compile(r"runs/<run(?: id)?>")
+_OTHER = re.compile(r"runs/<other run>")
 
 
 def _commands() -> list[tuple[Path, int, str, str]]:
@@ -96,10 +98,11 @@ def workspaces(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, Path]:
 
 def _expand(code: str, cwd: Path) -> str:
     code = _INSTALL.sub("", code)
-    if _PLACEHOLDER.search(code):
+    if _PLACEHOLDER.search(code) or _OTHER.search(code):
         runs = sorted((p for p in (cwd / "runs").iterdir() if p.is_dir()), key=os.path.getmtime)
-        assert runs, f"no run made before {code!r}"
+        assert len(runs) >= 1 + bool(_OTHER.search(code)), f"too few runs made before {code!r}"
         code = _PLACEHOLDER.sub(f"runs/{runs[-1].name}", code)
+        code = _OTHER.sub(f"runs/{runs[-2].name}" if len(runs) > 1 else "", code)
     return code
 
 

@@ -15,7 +15,8 @@ __all__ = ["add_parser", "run"]
 
 def run(args: argparse.Namespace) -> int:
     """Print the keys whose values differ (all keys with ``--all``; JSON with ``--json``);
-    exit 2 with one line when a path is not a run directory, 1 when nothing differs."""
+    exit 0 once compared (as ``git diff``), 2 with one line when a path is not a run directory;
+    with ``--exit-code``, 1 when some value differs (for scripts)."""
     configs: dict[str, dict[str, Any]] = {}
     for text in args.run_dirs:
         path = Path(text)
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(diff.to_dict(), default=str))
     else:
         print(format_diff(diff, all_keys=args.all))
-    return 0 if diff.differing else 1
+    return 1 if args.exit_code and diff.differing else 0
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -46,5 +47,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--all", action="store_true", help="show every key, differing ones marked *"
     )
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    parser.add_argument(
+        "--exit-code", action="store_true", help="exit 1 when some value differs, 0 when none does"
+    )
     parser.set_defaults(handler=run)
     return parser

@@ -34,13 +34,13 @@ class TestDiff:
         assert 0 == done.returncode
         assert ["KEY", "seed"] == [line.split()[0] for line in done.stdout.splitlines()]
 
-    def test_json_and_nothing_differs_exit_1(self, tmp_path: Path) -> None:
-        """Equal configs exit 1; --json gives every key with its typed values."""
+    def test_json_and_nothing_differs_exit_0(self, tmp_path: Path) -> None:
+        """Equal configs exit 0; --json gives every key with its typed values."""
         a = make_run(tmp_path, "a", "lr=0.1\n")
         b = make_run(tmp_path, "b", "lr=1e-1\n")
         done = telemetry("diff", "--json", str(a), str(b))
 
-        assert 1 == done.returncode
+        assert 0 == done.returncode
         assert [
             {"key": "lr", "values": [0.1, 0.1], "present": [True, True], "differs": False}
         ] == json.loads(done.stdout)["rows"]
@@ -53,3 +53,16 @@ class TestDiff:
 
         assert (2, 1) == (done.returncode, len(done.stderr.strip().splitlines()))
         assert "is not a run directory" in done.stderr
+
+
+class TestExitCode:
+    def test_exit_code_says_whether_anything_differs(self, tmp_path: Path) -> None:
+        """--exit-code: 1 when a value differs, 0 when none does (as git diff --exit-code)."""
+        a = make_run(tmp_path, "a", "lr=0.1\n")
+        b = make_run(tmp_path, "b", "lr=0.2\n")
+        c = make_run(tmp_path, "c", "lr=0.1\n")
+
+        differ = telemetry("diff", "--exit-code", str(a), str(b))
+        same = telemetry("diff", "--exit-code", str(a), str(c))
+
+        assert (1, 0) == (differ.returncode, same.returncode)

@@ -57,7 +57,8 @@ def stat_records(run_dir: Path) -> dict[str, Any]:
     for r in records:
         if r.get("kind") in _MODULE:
             counts = modules.setdefault((str(r.get("mode")), str(r.get("lm_id"))), {})
-            verdict = str(r.get("primary_performance", r.get("result", "?")))
+            verdict = r.get("primary_performance", r.get("result", "?"))
+            verdict = "no verdict" if verdict is None else str(verdict)  # Monty records None
             counts[verdict] = counts.get(verdict, 0) + 1
     kinds = sorted({str(r.get("kind")) for r in records})
     reason = None
