@@ -365,7 +365,10 @@ def main(argv: list[str] | None = None) -> int:
     sweep_dead_segments()
     settings = read_settings()
     bus = EventBus(
-        async_mode=True, queue_size=settings.queue_size, queue_bytes=settings.queue_bytes
+        async_mode=True,
+        queue_size=settings.queue_size,
+        queue_bytes=settings.queue_bytes,
+        policy=settings.delivery,
     )
     host = Host(args.socket, bus, idle_timeout_s=args.idle_timeout, lock_fd=lock_fd)
     try:

@@ -45,7 +45,10 @@ class LocalHandlers:
         if self.bus is None:
             settings = self.client.settings
             self.bus = EventBus(
-                async_mode=True, queue_size=settings.queue_size, queue_bytes=settings.queue_bytes
+                async_mode=True,
+                queue_size=settings.queue_size,
+                queue_bytes=settings.queue_bytes,
+                policy=settings.delivery,
             )
         return self.bus
 

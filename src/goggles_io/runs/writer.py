@@ -355,5 +355,3 @@ def register_run(run: RunContext, *handlers: Any) -> None:
         if run.config:
             _record_config(handler, run.config)
         _forward(handler, "register_run", run.info())
-
-
