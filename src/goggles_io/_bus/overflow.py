@@ -1,6 +1,7 @@
 """Where a handler lane's events go when its memory budget is full: the lane's spool (ADR 0025).
 
-A spilled list is encoded once (the wire codec, arrays inline) into one spool record, and a
+A spilled list is encoded once (the wire codec, big arrays beside it: :mod:`goggles_io._event.spilled`)
+into one spool record, and a
 :data:`SPOOLED` mark takes its place in the lane's queue, so the worker delivers it exactly
 where it was offered: order is kept without the producer ever waiting. When the spool has no
 room (budget, disk) the caller blocks or drops, per the policy.
@@ -11,8 +12,8 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from goggles_io._event.codec import Batch, Decoder, Encoder
 from goggles_io._event.records import Event
+from goggles_io._event.spilled import decode_spilled, encode_spilled
 from goggles_io._util.delivery import BlockAllowance, DeliveryPolicy
 from goggles_io._util.spool import Spool
 
@@ -41,8 +42,6 @@ class Overflow:
         self.spooled_events = 0  # events waiting in the spool now
         self.spilled = 0  # events ever spilled
         self._spool: Spool | None = None
-        self._encoder = Encoder()
-        self._decoder = Decoder()
         self._sizes: deque[int] = deque()  # events per waiting record, oldest first
         self._failed_at = -1e9
 
@@ -62,10 +61,10 @@ class Overflow:
         if self._spool is None:
             self._spool = Spool(self.label, self.policy)
         try:
-            record = self._encoder.encode(Batch(0, events))
+            record, blobs = encode_spilled(events)
         except (TypeError, ValueError, OverflowError):
             return False  # not encodable (a handler-only object): it stays in memory or drops
-        if not self._spool.append(record):
+        if not self._spool.append(record, blobs):
             self._failed_at = time.monotonic()
             return False
         self._sizes.append(len(events))
@@ -82,11 +81,10 @@ class Overflow:
         n = self._sizes.popleft()
         self.spooled_events -= n
         try:
-            record = spool.pop()
-            message = None if record is None else self._decoder.decode(record)
+            record = spool.pop_record()
+            return n, [] if record is None else decode_spilled(record)
         except (OSError, ValueError):
-            message = None
-        return n, message.events if isinstance(message, Batch) else []
+            return n, []
 
     def close(self) -> int:
         """Remove the spool; return the events that were still in it."""

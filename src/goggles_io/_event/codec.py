@@ -49,6 +49,7 @@ _EXT_SCALAR = 3
 _ALLOWED_KINDS = frozenset("biufcSUmM")
 _MAX_NDIM = 32
 _U16 = struct.Struct(">H")
+_KEEP_PACKER_BYTES = 1 << 20
 _KINDS = {k.value: k for k in Kind}
 
 
@@ -346,7 +347,11 @@ class Encoder:
     def encode(self, message: Message) -> bytes:
         """Return the msgpack bytes of ``message``; raises TypeError for unencodable payloads."""
         cls = type(message)
-        return self._packer.pack([_TAGS[cls], _UNSTRUCTURE[cls](message)])
+        out = self._packer.pack([_TAGS[cls], _UNSTRUCTURE[cls](message)])
+        if len(out) > _KEEP_PACKER_BYTES:
+            # The packer keeps its buffer as large as its largest message: start a small one.
+            self._packer = msgpack.Packer(default=self._default, use_bin_type=True, autoreset=True)
+        return out
 
 
 class Decoder:

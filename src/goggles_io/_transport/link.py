@@ -32,6 +32,7 @@ class HostLink:
     _lock: threading.Lock
     _wake: threading.Event
     _elector: Any
+    _host_lost: bool
     socket_path: str
     reconnects: int
     lost_in_flight: int
@@ -73,6 +74,7 @@ class HostLink:
         sock.sendall(b"".join(frames))
         self._conn_gen += 1
         self._sock = sock
+        self._host_lost = False
         threading.Thread(
             target=self._recv_loop,
             args=(sock, self._conn_gen),
@@ -99,6 +101,7 @@ class HostLink:
         with contextlib.suppress(OSError):
             sock.close()
         if warn:
+            self._host_lost = True  # producers do not wait for room until a host answers again
             self.reconnects += 1
             report(
                 f"pid {os.getpid()}: lost the host on {self.socket_path!r}; {lost} events in "

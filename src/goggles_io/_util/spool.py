@@ -20,14 +20,24 @@ import shutil
 import struct
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from goggles_io._util.delivery import DeliveryPolicy
 from goggles_io._util.report import report
 
-__all__ = ["Spool", "SpoolSpace", "default_spool_root", "list_spools", "sweep_dead_spools"]
+__all__ = [
+    "Blob",
+    "Spool",
+    "SpoolRecord",
+    "SpoolSpace",
+    "default_spool_root",
+    "list_spools",
+    "sweep_dead_spools",
+]
 
-_LEN = struct.Struct(">I")
+_HEAD = struct.Struct(">IQ")  # record bytes, blob bytes after it
+Blob = bytes | bytearray | memoryview
 _SEGMENT_BYTES = 8 * 1024 * 1024
 _FREE_FRACTION = 0.25  # a process's spools never take more than this share of the free space
 
@@ -201,6 +211,31 @@ def _space(policy: DeliveryPolicy) -> SpoolSpace:
         return space
 
 
+class SpoolRecord:
+    """One record taken from a spool: its bytes, and its blobs still on disk behind it."""
+
+    __slots__ = ("_at", "_fd", "blob_bytes", "data")
+
+    def __init__(self, data: bytes, fd: int, at: int, blob_bytes: int) -> None:
+        self.data = data
+        self.blob_bytes = blob_bytes
+        self._fd = fd
+        self._at = at
+
+    def read_blob(self, offset: int, into: memoryview) -> None:
+        """Copy ``len(into)`` bytes of the blobs, from ``offset``, straight into ``into``."""
+        if offset < 0 or offset + len(into) > self.blob_bytes:
+            msg = f"blob range {offset}+{len(into)} outside the record's {self.blob_bytes} bytes"
+            raise ValueError(msg)
+        done = 0
+        while done < len(into):
+            got = os.preadv(self._fd, [into[done:]], self._at + offset + done)
+            if got <= 0:
+                msg = "spool segment ended inside a blob"
+                raise OSError(msg)
+            done += got
+
+
 class _Segment:
     __slots__ = ("fd", "path", "read_at", "reserved", "size")
 
@@ -240,17 +275,20 @@ class Spool:
     def __len__(self) -> int:
         return self.records
 
-    def append(self, record: bytes | bytearray | memoryview) -> bool:
-        """Write ``record`` after the others; ``False`` (nothing written) when there is no room."""
-        need = _LEN.size + len(record)
+    def append(self, record: bytes | bytearray | memoryview, blobs: Sequence[Blob] = ()) -> bool:
+        """Write ``record`` (and ``blobs`` after it, straight from their buffers) after the
+        others; ``False`` (nothing written) when there is no room."""
+        blob_bytes = sum(len(b) for b in blobs)
+        need = _HEAD.size + len(record) + blob_bytes
         with self._lock:
             seg = self._segments[-1] if self._segments else None
             if seg is None or seg.size + need > seg.reserved:
                 seg = self._new_segment(need)
                 if seg is None:
                     return False
+            head = _HEAD.pack(len(record), blob_bytes)
             try:
-                _write_all(seg.fd, _LEN.pack(len(record)), record)
+                _write_all(seg.fd, [head, record, *blobs])
             except OSError as exc:
                 with contextlib.suppress(OSError):
                     os.ftruncate(seg.fd, seg.size)  # never a torn record
@@ -258,7 +296,7 @@ class Spool:
                 return False
             seg.size += need
             self.records += 1
-            self.nbytes += len(record)
+            self.nbytes += len(record) + blob_bytes
             return True
 
     def _new_segment(self, need: int) -> _Segment | None:
@@ -290,17 +328,23 @@ class Spool:
         return seg
 
     def pop(self) -> bytes | None:
-        """The oldest record, or ``None`` when the spool is empty."""
+        """The oldest record (without its blobs), or ``None`` when the spool is empty."""
+        found = self.pop_record()
+        return None if found is None else found.data
+
+    def pop_record(self) -> SpoolRecord | None:
+        """The oldest record with a way to read its blobs (valid until the next pop)."""
         with self._lock:
             while self._segments:
                 seg = self._segments[0]
                 if seg.read_at < seg.size:
-                    (n,) = _LEN.unpack(os.pread(seg.fd, _LEN.size, seg.read_at))
-                    data = _read_all(seg.fd, n, seg.read_at + _LEN.size)
-                    seg.read_at += _LEN.size + n
+                    n, blob_bytes = _HEAD.unpack(os.pread(seg.fd, _HEAD.size, seg.read_at))
+                    data = _read_all(seg.fd, n, seg.read_at + _HEAD.size)
+                    blobs_at = seg.read_at + _HEAD.size + n
+                    seg.read_at = blobs_at + blob_bytes
                     self.records -= 1
-                    self.nbytes -= n
-                    return data
+                    self.nbytes -= n + blob_bytes
+                    return SpoolRecord(data, seg.fd, blobs_at, blob_bytes)
                 if len(self._segments) == 1:
                     # The only segment, read to its end: start it over instead of a new file.
                     os.ftruncate(seg.fd, 0)
@@ -338,17 +382,18 @@ class Spool:
         return self._dir
 
 
-def _write_all(fd: int, header: bytes, record: bytes | bytearray | memoryview) -> None:
-    """Write header and record; a big record is written from its own buffer (no joined copy)."""
-    parts = (header, record) if len(record) > 65536 else (header + bytes(record),)
-    for part in parts:
-        view = memoryview(part)
-        done = 0
-        while done < len(view):
-            written = os.write(fd, view[done:])
-            if written <= 0:
-                raise OSError(28, "short write")
-            done += written
+def _write_all(fd: int, parts: list[Blob]) -> None:
+    """Write every part in order with as few calls as the kernel allows (``writev``)."""
+    views = [memoryview(p).cast("B") for p in parts if len(p)]
+    while views:
+        written = os.writev(fd, views)
+        if written <= 0:
+            raise OSError(28, "short write")
+        while views and written >= len(views[0]):
+            written -= len(views[0])
+            views.pop(0)
+        if views and written:
+            views[0] = views[0][written:]
 
 
 def _read_all(fd: int, n: int, offset: int) -> bytes:
