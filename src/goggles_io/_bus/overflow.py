@@ -13,7 +13,7 @@ import time
 from collections import deque
 
 from goggles_io._event.records import Event
-from goggles_io._event.spilled import decode_spilled, encode_spilled
+from goggles_io._event.spilled import SpillEncoder, decode_spilled
 from goggles_io._util.delivery import BlockAllowance, DeliveryPolicy
 from goggles_io._util.spool import Spool
 
@@ -42,6 +42,7 @@ class Overflow:
         self.spooled_events = 0  # events waiting in the spool now
         self.spilled = 0  # events ever spilled
         self._spool: Spool | None = None
+        self._encoder = SpillEncoder()
         self._sizes: deque[int] = deque()  # events per waiting record, oldest first
         self._failed_at = -1e9
 
@@ -61,7 +62,7 @@ class Overflow:
         if self._spool is None:
             self._spool = Spool(self.label, self.policy)
         try:
-            record, blobs = encode_spilled(events)
+            record, blobs = self._encoder.encode(events)
         except (TypeError, ValueError, OverflowError):
             return False  # not encodable (a handler-only object): it stays in memory or drops
         if not self._spool.append(record, blobs):

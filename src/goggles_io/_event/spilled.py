@@ -10,6 +10,7 @@ References to the producer's shared-memory pool (a named segment) stay reference
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol
 
 import numpy as np
@@ -18,7 +19,7 @@ from goggles_io._event.codec import Batch, Decoder, Encoder
 from goggles_io._event.records import Event, ShmRef
 from goggles_io.exceptions import FrameError
 
-__all__ = ["BlobSource", "decode_spilled", "encode_spilled"]
+__all__ = ["BlobSource", "SpillEncoder", "decode_spilled"]
 
 _BLOB_MIN_BYTES = 4096
 
@@ -65,11 +66,26 @@ class _BlobReader:
         return out
 
 
-def encode_spilled(events: list[Event]) -> tuple[bytes, list[memoryview]]:
-    """``events`` as one record and its blobs; raises TypeError for what cannot be encoded."""
-    blobs = _Blobs()
-    message = Encoder(_BLOB_MIN_BYTES, blobs).encode(Batch(0, events))
-    return message, blobs.parts
+class SpillEncoder:
+    """Encode lists for a spool, one encoder kept per spool (an encoder is costly to make, and
+    its packer refers back to it: a fresh one per list would live until the cyclic GC ran,
+    holding the list's arrays)."""
+
+    def __init__(self) -> None:
+        self._encoder = Encoder(_BLOB_MIN_BYTES)
+        self._lock = threading.Lock()
+
+    def encode(self, events: list[Event]) -> tuple[bytes, list[memoryview]]:
+        """``events`` as one record and its blobs; raises TypeError for what cannot be encoded."""
+        blobs = _Blobs()
+        with self._lock:
+            self._encoder.pool = blobs
+            try:
+                return self._encoder.encode(Batch(0, events)), blobs.parts
+            finally:
+                self._encoder.pool = None
+                self._encoder.refs = []
+                self._encoder.created = []
 
 
 def decode_spilled(source: BlobSource) -> list[Event]:

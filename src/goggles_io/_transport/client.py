@@ -28,6 +28,7 @@ from goggles_io._bus.transport import FinishReport, HandlerStats
 from goggles_io._event.codec import Call
 from goggles_io._event.records import Event, ShmRef, approx_nbytes
 from goggles_io._transport.batching import Batcher
+from goggles_io._transport.diskpool import DiskPool
 from goggles_io._transport.election import HostElector
 from goggles_io._transport.link import HostLink
 from goggles_io._transport.operations import HandlerOperations, Marker
@@ -109,6 +110,7 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
         self._conn_gen = 0
         self._sender: threading.Thread | None = None
         self._pool: ShmPool | None = None
+        self._disk_pool: DiskPool | None = None
         self._elector = HostElector(self.socket_path, self.settings, self.transport)
         self._running = False
         self._stop = False
@@ -289,6 +291,9 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
             self._pool.close()
             self._pool = None
             self._prewarmed = False
+        if self._disk_pool is not None:
+            self._disk_pool.close()
+            self._disk_pool = None
         self._elector.close(1.0)
 
     def after_fork_in_child(self) -> None:
@@ -325,4 +330,12 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
         if not self._prewarmed:
             self._prewarmed = True
             pool.prewarm()
-        return pool.put(array)
+        ref = pool.put(array)
+        if ref is None and self.policy.spills:
+            # The shared-memory pool is full: the disk pool, one copy too (ADR 0025).
+            disk = self._disk_pool
+            if disk is None:
+                with self._lock:
+                    disk = self._disk_pool = self._disk_pool or DiskPool(self.policy)
+            ref = disk.put(array)
+        return ref

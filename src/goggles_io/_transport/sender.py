@@ -19,6 +19,7 @@ from goggles_io._transport.shm import ShmPool, sweep_dead_segments
 
 if TYPE_CHECKING:
     from goggles_io._transport.batching import Batcher
+    from goggles_io._transport.diskpool import DiskPool
     from goggles_io._transport.spillover import Spillover
 
 __all__ = ["REPLAYED", "SenderThread"]
@@ -48,6 +49,7 @@ class SenderThread:
     _pending: dict[int, Marker]
     _ops: list[Any]
     _pool: ShmPool | None
+    _disk_pool: DiskPool | None
     transport: Any
     unencodable: int
 
@@ -139,9 +141,12 @@ class SenderThread:
         self._warn_once("enc", f"an event cannot be sent to the host and is dropped: {exc}")
 
     def _release(self, refs: list[Any]) -> None:
-        pool = self._pool
-        if pool is not None:
-            for ref in refs:
+        pool, disk = self._pool, self._disk_pool
+        for ref in refs:
+            if ref.segment.startswith("/"):
+                if disk is not None:
+                    disk.release(ref.segment, ref.offset)
+            elif pool is not None:
                 pool.release(ref.segment, ref.offset)
 
     def _get_pool(self) -> ShmPool | None:

@@ -16,12 +16,12 @@ import os
 import re
 import tempfile
 import threading
-from collections import deque
-from typing import Any
 
 import numpy as np
 
 from goggles_io._event.records import ShmRef
+from goggles_io._transport.diskpool import DiskReader
+from goggles_io._transport.ring import Ring
 from goggles_io.exceptions import FrameError
 
 __all__ = [
@@ -95,10 +95,11 @@ def sweep_dead_segments(shm_dir: str | None = None) -> list[str]:
 _OWN_MAPS: dict[str, mmap.mmap] = {}
 
 
-class _Segment:
-    """One mapped file with a ring allocator; releases may arrive out of order."""
+class _Segment(Ring):
+    """One mapped file with a ring allocator."""
 
     def __init__(self, path: str, size: int) -> None:
+        super().__init__(size)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.ftruncate(fd, size)
@@ -110,43 +111,6 @@ class _Segment:
         self.path = path
         self.name = os.path.basename(path)
         _OWN_MAPS[self.name] = self.map
-        self.size = size
-        self.head = 0
-        self.live: deque[list[Any]] = deque()  # [offset, released], oldest at the left
-        self.by_offset: dict[int, list[Any]] = {}
-
-    def allocate(self, n: int) -> int | None:
-        if not self.live:
-            self.head = 0
-            if n <= self.size:
-                return self._take(0, n)
-            return None
-        tail = self.live[0][0]
-        if self.head > tail:
-            if self.size - self.head >= n:
-                return self._take(self.head, n)
-            if tail >= n:
-                return self._take(0, n)
-            return None
-        if tail - self.head >= n:
-            return self._take(self.head, n)
-        return None
-
-    def _take(self, offset: int, n: int) -> int:
-        entry = [offset, False]
-        self.live.append(entry)
-        self.by_offset[offset] = entry
-        self.head = offset + n
-        return offset
-
-    def release(self, offset: int) -> bool:
-        entry = self.by_offset.pop(offset, None)
-        if entry is None:
-            return False
-        entry[1] = True
-        while self.live and self.live[0][1]:
-            self.live.popleft()
-        return True
 
     def close(self, unlink: bool) -> None:
         _OWN_MAPS.pop(self.name, None)
@@ -288,6 +252,7 @@ class ShmReader:
         self.dir = shm_dir or get_shm_dir()
         self._maps: dict[str, mmap.mmap] = {}
         self._uid = str(os.getuid())
+        self._disks = DiskReader()
 
     def _map(self, name: str) -> mmap.mmap:
         mm = self._maps.get(name) or _OWN_MAPS.get(name)
@@ -317,7 +282,13 @@ class ShmReader:
         return mm
 
     def read(self, ref: ShmRef) -> np.ndarray:
-        """Return an owned copy of the array ``ref`` points at; bad references raise FrameError."""
+        """Return an owned copy of the array ``ref`` points at; bad references raise FrameError.
+
+        A segment named by an absolute path is a producer's disk pool (its spool folder): the
+        array is read from it with ``preadv``, straight into the new array.
+        """
+        if isinstance(ref.segment, str) and ref.segment.startswith("/"):
+            return self._disks.read(ref)
         mm = self._map(ref.segment)
         dtype = np.dtype(ref.dtype)
         count = int(np.prod(ref.shape, dtype=np.int64)) if ref.shape else 1
@@ -342,3 +313,4 @@ class ShmReader:
         """Unmap everything; the producer owns unlinking."""
         for name in list(self._maps):
             self.forget(name)
+        self._disks.close()

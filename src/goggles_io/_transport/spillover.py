@@ -15,7 +15,7 @@ from collections import deque
 from typing import Any
 
 from goggles_io._event.records import Event, approx_nbytes
-from goggles_io._event.spilled import decode_spilled, encode_spilled
+from goggles_io._event.spilled import SpillEncoder, decode_spilled
 from goggles_io._util.delivery import DeliveryPolicy
 from goggles_io._util.spool import Spool
 
@@ -39,6 +39,7 @@ class Spillover:
         self._chunk: list[Event] = []
         self._chunk_bytes = 0
         self._spool: Spool | None = None
+        self._encoder = SpillEncoder()
         self._lock = threading.Lock()
 
     def add(self, event: Event) -> bool:
@@ -71,7 +72,7 @@ class Spillover:
         if self._spool is None:
             self._spool = Spool("client", self.policy)
         try:
-            record, blobs = encode_spilled(self._chunk)
+            record, blobs = self._encoder.encode(self._chunk)
         except (TypeError, ValueError, OverflowError):
             ok = False  # an unencodable event: keep the chunk in memory, the sender reports it
         else:

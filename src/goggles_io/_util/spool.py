@@ -33,6 +33,7 @@ __all__ = [
     "SpoolSpace",
     "default_spool_root",
     "list_spools",
+    "spool_space",
     "sweep_dead_spools",
 ]
 
@@ -184,6 +185,11 @@ class SpoolSpace:
         with self._lock:
             self.used = max(0, self.used - n)
 
+    def opened_one(self) -> None:
+        """A spool (or disk pool) made its subfolder: keep the process folder while it lives."""
+        with self._lock:
+            self.spools += 1
+
     def closed_one(self) -> None:
         """A spool closed: remove the process folder (and an empty root) once none is left."""
         with self._lock:
@@ -201,7 +207,8 @@ _SPACES: dict[str, SpoolSpace] = {}
 _SPACES_LOCK = threading.Lock()
 
 
-def _space(policy: DeliveryPolicy) -> SpoolSpace:
+def spool_space(policy: DeliveryPolicy) -> SpoolSpace:
+    """This process's :class:`SpoolSpace` for the policy's spool folder."""
     root = Path(policy.spool_dir) if policy.spool_dir else default_spool_root()
     key = f"{os.getpid()}:{root}"
     with _SPACES_LOCK:
@@ -266,7 +273,7 @@ class Spool:
         self.failure = ""
         self.records = 0  # records waiting
         self.nbytes = 0  # their bytes
-        self._space = _space(policy)
+        self._space = spool_space(policy)
         self._dir: Path | None = None
         self._segments: list[_Segment] = []
         self._counter = itertools.count(1)
@@ -308,8 +315,7 @@ class Spool:
                 folder = self._space.folder()
                 self._dir = folder / f"{self.label}-{self._space.next_id()}"
                 self._dir.mkdir(mode=0o700)
-                with self._space._lock:
-                    self._space.spools += 1
+                self._space.opened_one()
             wanted = max(_SEGMENT_BYTES, need)
             grant = self._space.reserve(wanted, self._dir)
             if grant < need:
