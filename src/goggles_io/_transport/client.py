@@ -330,12 +330,16 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
         if not self._prewarmed:
             self._prewarmed = True
             pool.prewarm()
+            if self.policy.spills:
+                self._disk().prewarm()
         ref = pool.put(array)
         if ref is None and self.policy.spills:
-            # The shared-memory pool is full: the disk pool, one copy too (ADR 0025).
-            disk = self._disk_pool
-            if disk is None:
-                with self._lock:
-                    disk = self._disk_pool = self._disk_pool or DiskPool(self.policy)
-            ref = disk.put(array)
+            ref = self._disk().put(array)  # the shm pool is full: the disk pool (ADR 0025)
         return ref
+
+    def _disk(self) -> DiskPool:
+        disk = self._disk_pool
+        if disk is None:
+            with self._lock:
+                disk = self._disk_pool = self._disk_pool or DiskPool(self.policy)
+        return disk

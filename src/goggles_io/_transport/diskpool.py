@@ -61,6 +61,39 @@ class DiskPool:
         self._closed = False
         self.owner_pid = os.getpid()
 
+    def prewarm(self) -> None:
+        """Make the first segment and write it through once, in a background thread.
+
+        A write into pages the page cache already holds costs about a memcpy; into new pages,
+        2-3 times that (the kernel allocates them). Called with the shared-memory pool's own
+        prewarm (the first big array), so only processes that log big arrays pay it.
+        """
+        if not self.policy.spills:
+            return
+
+        def fill() -> None:
+            with self._lock:
+                if self._closed or self._segments:
+                    return
+                seg, offset = self._slot(_SEGMENT_BYTES, keep=False)
+            if seg is None or offset is None:
+                return
+            zeros = memoryview(bytes(1 << 20))
+            try:
+                for at in range(0, seg.size - (1 << 20) + 1, 1 << 20):
+                    os.pwrite(seg.fd, zeros, at)
+            except OSError:
+                pass
+            seg.release(offset)
+            with self._lock:
+                if self._closed:
+                    seg.remove()
+                    self._space.release(seg.size)
+                else:
+                    self._segments.setdefault(str(seg.path), seg)
+
+        threading.Thread(target=fill, name="goggles_io:diskpool-prewarm", daemon=True).start()
+
     def put(self, array: np.ndarray) -> ShmRef | None:
         """Write ``array`` to a free slot and return its reference; ``None`` when there is none."""
         a = np.ascontiguousarray(array)
@@ -83,11 +116,12 @@ class DiskPool:
         self.staged += 1
         return ShmRef(str(seg.path), offset, nbytes, a.dtype.str, tuple(a.shape))
 
-    def _slot(self, need: int) -> tuple[_DiskSegment | None, int | None]:
-        for seg in self._segments.values():
-            offset = seg.allocate(need)
-            if offset is not None:
-                return seg, offset
+    def _slot(self, need: int, keep: bool = True) -> tuple[_DiskSegment | None, int | None]:
+        if keep:
+            for seg in self._segments.values():
+                offset = seg.allocate(need)
+                if offset is not None:
+                    return seg, offset
         try:
             if self._dir is None:
                 self._dir = self._space.folder() / f"diskpool-{self._space.next_id()}"
@@ -101,7 +135,8 @@ class DiskPool:
             seg = _DiskSegment(self._dir / f"{next(self._counter)}.seg", grant)
         except OSError:
             return None, None
-        self._segments[str(seg.path)] = seg
+        if keep:
+            self._segments[str(seg.path)] = seg
         return seg, seg.allocate(need)
 
     def release(self, segment: str, offset: int) -> None:
