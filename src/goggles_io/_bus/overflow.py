@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 from goggles_io._event.records import Event
-from goggles_io._event.spilled import SpillEncoder, decode_spilled
 from goggles_io._util.delivery import BlockAllowance, DeliveryPolicy
 from goggles_io._util.spool import Spool
+
+if TYPE_CHECKING:
+    from goggles_io._event.spilled import SpillEncoder
 
 __all__ = ["SPOOLED", "Overflow"]
 
@@ -42,7 +45,7 @@ class Overflow:
         self.spooled_events = 0  # events waiting in the spool now
         self.spilled = 0  # events ever spilled
         self._spool: Spool | None = None
-        self._encoder = SpillEncoder()
+        self._encoder: SpillEncoder | None = None  # made on the first spill (numpy, msgpack)
         self._sizes: deque[int] = deque()  # events per waiting record, oldest first
         self._failed_at = -1e9
 
@@ -60,7 +63,11 @@ class Overflow:
         if not self.policy.spills:
             return False
         if self._spool is None:
+            from goggles_io._event.spilled import SpillEncoder
+
             self._spool = Spool(self.label, self.policy)
+            self._encoder = SpillEncoder()
+        assert self._encoder is not None
         try:
             record, blobs = self._encoder.encode(events)
         except (TypeError, ValueError, OverflowError):
@@ -81,6 +88,8 @@ class Overflow:
             return 0, []
         n = self._sizes.popleft()
         self.spooled_events -= n
+        from goggles_io._event.spilled import decode_spilled
+
         try:
             record = spool.pop_record()
             return n, [] if record is None else decode_spilled(record)

@@ -21,28 +21,29 @@ import socket
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goggles_io._bus.settings import Settings
 from goggles_io._bus.transport import FinishReport, HandlerStats
-from goggles_io._event.codec import Call
+from goggles_io._event.messages import Call
 from goggles_io._event.records import Event, ShmRef, approx_nbytes
-from goggles_io._transport.batching import Batcher
-from goggles_io._transport.diskpool import DiskPool
-from goggles_io._transport.election import HostElector
 from goggles_io._transport.link import HostLink
 from goggles_io._transport.operations import HandlerOperations, Marker
 from goggles_io._transport.placement import LocalHandlers
-from goggles_io._transport.sender import REPLAYED, SenderThread
+from goggles_io._transport.sender import REPLAYED, SenderThread, loading_modules
 from goggles_io._transport.settings import (
     TransportSettings,
     default_socket_path,
     prepare_socket_dir,
 )
-from goggles_io._transport.shm import ShmPool
 from goggles_io._transport.spillover import Spillover
 from goggles_io._util.delivery import BlockAllowance, advice
 from goggles_io._util.report import report
+
+if TYPE_CHECKING:  # imported where used: attach() must not pay for numpy and the codec
+    from goggles_io._transport.diskpool import DiskPool
+    from goggles_io._transport.election import HostElector
+    from goggles_io._transport.shm import ShmPool
 
 __all__ = ["SocketClient"]
 
@@ -95,7 +96,7 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
         self._attached: dict[str, tuple[type, set[str]]] = {}  # name -> (class, scopes), ours
         if not hasattr(self, "_local"):
             self._local = LocalHandlers(self)
-        self._batcher = Batcher(self._release, self._on_unencodable)
+        self._batcher = None  # made by the sender thread (it imports the codec)
         self.delivered = 0
         self.host_dropped = 0  # of ours, refused by a full handler queue in the host
         self.dropped_full = 0
@@ -111,7 +112,7 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
         self._sender: threading.Thread | None = None
         self._pool: ShmPool | None = None
         self._disk_pool: DiskPool | None = None
-        self._elector = HostElector(self.socket_path, self.settings, self.transport)
+        self._elector_made: HostElector | None = None
         self._running = False
         self._stop = False
         self._warned: set[str] = set()
@@ -128,6 +129,7 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
                 return
             self._stop = False
             self._running = True
+            loading_modules()
             self._sender = threading.Thread(
                 target=self._send_loop, name="goggles_io:sender", daemon=True
             )
@@ -294,7 +296,8 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
         if self._disk_pool is not None:
             self._disk_pool.close()
             self._disk_pool = None
-        self._elector.close(1.0)
+        if self._elector_made is not None:
+            self._elector_made.close(1.0)
 
     def after_fork_in_child(self) -> None:
         """Start afresh in the child: own queue, connection, pool; the parent's stay untouched."""
@@ -337,9 +340,23 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
             ref = self._disk().put(array)  # the shm pool is full: the disk pool (ADR 0025)
         return ref
 
+    @property
+    def _elector(self) -> HostElector:
+        """Who starts a host when none answers, made on first use (the sender thread's)."""
+        if self._elector_made is None:
+            from goggles_io._transport.election import HostElector
+
+            with self._lock:
+                if self._elector_made is None:
+                    made = HostElector(self.socket_path, self.settings, self.transport)
+                    self._elector_made = made
+        return self._elector_made
+
     def _disk(self) -> DiskPool:
         disk = self._disk_pool
         if disk is None:
+            from goggles_io._transport.diskpool import DiskPool
+
             with self._lock:
                 disk = self._disk_pool = self._disk_pool or DiskPool(self.policy)
         return disk

@@ -12,7 +12,7 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._event.codec import Ack, Decoder, Encoder, Hello, Reply
+from goggles_io._event.messages import Ack, Hello, Reply
 from goggles_io._transport.framing import FrameDecoder, encode_frame
 from goggles_io._util.report import report
 
@@ -67,6 +67,8 @@ class HostLink:
         return False
 
     def _on_connected(self, sock: socket.socket) -> None:
+        from goggles_io._event.codec import Encoder  # on the sender thread
+
         encoder = Encoder()
         frames = [encode_frame(encoder.encode(Hello(os.getpid())))]
         frames += [encode_frame(encoder.encode(call)) for call in self._ops]
@@ -110,6 +112,8 @@ class HostLink:
 
     # -- receiver thread --------------------------------------------------------------------
     def _recv_loop(self, sock: socket.socket, gen: int) -> None:
+        from goggles_io._event.codec import Decoder
+
         frames = FrameDecoder()
         decoder = Decoder()
         try:

@@ -11,7 +11,9 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._event.codec import Call, Encoder, Reply
+import msgpack
+
+from goggles_io._event.messages import Call, Reply
 from goggles_io._transport.placement import runs_in_attaching_process
 from goggles_io.exceptions import InvalidPayloadError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, get_handler_class
@@ -69,7 +71,7 @@ class HandlerOperations:
         spec = handler.to_dict()
         get_handler_class(str(spec.get("cls")))  # unregistered classes fail here, at the call
         try:  # so does a spec the wire cannot carry (it would be replayed on every reconnect)
-            Encoder().encode(Call(0, "attach", {"spec": spec}))
+            msgpack.packb(spec, use_bin_type=True)  # builtins only: what the codec sends as is
         except (TypeError, ValueError, OverflowError) as exc:
             msg = (
                 f"handler {handler.name!r} cannot be sent to the host: its config() must return "

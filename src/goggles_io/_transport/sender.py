@@ -7,22 +7,56 @@ their place. A batch is capped by what the host will hold once it copied the arr
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._event.codec import Encoder
 from goggles_io._event.records import ShmRef, approx_nbytes
 from goggles_io._transport.framing import encode_frame
 from goggles_io._transport.operations import Marker
-from goggles_io._transport.shm import ShmPool, sweep_dead_segments
 
 if TYPE_CHECKING:
+    from goggles_io._event.codec import Encoder
     from goggles_io._transport.batching import Batcher
     from goggles_io._transport.diskpool import DiskPool
+    from goggles_io._transport.shm import ShmPool
     from goggles_io._transport.spillover import Spillover
 
-__all__ = ["REPLAYED", "SenderThread"]
+__all__ = ["REPLAYED", "SenderThread", "load_modules", "loading_modules"]
+
+# The codec (numpy, cattrs), the election and the pools are imported by the sender thread, so
+# attach() and the first log calls never wait on them (ADR 0025). A fork while that import runs
+# would leave the child with half-imported modules: the fork waits for it to end (bounded).
+_LOADING = threading.Event()
+_LOADED = threading.Event()
+
+
+def loading_modules() -> None:
+    """Say that a sender thread is about to import (called before it starts)."""
+    if not _LOADED.is_set():
+        _LOADING.set()
+
+
+def load_modules() -> None:
+    """Import what the sender thread needs; idempotent."""
+    if _LOADED.is_set():
+        return
+    try:
+        import goggles_io._event.codec
+        import goggles_io._transport.batching
+        import goggles_io._transport.election
+        import goggles_io._transport.shm  # noqa: F401
+    finally:
+        _LOADED.set()
+
+
+def _before_fork() -> None:
+    if _LOADING.is_set() and not _LOADED.is_set():
+        _LOADED.wait(10.0)
+
+
+os.register_at_fork(before=_before_fork)
 
 _BATCH_EVENTS = 1024
 _BATCH_BYTES = 4 * 1024 * 1024  # a batch's events, so encoding one never doubles a big backlog
@@ -37,7 +71,7 @@ class SenderThread:
     # Provided by SocketClient.
     _queue: deque[Any]
     _spill: Spillover
-    _batcher: Batcher
+    _batcher: Batcher | None
     _lock: threading.Lock
     _wake: threading.Event
     _sleeping: bool
@@ -64,6 +98,13 @@ class SenderThread:
         def _drained(self) -> None: ...
 
     def _send_loop(self) -> None:
+        load_modules()
+        from goggles_io._event.codec import Encoder
+        from goggles_io._transport.batching import Batcher
+
+        if self._batcher is None:
+            self._batcher = Batcher(self._release, self._on_unencodable)
+        batcher = self._batcher
         encoder = Encoder()
         gen = -1
         while True:
@@ -75,7 +116,7 @@ class SenderThread:
             if gen != self._conn_gen:
                 gen = self._conn_gen
                 encoder = Encoder(self.transport.shm_threshold, self._get_pool())
-                self._batcher.encoder = encoder
+                batcher.encoder = encoder
             items = self._take()
             if not items:
                 self._drained()
@@ -132,6 +173,7 @@ class SenderThread:
                 self._ops.append(marker.call)
             sock.sendall(encode_frame(encoder.encode(marker.call)))
             return
+        assert self._batcher is not None
         for seq, frame, n, refs in self._batcher.frames(items):
             self._inflight.append((seq, n, refs))
             sock.sendall(frame)
@@ -151,6 +193,8 @@ class SenderThread:
 
     def _get_pool(self) -> ShmPool | None:
         if self._pool is None:
+            from goggles_io._transport.shm import ShmPool, sweep_dead_segments
+
             with self._lock:  # the producer (stage_array) and the sender may both get here
                 if self._pool is None:
                     try:

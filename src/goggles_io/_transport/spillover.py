@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goggles_io._event.records import Event, approx_nbytes
-from goggles_io._event.spilled import SpillEncoder, decode_spilled
 from goggles_io._util.delivery import DeliveryPolicy
 from goggles_io._util.spool import Spool
+
+if TYPE_CHECKING:
+    from goggles_io._event.spilled import SpillEncoder
 
 __all__ = ["Spillover"]
 
@@ -39,7 +41,7 @@ class Spillover:
         self._chunk: list[Event] = []
         self._chunk_bytes = 0
         self._spool: Spool | None = None
-        self._encoder = SpillEncoder()
+        self._encoder: SpillEncoder | None = None  # made on the first spill (numpy, msgpack)
         self._lock = threading.Lock()
 
     def add(self, event: Event) -> bool:
@@ -70,7 +72,11 @@ class Spillover:
 
     def _write_chunk(self) -> bool:
         if self._spool is None:
+            from goggles_io._event.spilled import SpillEncoder
+
             self._spool = Spool("client", self.policy)
+            self._encoder = SpillEncoder()
+        assert self._encoder is not None
         try:
             record, blobs = self._encoder.encode(self._chunk)
         except (TypeError, ValueError, OverflowError):
@@ -109,6 +115,8 @@ class Spillover:
             return []
 
     def _read(self, n: int) -> list[Any]:
+        from goggles_io._event.spilled import decode_spilled
+
         assert self._spool is not None
         try:
             record = self._spool.pop_record()
