@@ -190,6 +190,7 @@ class Lane:
         spill: the socket host then stops reading producers for a while (backpressure)."""
         if not self.backpressure or self._thread is None:
             return False
+        room = min(room, self.queue_size // 2)  # a queue smaller than a batch: half of it
         full = self.backlog() > self.queue_size - room or (
             self.backlog_bytes() > self.queue_bytes // 2
         )
@@ -204,32 +205,35 @@ class Lane:
         if not events:
             return 0
         if self._thread is not None:
-            room = self.queue_size - self.backlog()
-            rest: list[Event] = []
-            if room < len(events):
-                rest = events[max(room, 0) :]
-                events = events[: max(room, 0)]
-            budget = self.queue_bytes - (self._bytes_in - self._bytes_out)
-            size = 0
-            for i, event in enumerate(events):
-                grown = size + approx_nbytes(event)
-                if grown > budget:
-                    rest = events[i:] + rest
-                    events = events[:i]
-                    break
-                size = grown
-            if events:
-                with self._lock:
-                    self._batched += len(events) - 1
-                    self._bytes_in += size
-                self._queue.put((events, size))
-            return self._full(rest, may_block=False) if rest else 0
+            rest = self._queue_what_fits(events)
+            return self._full(rest, may_block=self.backpressure) if rest else 0
         if self.broken:
             self._drop("handler could not be opened", len(events))
             return len(events)
         with self._lock:
             self._deliver_many(events)
         return 0
+
+    def _queue_what_fits(self, events: list[Event]) -> list[Event]:
+        """Queue the longest head of ``events`` that fits the bounds; return the rest."""
+        room = max(self.queue_size - self.backlog(), 0)
+        rest: list[Event] = events[room:]
+        events = events[:room]
+        budget = self.queue_bytes - (self._bytes_in - self._bytes_out)
+        size = 0
+        for i, event in enumerate(events):
+            grown = size + approx_nbytes(event)
+            if grown > budget:
+                rest = events[i:] + rest
+                events = events[:i]
+                break
+            size = grown
+        if events:
+            with self._lock:
+                self._batched += len(events) - 1
+                self._bytes_in += size
+            self._queue.put((events, size))
+        return rest
 
     def _full(self, events: list[Event], *, may_block: bool) -> int:
         """The memory budget is full: spill ``events``, else wait for room, else drop them.
@@ -242,18 +246,20 @@ class Lane:
                 self._marks += 1
             self._queue.put(SPOOLED)  # its place in the queue: delivered in order
             return 0
-        if may_block and self.policy.blocks and len(events) == 1:
-            size = approx_nbytes(events[0])
-            if overflow.allowance.wait(lambda: self._has_room(size)):
-                self.offer(events[0])
-                return 0
+        if may_block and self.policy.blocks:
+            want = min(len(events), self.queue_size)
+            size = sum(map(approx_nbytes, events[:want]))
+            if overflow.allowance.wait(lambda: self._has_room(want, size)):
+                events = self._queue_what_fits(events)
+                if not events:
+                    return 0
         why = overflow.failure or "queue full"
         self._drop(why, len(events))
         return len(events)
 
-    def _has_room(self, size: int) -> bool:
+    def _has_room(self, n: int, size: int) -> bool:
         return (
-            self._queue.qsize() - self._marks < self.queue_size
+            self.backlog() + n <= self.queue_size
             and self._bytes_in - self._bytes_out + size <= self.queue_bytes
         )
 
