@@ -94,6 +94,30 @@ class TestOfferMany:
         assert (0, list(range(12))) == (dropped, handler.seen)
         assert [] == list(tmp_path.glob("p*"))
 
+    def test_lists_spilled_from_several_threads_at_once_all_arrive(self, tmp_path: Path) -> None:
+        """Four threads spilling into one lane (a host serving four producers): nothing is lost."""
+        handler = _Gate()
+        lane = Lane(
+            handler, async_mode=True, queue_size=5, policy=DeliveryPolicy(spool_dir=str(tmp_path))
+        )
+        lane.start()
+        lane.offer_many(_events(0, 1))
+        handler.entered.wait(30)
+
+        def offer(first: int) -> None:
+            for start in range(first, first + 2000, 10):
+                lane.offer_many(_events(start, 10))
+
+        threads = [threading.Thread(target=offer, args=(1 + 2000 * k,)) for k in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        handler.gate.set()
+        lane.close(60)
+
+        assert (0, list(range(8001))) == (lane.stats().dropped, sorted(handler.seen))
+
     def test_sync_lane_handles_the_list_in_the_caller(self) -> None:
         """Without a worker thread the whole list is handled before offer_many returns."""
         handler = MemoryHandler(name="mem")

@@ -9,6 +9,7 @@ room (budget, disk) the caller blocks or drops, per the policy.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from typing import TYPE_CHECKING
@@ -48,6 +49,7 @@ class Overflow:
         self._encoder: SpillEncoder | None = None  # made on the first spill (numpy, msgpack)
         self._sizes: deque[int] = deque()  # events per waiting record, oldest first
         self._failed_at = -1e9
+        self._lock = threading.Lock()
 
     @property
     def failure(self) -> str:
@@ -65,19 +67,22 @@ class Overflow:
         if self._spool is None:
             from goggles_io._event.spilled import SpillEncoder
 
-            self._spool = Spool(self.label, self.policy)
-            self._encoder = SpillEncoder()
+            with self._lock:
+                if self._spool is None:
+                    self._encoder = SpillEncoder()
+                    self._spool = Spool(self.label, self.policy)
         assert self._encoder is not None
         try:
             record, blobs = self._encoder.encode(events)
         except (TypeError, ValueError, OverflowError):
             return False  # not encodable (a handler-only object): it stays in memory or drops
-        if not self._spool.append(record, blobs):
-            self._failed_at = time.monotonic()
-            return False
-        self._sizes.append(len(events))
-        self.spooled_events += len(events)
-        self.spilled += len(events)
+        with self._lock:  # records and their sizes in one order (host threads spill at once)
+            if not self._spool.append(record, blobs):
+                self._failed_at = time.monotonic()
+                return False
+            self._sizes.append(len(events))
+            self.spooled_events += len(events)
+            self.spilled += len(events)
         return True
 
     def take(self) -> tuple[int, list[Event]]:
@@ -86,8 +91,9 @@ class Overflow:
         spool = self._spool
         if spool is None or not self._sizes:
             return 0, []
-        n = self._sizes.popleft()
-        self.spooled_events -= n
+        with self._lock:
+            n = self._sizes.popleft()
+            self.spooled_events -= n
         from goggles_io._event.spilled import decode_spilled
 
         try:
@@ -111,3 +117,4 @@ class Overflow:
         self._spool = None
         self._sizes = deque()
         self.spooled_events = 0
+        self._lock = threading.Lock()
