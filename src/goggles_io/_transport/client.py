@@ -82,7 +82,8 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
     # -- state ------------------------------------------------------------------------------
     def _reset_state(self) -> None:
         self._queue: deque[Any] = deque()
-        self._spill = Spillover(self.policy)
+        self._limit = self.queue_size  # -1 while events are spilled: emit's one check says so
+        self._spill = Spillover(self.policy, self._spilling)
         self._allowance = BlockAllowance(self.policy.block_timeout_s)
         self._host_lost = False  # the host died and no new one answered yet: never block then
         self._bytes_in = 0  # bytes ever queued by emit (producer threads)
@@ -143,11 +144,7 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
             self._start()
         queue = self._queue
         size = approx_nbytes(event)
-        if (
-            self._spill.active
-            or len(queue) >= self.queue_size
-            or self._bytes_in - self._bytes_out + size > self.queue_bytes
-        ):
+        if len(queue) >= self._limit or self._bytes_in - self._bytes_out + size > self.queue_bytes:
             self._full(event, size)
             return
         self._bytes_in += size
@@ -156,6 +153,10 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
             self._wake.set()
         if not self.settings.async_mode:
             self.flush(self.settings.shutdown_timeout_s)
+
+    def _spilling(self, active: bool) -> None:
+        """The spillover started (everything after must follow it) or drained."""
+        self._limit = -1 if active else self.queue_size
 
     def _has_room(self, size: int) -> bool:
         return len(self._queue) < self.queue_size and (

@@ -141,6 +141,7 @@ class SenderThread:
             return self._spill.take() if self._spill.active else []
         items: list[Any] = []
         taken = 0  # bytes this batch will hold in the host
+        threshold = self.transport.shm_threshold
         while queue and len(items) < _BATCH_EVENTS and taken < _BATCH_BYTES:
             item = queue[0]
             if type(item) is Marker:
@@ -154,7 +155,7 @@ class SenderThread:
             payload = item.payload
             if type(payload) is ShmRef:
                 taken += payload.nbytes
-            elif size >= self.transport.shm_threshold:
+            elif size >= threshold:
                 # A big array travelling inline ends the batch: the host's copy of it is a view
                 # of the frame, so a frame of several would keep them all alive for the longest.
                 break

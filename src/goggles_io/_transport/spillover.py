@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from goggles_io._event.records import Event, approx_nbytes
@@ -30,9 +31,10 @@ _CHUNK_BYTES = 1 << 20
 class Spillover:
     """Ordered overflow of one client queue: spool records, in-memory lists and markers."""
 
-    def __init__(self, policy: DeliveryPolicy) -> None:
+    def __init__(self, policy: DeliveryPolicy, on_active: Callable[[bool], None]) -> None:
         self.policy = policy
         self.active = False  # something is spilled: new items must come after it
+        self._on_active = on_active  # told of each change, so the hot path reads no flag
         self.failure = ""  # why the last add was refused
         self.events = 0  # events waiting here
         self.spilled = 0  # events ever spilled
@@ -54,7 +56,7 @@ class Spillover:
             self._chunk_bytes += approx_nbytes(event)
             self.events += 1
             self.spilled += 1
-            self.active = True
+            self._set_active(True)
             return True
 
     def can_add(self) -> bool:
@@ -68,7 +70,7 @@ class Spillover:
                 self._items.append(self._chunk)  # rare: keep it in memory rather than write
                 self._chunk, self._chunk_bytes = [], 0
             self._items.append(marker)
-            self.active = True
+            self._set_active(True)
 
     def _write_chunk(self) -> bool:
         if self._spool is None:
@@ -111,8 +113,13 @@ class Spillover:
                 chunk, self._chunk, self._chunk_bytes = self._chunk, [], 0
                 self.events -= len(chunk)
                 return chunk
-            self.active = False
+            self._set_active(False)
             return []
+
+    def _set_active(self, active: bool) -> None:
+        if active is not self.active:
+            self.active = active
+            self._on_active(active)
 
     def _read(self, n: int) -> list[Any]:
         from goggles_io._event.spilled import decode_spilled
@@ -136,7 +143,7 @@ class Spillover:
             self._items.clear()
             self._chunk, self._chunk_bytes = [], 0
             self.events = 0
-            self.active = False
+            self._set_active(False)
             spool, self._spool = self._spool, None
         if spool is not None:
             spool.close()
@@ -148,5 +155,5 @@ class Spillover:
         self._items = deque()
         self._chunk, self._chunk_bytes = [], 0
         self.events = 0
-        self.active = False
+        self._set_active(False)
         self._lock = threading.Lock()
