@@ -3,7 +3,7 @@
 Peers, each in fresh interpreters with a private socket directory and a private ``TMPDIR``:
 
 * ``goggles_io``              -- default: dedicated host subprocess over the Unix socket, default
-  budgets (16 MiB per queue, 32 MiB shared-memory pool) and the default delivery policy
+  budgets (16 MiB per queue, 48 MiB shared-memory pool) and the default delivery policy
   (``GOGGLES_WHEN_FULL=spill``: past the budgets, the spool and the disk pool, ADR 0025).
 * ``goggles_io-inprocess``    -- ``GOGGLES_TRANSPORT=inprocess`` (no socket).
 * ``robo-goggles``            -- its default, the dedicated host.
@@ -423,8 +423,9 @@ def _run(peer: str, regime: str, workload: str, n: int, subscribers: int = 0) ->
                 raise RuntimeError(
                     f"subscriber did not start: {line!r} {sub.stderr.read() if sub.stderr else ''}"
                 )
-        code = (  # numpy first, as in a training script: the clock starts at the library's import
-            "import numpy, time; t0 = time.perf_counter(); import json, bus; "
+        code = (  # numpy and this harness's stdlib first: the clock times the library alone
+            "import numpy, time, json, argparse, datetime, platform, shutil, statistics, "
+            "subprocess, tempfile, importlib.metadata; t0 = time.perf_counter(); import bus; "
             f"print('RESULT', json.dumps(bus._worker({regime!r}, {workload!r}, {n}, t0)))"
         )
         proc = subprocess.run(
@@ -564,7 +565,7 @@ def main() -> None:
     lines += [
         "",
         "**1 MiB images** (`log.image`, 512x512x4 uint8). `goggles_io` runs with its defaults: "
-        "16 MiB per queue, a 32 MiB shared-memory pool, and past them the disk pool and the spool "
+        "16 MiB per queue, a 48 MiB shared-memory pool, and past them the disk pool and the spool "
         "(ADR 0025). robo-goggles has no budget: it queues everything in memory. GB/s counts "
         "delivered bytes only. Producer growth = the producer's peak RSS at the end of the burst "
         "minus just before it (shared-memory pages it touched included). memcpy = `np.copyto` of "

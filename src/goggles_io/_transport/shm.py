@@ -35,7 +35,7 @@ __all__ = [
 
 SEGMENT_PREFIX = "goggles_io-"
 _DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
-_DEFAULT_MAX_SEGMENTS = 2
+_DEFAULT_MAX_SEGMENTS = 3
 _ALIGN = 64
 _NAME_RE = re.compile(r"goggles_io-(\d+)-(\d+)-(\d+)\Z")
 
