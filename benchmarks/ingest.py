@@ -25,6 +25,7 @@ or spilled, and how long the producers' logging loop and the whole burst took.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -33,6 +34,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 TARGET = 100_000
@@ -95,14 +97,11 @@ def _runs(url: str) -> list[dict]:
         return json.loads(reply.read())["runs"]
 
 
-def measure(side_src: str, producers: int, points: int, workdir: Path) -> float:
-    """Points/s for one trial; raises when anything is missing or duplicated.
-
-    ``side_src``: a ``src`` directory put first on the path of every process ("" for this
-    checkout's).
-    """
-    path = [side_src, *sys.path] if side_src else sys.path
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+@contextlib.contextmanager
+def _trial(
+    code: str, producers: int, points: int, workdir: Path, env: dict[str, str]
+) -> Iterator[tuple[str, list[subprocess.Popen[str]]]]:
+    """A collector process and ``producers`` processes running ``code``, all registered."""
     db = workdir / f"collector-{time.monotonic_ns()}.sqlite"
     server = subprocess.Popen(
         [sys.executable, "-c", _COLLECTOR, str(db)],
@@ -116,7 +115,7 @@ def measure(side_src: str, producers: int, points: int, workdir: Path) -> float:
         url = f"http://127.0.0.1:{int(server.stdout.readline())}"
         procs = [
             subprocess.Popen(
-                [sys.executable, "-c", _PRODUCER, url, f"p{i}", str(points)],
+                [sys.executable, "-c", code, url, f"p{i}", str(points)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,  # each prints its tally at close()
@@ -127,11 +126,33 @@ def measure(side_src: str, producers: int, points: int, workdir: Path) -> float:
         ]
         while len(_runs(url)) < producers:  # every producer imported and registered
             time.sleep(0.01)
-        t0 = time.perf_counter()
-        for proc in procs:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
+        yield url, procs
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait(timeout=60)
+
+
+def _release(procs: list[subprocess.Popen[str]]) -> float:
+    """Tell every producer to start; return the clock at that moment."""
+    t0 = time.perf_counter()
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    return t0
+
+
+def measure(side_src: str, producers: int, points: int, workdir: Path) -> float:
+    """Points/s for one trial; raises when anything is missing or duplicated.
+
+    ``side_src``: a ``src`` directory put first on the path of every process ("" for this
+    checkout's).
+    """
+    path = [side_src, *sys.path] if side_src else sys.path
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    with _trial(_PRODUCER, producers, points, workdir, env) as (url, procs):
+        t0 = _release(procs)
         total = producers * points
         while sum(r["points"] for r in _runs(url)) < total:
             time.sleep(0.002)
@@ -145,58 +166,24 @@ def measure(side_src: str, producers: int, points: int, workdir: Path) -> float:
             if (run["points"], run["last_seq"], run["gaps"]) != (points, points, 0):
                 raise AssertionError(f"run {run['run_id']} not stored exactly once: {run}")
         return total / elapsed
-    finally:
-        if server.stdin is not None:
-            server.stdin.close()
-        server.wait(timeout=60)
 
 
 def burst_with_defaults(producers: int, points: int, workdir: Path) -> dict[str, float]:
     """The defaults burst: stored/refused/spilled points and its timings."""
-    db = workdir / f"burst-{time.monotonic_ns()}.sqlite"
-    server = subprocess.Popen(
-        [sys.executable, "-c", _COLLECTOR, str(db)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        url = f"http://127.0.0.1:{int(server.stdout.readline())}"
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-c", _BURST, url, f"b{i}", str(points)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-            )
-            for i in range(producers)
-        ]
-        while len(_runs(url)) < producers:
-            time.sleep(0.01)
-        t0 = time.perf_counter()
-        for proc in procs:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
+    with _trial(_BURST, producers, points, workdir, dict(os.environ)) as (url, procs):
+        t0 = _release(procs)
         stats = [
             json.loads(proc.communicate(timeout=600)[0].strip().splitlines()[-1]) for proc in procs
         ]
         elapsed = time.perf_counter() - t0
-        stored = sum(r["points"] for r in _runs(url))
         return {
-            "stored": stored,
+            "stored": sum(r["points"] for r in _runs(url)),
             "logged": producers * points,
             "refused": sum(s["refused_points"] for s in stats),
             "queued_after_loop": sum(s["queued_after_loop"] for s in stats),
             "loop_s": max(s["loop_s"] for s in stats),
             "elapsed_s": elapsed,
         }
-    finally:
-        if server.stdin is not None:
-            server.stdin.close()
-        server.wait(timeout=60)
 
 
 def _print_burst(rows: list[dict[str, float]]) -> bool:

@@ -22,6 +22,7 @@ import numpy as np
 from goggles_io._event.records import ShmRef
 from goggles_io._transport.diskpool import DiskReader
 from goggles_io._transport.ring import Ring
+from goggles_io._util.liveness import pid_alive
 from goggles_io.exceptions import FrameError
 
 __all__ = [
@@ -54,16 +55,6 @@ def get_shm_dir() -> str:
     return path
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def list_segments(shm_dir: str | None = None) -> list[str]:
     """Names of this user's goggles_io segments present now (any owner)."""
     shm_dir = shm_dir or get_shm_dir()
@@ -83,7 +74,7 @@ def sweep_dead_segments(shm_dir: str | None = None) -> list[str]:
     swept = []
     for name in list_segments(shm_dir):
         m = _NAME_RE.match(name)
-        if m and not _pid_alive(int(m.group(2))):
+        if m and not pid_alive(int(m.group(2))):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(shm_dir, name))
                 swept.append(name)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from goggles_io._util.delivery import DeliveryPolicy
+from goggles_io._util.liveness import pid_alive, start_time
 from goggles_io._util.report import report
 
 __all__ = [
@@ -54,28 +55,14 @@ def default_spool_root() -> Path:
     return Path(base) / "goggles_io" / "spool"
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time (clock ticks since boot), so a reused pid is not taken as alive."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    return stat.rsplit(b")", 1)[-1].split()[19].decode()
-
-
 def _owner_alive(name: str) -> bool:
     pid_text, _, start = name[1:].partition("-")
     if not pid_text.isdigit():
         return True  # not one of ours: leave it
     pid = int(pid_text)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_alive(pid):
         return False
-    except PermissionError:
-        return True
-    found = _start_time(pid)
+    found = start_time(pid)
     return found is None or not start or found == start
 
 
@@ -141,7 +128,7 @@ class SpoolSpace:
                 self.root.mkdir(parents=True, exist_ok=True)
                 for name, size in sweep_dead_spools(self.root):
                     report(f"removed the spool {name} of a process that died ({size} bytes)")
-                folder = self.root / f"p{os.getpid()}-{_start_time(os.getpid()) or ''}"
+                folder = self.root / f"p{os.getpid()}-{start_time(os.getpid()) or ''}"
                 folder.mkdir(mode=0o700, exist_ok=True)
             except FileNotFoundError:
                 continue

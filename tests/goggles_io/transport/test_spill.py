@@ -32,6 +32,17 @@ def _start(bus: Any, n: int, kind: str = "scalars", **env: str) -> subprocess.Po
     return proc
 
 
+def _log_with_host_stopped(bus: Any, proc: subprocess.Popen[str]) -> list[Path]:
+    """Stop the host, have ``proc`` log its events, start the host again; the spool files then."""
+    host = bus.host_pid()
+    os.kill(host, signal.SIGSTOP)
+    try:
+        _say(proc, "log", "logged")
+        return list(Path(bus.env["GOGGLES_SPOOL_DIR"]).rglob("*.seg"))
+    finally:
+        os.kill(host, signal.SIGCONT)
+
+
 def _steps(bus: Any) -> list[int]:
     return [json.loads(line)["step"] for line in bus.lines()]
 
@@ -44,13 +55,7 @@ class TestClientQueue:
     def test_spill_while_the_host_is_stopped_delivers_all_in_order(self, bus, finished) -> None:
         """Host SIGSTOPped, 20,000 scalars into a 1,000-event queue: all arrive, in order."""
         proc = _start(bus, 20_000, **_Q)
-        host = bus.host_pid()
-        os.kill(host, signal.SIGSTOP)
-        try:
-            _say(proc, "log", "logged")
-            spilled = bool(list(Path(bus.env["GOGGLES_SPOOL_DIR"]).rglob("client-*")))
-        finally:
-            os.kill(host, signal.SIGCONT)
+        spilled = any("client-" in str(p) for p in _log_with_host_stopped(bus, proc))
         report = json.loads(_say(proc, "finish"))
         finished(proc)
 
@@ -75,12 +80,7 @@ class TestClientQueue:
     def test_drop_policy_drops_and_counts_while_the_host_is_stopped(self, bus, finished) -> None:
         """GOGGLES_WHEN_FULL=drop: past the queue, events are dropped and counted, never waited."""
         proc = _start(bus, 20_000, GOGGLES_WHEN_FULL="drop", **_Q)
-        host = bus.host_pid()
-        os.kill(host, signal.SIGSTOP)
-        try:
-            _say(proc, "log", "logged")
-        finally:
-            os.kill(host, signal.SIGCONT)
+        _log_with_host_stopped(bus, proc)
         report = json.loads(_say(proc, "finish"))
         _, err = finished(proc)
         dropped = sum(report["transport"].values())
@@ -93,13 +93,7 @@ class TestSharedMemoryPool:
     def test_images_past_the_pool_go_to_the_disk_pool_whole(self, bus, finished) -> None:
         """Host stopped, 100 x 1 MiB images past the 32 MiB pool: all arrive with their pixels."""
         proc = _start(bus, 100, "images")
-        host = bus.host_pid()
-        os.kill(host, signal.SIGSTOP)
-        try:
-            _say(proc, "log", "logged")
-            disk = list(Path(bus.env["GOGGLES_SPOOL_DIR"]).rglob("diskpool-*/*.seg"))
-        finally:
-            os.kill(host, signal.SIGCONT)
+        disk = [p for p in _log_with_host_stopped(bus, proc) if "diskpool-" in str(p)]
         report = json.loads(_say(proc, "finish"))
         finished(proc)
         sums = [json.loads(line)["payload"]["sum"] for line in bus.lines()[1:]]
@@ -111,12 +105,7 @@ class TestSharedMemoryPool:
     def test_drop_policy_drops_images_past_pool_and_queue(self, bus, finished) -> None:
         """GOGGLES_WHEN_FULL=drop: images past the pool and the 16 MiB queue are dropped, counted."""
         proc = _start(bus, 100, "images", GOGGLES_WHEN_FULL="drop")
-        host = bus.host_pid()
-        os.kill(host, signal.SIGSTOP)
-        try:
-            _say(proc, "log", "logged")
-        finally:
-            os.kill(host, signal.SIGCONT)
+        _log_with_host_stopped(bus, proc)
         report = json.loads(_say(proc, "finish"))
         finished(proc)
         dropped = sum(report["transport"].values())
@@ -172,11 +161,7 @@ class TestSpoolFolders:
         finally:
             os.kill(host, signal.SIGCONT)
         again = _start(bus, 20_000, **_Q)
-        os.kill(host, signal.SIGSTOP)
-        try:
-            _say(again, "log", "logged")
-        finally:
-            os.kill(host, signal.SIGCONT)
+        _log_with_host_stopped(bus, again)
         _say(again, "finish")
         _, err = finished(again)
         wait_until(lambda: not bus.host_alive(), what="host exits")
