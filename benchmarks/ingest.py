@@ -42,7 +42,10 @@ _ROOT = Path(__file__).resolve().parent.parent
 
 _COLLECTOR = """
 import sys
-from goggles_io.server import Collector
+try:
+    from goggles_io.server import Collector
+except ImportError:  # the old side: before goggles_io.server existed
+    from goggles_io.collector import Collector
 c = Collector(db_path=sys.argv[1], port=0).start()
 print(c.port, flush=True)
 sys.stdin.read()
