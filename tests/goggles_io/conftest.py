@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,9 +22,20 @@ def _reset_goggles_io(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     transport is exercised with real processes in ``tests/goggles_io/transport/``.
     """
     monkeypatch.setenv("GOGGLES_TRANSPORT", "inprocess")
+    spool = tempfile.mkdtemp(prefix="ggspool-")
+    monkeypatch.setenv("GOGGLES_SPOOL_DIR", spool)  # private: concurrent runs never meet
     reset_defaults()
     yield
     reset_defaults()
+    left = [p.name for p in Path(spool).glob(f"p{os.getpid()}-*")]
+    shutil.rmtree(spool, ignore_errors=True)
+    assert [] == left, "a spool folder of this process outlived finish()"
+
+
+@pytest.fixture
+def spool_dir() -> Path:
+    """This test's private ``GOGGLES_SPOOL_DIR``."""
+    return Path(os.environ["GOGGLES_SPOOL_DIR"])
 
 
 @pytest.fixture

@@ -276,8 +276,9 @@ class TestDelivery:
         slow.gate.set()
 
     def test_full_queue_drops_and_counts(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """With a blocked handler and a queue of 4, extra events are dropped and counted."""
+        """GOGGLES_WHEN_FULL=drop, a blocked handler, a queue of 4: the rest is dropped, counted."""
         monkeypatch.setenv("GOGGLES_QUEUE_SIZE", "4")
+        monkeypatch.setenv("GOGGLES_WHEN_FULL", "drop")
         slow = GateHandler(name="slow")
         gg.attach(slow)
         log = gg.get_logger("t")
@@ -296,6 +297,7 @@ class TestDelivery:
     ) -> None:
         """finish() prints the per-handler tally when something was dropped."""
         monkeypatch.setenv("GOGGLES_QUEUE_SIZE", "1")
+        monkeypatch.setenv("GOGGLES_WHEN_FULL", "drop")
         slow = GateHandler(name="slow")
         gg.attach(slow)
         log = gg.get_logger("t")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import ClassVar
 
 from goggles_io import Event, Kind
 from goggles_io._bus.lane import Lane
+from goggles_io._util.delivery import DeliveryPolicy
 from goggles_io.handlers.base import BaseHandler
 from goggles_io.testing import MemoryHandler
 
@@ -76,6 +78,45 @@ class TestOfferMany:
 
         assert 3 == dropped
         assert (6, 3) == (lane.stats().delivered, lane.stats().dropped)
+
+    def test_list_beyond_room_is_spilled_with_the_spill_policy(self, tmp_path: Path) -> None:
+        """With a spill policy the excess goes to the lane's spool: nothing dropped, order kept."""
+        handler = _Gate()
+        policy = DeliveryPolicy(spool_dir=str(tmp_path))
+        lane = Lane(handler, async_mode=True, queue_size=5, policy=policy)
+        lane.start()
+        lane.offer_many(_events(0, 1))
+        handler.entered.wait(30)
+        dropped = lane.offer_many(_events(1, 8)) + lane.offer_many(_events(9, 3))
+        handler.gate.set()
+        lane.close(30)
+
+        assert (0, list(range(12))) == (dropped, handler.seen)
+        assert [] == list(tmp_path.glob("p*"))
+
+    def test_lists_spilled_from_several_threads_at_once_all_arrive(self, tmp_path: Path) -> None:
+        """Four threads spilling into one lane (a host serving four producers): nothing is lost."""
+        handler = _Gate()
+        lane = Lane(
+            handler, async_mode=True, queue_size=5, policy=DeliveryPolicy(spool_dir=str(tmp_path))
+        )
+        lane.start()
+        lane.offer_many(_events(0, 1))
+        handler.entered.wait(30)
+
+        def offer(first: int) -> None:
+            for start in range(first, first + 2000, 10):
+                lane.offer_many(_events(start, 10))
+
+        threads = [threading.Thread(target=offer, args=(1 + 2000 * k,)) for k in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        handler.gate.set()
+        lane.close(60)
+
+        assert (0, list(range(8001))) == (lane.stats().dropped, sorted(handler.seen))
 
     def test_sync_lane_handles_the_list_in_the_caller(self) -> None:
         """Without a worker thread the whole list is handled before offer_many returns."""

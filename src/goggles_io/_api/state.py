@@ -89,6 +89,7 @@ def _default_factory(settings: Settings) -> Transport:
             async_mode=settings.async_mode,
             queue_size=settings.queue_size,
             queue_bytes=settings.queue_bytes,
+            policy=settings.delivery,
         )
     from goggles_io._transport.client import SocketClient
 

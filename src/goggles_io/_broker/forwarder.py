@@ -3,10 +3,11 @@
 Attached on every scope (``"*"``) when ``GOGGLES_BROKER`` is set (or ``configure(broker=...)``),
 so it runs in each machine's host. Each batch the bus hands it becomes one stream entry
 (``XADD <stream> MAXLEN ~ N``; see :mod:`goggles_io._broker.entries`), numbered per producer so
-consumers de-duplicate. The bus lane never waits on the network: entries go to a bounded buffer
-(``GOGGLES_BROKER_BYTES``) that a sender thread pipelines to Redis. When Redis is down or
-restarts, the sender reconnects with backoff and resends; nothing is lost within the budget,
-and what does not fit is dropped and counted (``losses()``), reported once on stderr.
+consumers de-duplicate. Entries wait in the forwarder's buffer (:mod:`goggles_io._broker.outbox`:
+``GOGGLES_BROKER_BYTES`` in memory, then the spool on disk) for a sender thread that pipelines them
+to Redis. When Redis is down or restarts, the sender reconnects with backoff and resends; past
+memory and spool the lane's worker waits (``GOGGLES_BLOCK_TIMEOUT`` per burst, the producers
+never do), then the entry is dropped and counted (``losses()``), reported once on stderr.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import socket
 import threading
 import time
 import uuid
-from collections import deque
 from typing import Any, ClassVar
 
 from goggles_io._broker.entries import encode_entry
+from goggles_io._broker.outbox import Outbox
 from goggles_io._broker.settings import check_url, read_broker_settings, stream_name
 from goggles_io._event.codec import Encoder
 from goggles_io._event.records import Event
+from goggles_io._util.delivery import BlockAllowance, advice, check_when_full, read_delivery_policy
 from goggles_io._util.report import ReportOnce, report
 from goggles_io._util.secret import Secret
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
@@ -44,8 +46,9 @@ class BrokerForwarder(BaseHandler):
             kept as a secret (passwords never appear in a spec, repr or message).
         run: names the stream (``goggles_io:<run>``); default ``GOGGLES_BROKER_RUN``.
         maxlen: approximate stream bound (``MAXLEN ~``); default ``GOGGLES_BROKER_MAXLEN``.
-        buffer_bytes: what may wait here while Redis is slow or away.
+        buffer_bytes: what may wait here in memory while Redis is slow or away (then the spool).
         close_timeout_s: how long ``close()`` keeps sending what is buffered.
+        when_full: a stricter policy than ``GOGGLES_WHEN_FULL`` for this buffer.
     """
 
     capabilities = ALL_KINDS
@@ -61,8 +64,10 @@ class BrokerForwarder(BaseHandler):
         close_timeout_s: float = 5.0,
         name: str | None = None,
         level: int = 0,
+        when_full: str | None = None,
     ) -> None:
         super().__init__(name=name, level=level)
+        self.when_full = None if when_full is None else str(check_when_full(when_full))
         settings = read_broker_settings()
         chosen = url if url is not None else settings.url
         self._url = Secret(check_url(chosen))
@@ -78,8 +83,10 @@ class BrokerForwarder(BaseHandler):
         self._reset()
 
     def _reset(self) -> None:
-        self._buffer: deque[tuple[dict[str, Any], int, int]] = deque()  # fields, bytes, events
-        self._buffered_bytes = 0
+        policy = read_delivery_policy().stricter(check_when_full(self.when_full))
+        self._policy = policy
+        self._buffer = Outbox(self.buffer_bytes, policy)
+        self._allowance = BlockAllowance(policy.block_timeout_s)
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stop = False
@@ -95,6 +102,7 @@ class BrokerForwarder(BaseHandler):
             "maxlen": self.maxlen,
             "buffer_bytes": self.buffer_bytes,
             "close_timeout_s": self.close_timeout_s,
+            "when_full": self.when_full,
         }
 
     def secrets(self) -> dict[str, str]:
@@ -125,21 +133,30 @@ class BrokerForwarder(BaseHandler):
             self._report_once("enc", f"broker: {len(events)} events cannot be encoded ({exc})")
             return
         size = len(fields["d"]) + 64
+        entry = (fields, size, len(events))
         with self._cond:
-            if self._buffered_bytes + size > self.buffer_bytes:
-                self.buffer_full += len(events)
-                full = True
-            else:
+            added = self._buffer.add(entry)
+            if not added and self._policy.blocks:
+                # Only this handler's lane waits (it then spills); the producers never do.
+                self._cond.release()
+                try:
+                    self._allowance.wait(lambda: self._buffer.has_room(size))
+                finally:
+                    self._cond.acquire()
+                added = self._buffer.add(entry)
+            if added:
                 self._seq += 1
-                self._buffer.append((fields, size, len(events)))
-                self._buffered_bytes += size
                 self._cond.notify()
-                full = False
-        if full:
+            else:
+                self.buffer_full += len(events)
+            why = self._buffer.failure
+        if not added:
             self._report_once(
                 "full",
-                f"broker: buffer of {self.buffer_bytes} bytes full (Redis slow or away); "
-                "dropping events and counting them",
+                advice(
+                    f"broker: buffer of {self.buffer_bytes} bytes full and {why or 'no spool'} "
+                    "(Redis slow or away); dropping events and counting them"
+                ),
             )
 
     def handle(self, event: Event) -> None:
@@ -166,9 +183,7 @@ class BrokerForwarder(BaseHandler):
             self.flush()
         with self._cond:
             self._stop = True
-            self.unsent += sum(n for _, _, n in self._buffer)
-            self._buffer.clear()
-            self._buffered_bytes = 0
+            self.unsent += self._buffer.clear() + self._buffer.lost
             self._cond.notify_all()
         thread, self._thread = self._thread, None
         if thread is not None:
@@ -205,7 +220,7 @@ class BrokerForwarder(BaseHandler):
                     self._cond.wait(0.5)
                 if self._stop and not self._buffer:
                     break
-                chunk = [self._buffer[i] for i in range(min(_PIPELINE_ENTRIES, len(self._buffer)))]
+                chunk = self._buffer.take(_PIPELINE_ENTRIES)
             try:
                 pipe = client.pipeline(transaction=False)
                 for fields, _, _ in chunk:
@@ -219,6 +234,7 @@ class BrokerForwarder(BaseHandler):
                     )
                     down = True
                 with self._cond:
+                    self._buffer.resend()  # the chunk goes again, first, once Redis answers
                     if self._stop:
                         break
                     self._cond.wait(backoff)
@@ -229,7 +245,9 @@ class BrokerForwarder(BaseHandler):
                 continue
             except redis.RedisError as exc:  # refused by the server (auth, OOM...): count, go on
                 self._report_once("refused", f"broker: Redis refused entries: {exc}")
-                self.unsent += sum(n for _, _, n in chunk)
+                with self._cond:
+                    self.unsent += self._buffer.confirm(len(chunk))
+                chunk = []
             else:
                 self.sent += sum(n for _, _, n in chunk)
                 if down:
@@ -238,11 +256,9 @@ class BrokerForwarder(BaseHandler):
                 backoff = 0.05
             with self._cond:
                 self._last_progress = time.monotonic()
-                for _ in chunk:
-                    if not self._buffer:  # close() already counted and cleared them
-                        break
-                    _, size, _ = self._buffer.popleft()
-                    self._buffered_bytes -= size
+                self._buffer.confirm(len(chunk))  # accepted by Redis: safe (issue 23 may wait)
+                if not self._buffer:
+                    self._allowance.refill()
                 self._cond.notify_all()
         with contextlib.suppress(Exception):
             client.close()

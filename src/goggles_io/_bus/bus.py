@@ -20,6 +20,7 @@ import attrs
 from goggles_io._bus.lane import Lane
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
 from goggles_io._event.records import Event, Kind
+from goggles_io._util.delivery import DeliveryPolicy, read_delivery_policy
 from goggles_io._util.report import report
 from goggles_io._util.secret import REDACTED, fingerprint
 from goggles_io.exceptions import UnknownHandlerError, UnknownScopeError
@@ -61,10 +62,12 @@ class EventBus:
         async_mode: bool = True,
         queue_size: int = 65_536,
         queue_bytes: int = 16 * 1024 * 1024,
+        policy: DeliveryPolicy | None = None,
     ) -> None:
         self.async_mode = async_mode
         self.queue_size = queue_size
         self.queue_bytes = queue_bytes
+        self.policy = policy or read_delivery_policy()
         self._lock = threading.RLock()
         self._lanes: dict[str, Lane] = {}
         self._routes: dict[str, tuple[Lane, ...]] = {}
@@ -105,6 +108,7 @@ class EventBus:
                         self.queue_bytes, getattr(handler, "queue_bytes", None) or self.queue_bytes
                     ),
                     backpressure=getattr(handler, "backpressure", True),
+                    policy=self.policy,
                 )
                 lane.start()
                 self._lanes[handler.name] = lane
@@ -317,6 +321,11 @@ class EventBus:
                 for scope in lane.scopes:
                     found.setdefault(scope, set()).add(name)
         return found
+
+    def congested(self, room: int) -> bool:
+        """Whether a handler lane is within ``room`` events of full and cannot spill (the socket
+        host then stops reading producers for a while); subscriber lanes never count."""
+        return any(lane.congested(room) for lane in list(self._lanes.values()))
 
     def backlog(self) -> int:
         """Return the longest handler queue now (the socket host stops reading when it nears full).

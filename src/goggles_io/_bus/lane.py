@@ -1,84 +1,37 @@
 """One handler's delivery lane: a bounded queue drained by its own worker thread.
 
 One lane per handler means a slow handler only ever delays itself. The queue is a C
-``SimpleQueue`` (cheap ``put``, blocking ``get``) bounded by checking :meth:`Lane.backlog`
-before the put: when full the event is dropped and counted, the producer never blocks and memory
-never grows past ``queue_size`` events (plus at most one per concurrent producer thread). The
-socket host offers whole lists (:meth:`Lane.offer_many`): one put per batch, counted per event.
+``SimpleQueue`` (cheap ``put``, blocking ``get``) bounded in events and bytes by checks before the
+put. When it is full the lane follows the delivery policy (ADR 0025): the events go to the lane's
+spool (:mod:`goggles_io._bus.overflow`), a mark keeping their place in the queue; with no room
+there the caller waits (bounded per burst; only callers that may: the in-process bus), then the
+events are dropped and counted. The socket host offers whole lists (:meth:`Lane.offer_many`):
+one put per batch, counted per event.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from queue import SimpleQueue
 from typing import Any
 
+from goggles_io._bus.items import Call, Control, handler_kinds, optional_method
+from goggles_io._bus.overflow import SPOOLED, Overflow
 from goggles_io._bus.transport import HandlerStats, handler_losses
 from goggles_io._event.records import (
     EVENT_OVERHEAD_BYTES,
     METRIC_ENTRY_BYTES,
     Event,
-    Kind,
     approx_nbytes,
 )
+from goggles_io._util.delivery import DeliveryPolicy, WhenFull, advice, check_when_full
 from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
 
 __all__ = ["Lane", "handler_kinds"]
 
-_KIND_VALUES = frozenset(k.value for k in Kind)
-
-
-class _Control:
-    """A flush or close request travelling through the queue behind the events before it."""
-
-    __slots__ = ("close", "done")
-
-    def __init__(self, close: bool) -> None:
-        self.close = close
-        self.done = threading.Event()
-
-
-class _Call:
-    """A ``call_handler`` request: run ``method(payload)`` on the worker, after the events before it."""
-
-    __slots__ = ("method", "payload")
-
-    def __init__(self, method: str, payload: Any) -> None:
-        self.method = method
-        self.payload = payload
-
-
-def _noop() -> None:
-    """Stand-in for a lifecycle method the handler does not define."""
-
-
-def _method(handler: object, name: str) -> Any:
-    """Return ``handler.<name>`` or a no-op: robo-goggles' protocol makes ``flush`` optional."""
-    found = getattr(handler, name, None)
-    return found if callable(found) else _noop
-
-
-def handler_kinds(handler: object) -> frozenset[Kind]:
-    """The kinds routed to ``handler``: its ``capabilities``, else what ``can_handle`` accepts.
-
-    Capabilities may be given as strings (``{"log", "metric"}``), as robo-goggles handlers do;
-    a handler with neither attribute receives every kind.
-    """
-    declared = getattr(handler, "capabilities", None)
-    if declared is not None:
-        return frozenset(Kind(k) for k in declared if k in _KIND_VALUES)
-    can_handle = getattr(handler, "can_handle", None)
-    if callable(can_handle):
-        accepted = set()
-        for kind in Kind:
-            try:
-                if can_handle(kind):
-                    accepted.add(kind)
-            except Exception:
-                continue
-        return frozenset(accepted)
-    return frozenset(Kind)
+_LABEL = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 class Lane:
@@ -92,6 +45,7 @@ class Lane:
         queue_size: int,
         queue_bytes: int = 1 << 62,
         backpressure: bool = True,
+        policy: DeliveryPolicy | None = None,
     ) -> None:
         self.handler = handler
         self.queue_bytes = queue_bytes
@@ -104,19 +58,27 @@ class Lane:
         self.name: str = handler.name
         self.kinds = handler_kinds(handler)
         # Only ``name`` and ``handle`` are required; the rest of the lifecycle is optional.
-        self._open_handler = _method(handler, "open")
-        self._flush_handler = _method(handler, "flush")
-        self._close_handler = _method(handler, "close")
+        self._open_handler = optional_method(handler, "open")
+        self._flush_handler = optional_method(handler, "flush")
+        self._close_handler = optional_method(handler, "close")
         self.level: int = int(getattr(handler, "level", 0) or 0)
         self.scopes: set[str] = set()
         self.async_mode = async_mode
         self.queue_size = queue_size
+        base = policy or DeliveryPolicy(when_full=WhenFull.DROP)
+        try:  # a handler may pick a stricter policy for its own lane
+            own = check_when_full(getattr(handler, "when_full", None))
+        except ValueError:
+            own = None
+        self.policy = base.stricter(own)
+        self.overflow = Overflow(f"lane-{_LABEL.sub('_', self.name)[:40]}", self.policy)
         self.delivered = 0
         self.dropped = 0
         self.errors = 0
         self.broken = False  # open() failed: every event is a counted drop
         self._queue: SimpleQueue[Any] = SimpleQueue()
         self._batched = 0  # events queued inside lists, beyond the one item each list counts as
+        self._marks = 0  # SPOOLED marks in the queue (not events held in memory)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._report_once = ReportOnce()
@@ -136,39 +98,37 @@ class Lane:
             return False
         self.broken = False
         if self.async_mode:
-            self._queue = SimpleQueue()
-            self._batched = 0
-            self._bytes_in = self._bytes_out = 0
-            self._thread = threading.Thread(
-                target=self._run, name=f"goggles_io:{self.name}", daemon=True
-            )
-            self._thread.start()
+            self._fresh_queue()
         return True
 
+    def _fresh_queue(self) -> None:
+        self._queue = SimpleQueue()
+        self._batched = self._marks = 0
+        self._bytes_in = self._bytes_out = 0
+        self._thread = threading.Thread(
+            target=self._run, name=f"goggles_io:{self.name}", daemon=True
+        )
+        self._thread.start()
+
     def restart_after_fork(self) -> None:
-        """Give the child its own lock, queue and thread (the parent's thread is not copied)."""
+        """Give the child its own lock, queue, spool and thread (the parent's are not copied)."""
         self._lock = threading.Lock()
         self._thread = None
+        self.overflow.forget_after_fork()
         if self.async_mode and not self.broken:
-            self._queue = SimpleQueue()
-            self._batched = 0
-            self._bytes_in = self._bytes_out = 0
-            self._thread = threading.Thread(
-                target=self._run, name=f"goggles_io:{self.name}", daemon=True
-            )
-            self._thread.start()
+            self._fresh_queue()
 
     def flush(self, timeout_s: float | None) -> bool:
         """Wait until every event offered so far was handled and the handler flushed."""
         return self._control(close=False, timeout_s=timeout_s)
 
     def close(self, timeout_s: float | None) -> bool:
-        """Deliver what is queued, flush and close the handler, stop the worker."""
+        """Deliver what is queued (spool included), flush and close the handler, stop the worker."""
         done = self._control(close=True, timeout_s=timeout_s)
         if done and self._thread is not None:
             self._thread.join(timeout_s)
         if not done:
-            pending = self.backlog() + self._unfinished
+            pending = self.backlog() + self._unfinished + self.overflow.spooled_events
             with self._lock:
                 self.dropped += pending
             self._report_once(
@@ -176,6 +136,7 @@ class Lane:
                 f"handler {self.name!r} did not finish in time; "
                 f"{pending} queued events counted as dropped",
             )
+        self.overflow.close()
         self._thread = None
         return done
 
@@ -188,25 +149,25 @@ class Lane:
                 if close:
                     self._safe(self._close_handler)
             return True
-        request = _Control(close)
+        request = Control(close)
         self._queue.put(request)
         return request.done.wait(timeout_s)
 
     # -- hot path ---------------------------------------------------------------------------
     def offer(self, event: Event) -> None:
-        """Queue (async) or handle (sync) one event; never blocks on a full queue."""
+        """Queue (async) or handle (sync) one event; a full queue spills, waits or drops."""
         if self._thread is not None:
-            if self._queue.qsize() >= self.queue_size:
-                self._drop("queue full")
-                return
             payload = event.payload
             # A metric's dict is the hot case: its estimate inline, the rest via approx_nbytes.
             if payload.__class__ is dict:
                 size = EVENT_OVERHEAD_BYTES + METRIC_ENTRY_BYTES * len(payload)
             else:
                 size = approx_nbytes(event)
-            if self._bytes_in - self._bytes_out + size > self.queue_bytes:
-                self._drop("byte budget full")
+            if (
+                self._queue.qsize() - self._marks >= self.queue_size
+                or self._bytes_in - self._bytes_out + size > self.queue_bytes
+            ):
+                self._full([event], may_block=self.backpressure)
                 return
             self._bytes_in += size
             self._queue.put((event, size))
@@ -217,54 +178,90 @@ class Lane:
                 self._deliver(event)
 
     def backlog(self) -> int:
-        """Events queued and not yet taken by the worker (0 for a synchronous lane)."""
-        return self._queue.qsize() + self._batched
+        """Events queued in memory and not yet taken by the worker (0 for a synchronous lane)."""
+        return self._queue.qsize() + self._batched - self._marks
 
     def backlog_bytes(self) -> int:
-        """Approximate bytes queued and not yet taken by the worker."""
+        """Approximate bytes queued in memory and not yet taken by the worker."""
         return self._bytes_in - self._bytes_out
 
+    def congested(self, room: int) -> bool:
+        """Whether this lane is within ``room`` events (or half its bytes) of full and cannot
+        spill: the socket host then stops reading producers for a while (backpressure)."""
+        if not self.backpressure or self._thread is None:
+            return False
+        room = min(room, self.queue_size // 2)  # a queue smaller than a batch: half of it
+        full = self.backlog() > self.queue_size - room or (
+            self.backlog_bytes() > self.queue_bytes // 2
+        )
+        return full and not self.overflow.can_spill()
+
     def offer_many(self, events: list[Event]) -> int:
-        """Queue a whole list as one item (async) or handle it now (sync); drop what has no room.
+        """Queue a whole list as one item (async) or handle it now (sync); spill what has no room.
 
         Returns how many of ``events`` were dropped (and counted). The lane owns ``events``
         afterwards: the caller must not reuse the list.
         """
         if not events:
             return 0
-        dropped = 0
         if self._thread is not None:
-            room = self.queue_size - self.backlog()
-            if room < len(events):
-                dropped = len(events) - max(room, 0)
-                self._drop("queue full", dropped)
-                if room <= 0:
-                    return dropped
-                events = events[:room]
-            budget = self.queue_bytes - (self._bytes_in - self._bytes_out)
-            size = 0
-            for i, event in enumerate(events):
-                grown = size + approx_nbytes(event)
-                if grown > budget:
-                    over = len(events) - i
-                    dropped += over
-                    self._drop("byte budget full", over)
-                    events = events[:i]
-                    break
-                size = grown
-            if not events:
-                return dropped
+            rest = self._queue_what_fits(events)
+            return self._full(rest, may_block=self.backpressure) if rest else 0
+        if self.broken:
+            self._drop("handler could not be opened", len(events))
+            return len(events)
+        with self._lock:
+            self._deliver_many(events)
+        return 0
+
+    def _queue_what_fits(self, events: list[Event]) -> list[Event]:
+        """Queue the longest head of ``events`` that fits the bounds; return the rest."""
+        room = max(self.queue_size - self.backlog(), 0)
+        rest: list[Event] = events[room:]
+        events = events[:room]
+        budget = self.queue_bytes - (self._bytes_in - self._bytes_out)
+        size = 0
+        for i, event in enumerate(events):
+            grown = size + approx_nbytes(event)
+            if grown > budget:
+                rest = events[i:] + rest
+                events = events[:i]
+                break
+            size = grown
+        if events:
             with self._lock:
                 self._batched += len(events) - 1
                 self._bytes_in += size
             self._queue.put((events, size))
-        elif self.broken:
-            dropped = len(events)
-            self._drop("handler could not be opened", dropped)
-        else:
+        return rest
+
+    def _full(self, events: list[Event], *, may_block: bool) -> int:
+        """The memory budget is full: spill ``events``, else wait for room, else drop them.
+
+        Returns how many were dropped.
+        """
+        overflow = self.overflow
+        if overflow.can_spill() and overflow.spill(events):
             with self._lock:
-                self._deliver_many(events)
-        return dropped
+                self._marks += 1
+            self._queue.put(SPOOLED)  # its place in the queue: delivered in order
+            return 0
+        if may_block and self.policy.blocks:
+            want = min(len(events), self.queue_size)
+            size = sum(map(approx_nbytes, events[:want]))
+            if overflow.allowance.wait(lambda: self._has_room(want, size)):
+                events = self._queue_what_fits(events)
+                if not events:
+                    return 0
+        why = overflow.failure or "queue full"
+        self._drop(why, len(events))
+        return len(events)
+
+    def _has_room(self, n: int, size: int) -> bool:
+        return (
+            self.backlog() + n <= self.queue_size
+            and self._bytes_in - self._bytes_out + size <= self.queue_bytes
+        )
 
     def offer_call(self, method: str, payload: Any) -> None:
         """Run ``handler.<method>(payload)`` after every event offered so far; never blocks.
@@ -272,7 +269,7 @@ class Lane:
         Calls are control items: they never count against the queue bound, so a full queue
         cannot lose a config recording. Failures are counted as errors and reported once.
         """
-        call = _Call(method, payload)
+        call = Call(method, payload)
         if self._thread is not None:
             self._queue.put(call)
         elif self.broken:
@@ -281,7 +278,7 @@ class Lane:
             with self._lock:
                 self._invoke(call)
 
-    def _invoke(self, call: _Call) -> None:
+    def _invoke(self, call: Call) -> None:
         try:
             getattr(self.handler, call.method)(call.payload)
         except Exception as exc:
@@ -294,7 +291,9 @@ class Lane:
     def _drop(self, why: str, n: int = 1) -> None:
         with self._lock:
             self.dropped += n
-        self._report_once(why, f"handler {self.name!r}: {why}; dropping events and counting")
+        self._report_once(
+            why, advice(f"handler {self.name!r}: {why}; dropping events and counting them")
+        )
 
     def _deliver(self, event: Event) -> None:
         try:
@@ -354,9 +353,19 @@ class Lane:
                 else:
                     self._bytes_out += size  # only this thread writes it: no lock needed
                     self._deliver(item)
-            elif cls is _Call:
+                if not queue.qsize():
+                    self.overflow.allowance.refill()  # drained: the burst is over
+            elif item is SPOOLED:
+                with self._lock:
+                    self._marks -= 1
+                n, events = self.overflow.take()
+                if n > len(events):
+                    self._drop("spool record unreadable", n - len(events))
+                if events:
+                    self._deliver_many(events)
+            elif cls is Call:
                 self._invoke(item)
-            elif cls is _Control:
+            elif cls is Control:
                 self._safe(self._flush_handler)
                 if item.close:
                     self._safe(self._close_handler)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from goggles_io._util.delivery import DeliveryPolicy, read_delivery_policy
 from goggles_io._util.env import (
     ENV_ASYNC,
     ENV_CALLER_INFO,
@@ -40,6 +41,7 @@ class Settings:
     caller_info: bool = True
     verbose: bool = False
     shutdown_timeout_s: float = _DEFAULT_SHUTDOWN_TIMEOUT_S
+    delivery: DeliveryPolicy = attrs.field(factory=DeliveryPolicy)
 
 
 def async_from_env() -> bool:
@@ -64,4 +66,5 @@ def read_settings(env: Mapping[str, str] | None = None) -> Settings:
         caller_info=read_bool(env, ENV_CALLER_INFO, True),
         verbose=read_bool(env, ENV_VERBOSE, False),
         shutdown_timeout_s=read_number(env, ENV_SHUTDOWN_TIMEOUT, _DEFAULT_SHUTDOWN_TIMEOUT_S),
+        delivery=read_delivery_policy(env),
     )

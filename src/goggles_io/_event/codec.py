@@ -20,14 +20,14 @@ import itertools
 import operator
 import struct
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any
 
-import attrs
 import msgpack
 import numpy as np
 from cattrs import UnstructureStrategy
 from cattrs.preconf.msgpack import make_converter
 
+from goggles_io._event.messages import Ack, Batch, Call, Hello, Message, Reply
 from goggles_io._event.records import ArrayPool, ArrayReader, Event, Kind, ShmRef
 from goggles_io.exceptions import FrameError
 
@@ -49,55 +49,10 @@ _EXT_SCALAR = 3
 _ALLOWED_KINDS = frozenset("biufcSUmM")
 _MAX_NDIM = 32
 _U16 = struct.Struct(">H")
+_KEEP_PACKER_BYTES = 1 << 20
 _KINDS = {k.value: k for k in Kind}
 
 
-@attrs.frozen
-class Hello:
-    """First message on a connection: who the client is."""
-
-    pid: int
-    protocol: int = 1
-
-
-@attrs.frozen
-class Batch:
-    """A numbered batch of events; the host acknowledges it once the events are on its bus."""
-
-    seq: int
-    events: list[Event]
-
-
-@attrs.frozen
-class Ack:
-    """Host -> client: every batch up to ``seq`` is delivered; ``dropped`` were refused by the bus."""
-
-    seq: int
-    dropped: int = 0
-
-
-@attrs.frozen
-class Call:
-    """Client -> host: a bus operation (attach, detach, configure, flush, ...) to run there."""
-
-    token: int
-    op: str
-    args: dict[str, Any]
-
-
-@attrs.frozen
-class Reply:
-    """Host -> client: the outcome of the :class:`Call` with the same token."""
-
-    token: int
-    ok: bool
-    result: Any = None
-
-
-for _cls in (Hello, Batch, Ack, Call, Reply):
-    attrs.resolve_types(_cls, globals(), locals())
-
-Message = Union[Hello, Batch, Ack, Call, Reply]  # noqa: UP007 (a runtime object on 3.10)
 _TAGS: dict[type, int] = {Hello: 0, Batch: 1, Ack: 2, Call: 3, Reply: 4}
 _CLASSES: dict[int, type] = {v: k for k, v in _TAGS.items()}
 
@@ -349,7 +304,11 @@ class Encoder:
     def encode(self, message: Message) -> bytes:
         """Return the msgpack bytes of ``message``; raises TypeError for unencodable payloads."""
         cls = type(message)
-        return self._packer.pack([_TAGS[cls], _UNSTRUCTURE[cls](message)])
+        out = self._packer.pack([_TAGS[cls], _UNSTRUCTURE[cls](message)])
+        if len(out) > _KEEP_PACKER_BYTES:
+            # The packer keeps its buffer as large as its largest message: start a small one.
+            self._packer = msgpack.Packer(default=self._default, use_bin_type=True, autoreset=True)
+        return out
 
 
 class Decoder:

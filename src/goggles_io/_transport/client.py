@@ -1,7 +1,11 @@
 """The producer side of the socket transport: a bounded queue drained by one sender thread.
 
-``emit`` only appends to a deque (dropping and counting when it is full), so the application
-never waits on the host. The sender thread connects (electing or spawning a host when none
+``emit`` only appends to a deque, so the application does not wait on the host. Past the
+queue's budget it follows the delivery policy (ADR 0025): the event goes to the spillover on
+disk (:mod:`goggles_io._transport.spillover`), and everything after it follows it there until the
+sender took it all; with no room there the producer waits (bounded per burst, never while the
+host is known dead), then the event is dropped and counted. The sender thread
+(:mod:`goggles_io._transport.sender`) connects (electing or spawning a host when none
 answers), batches events into frames, puts big arrays into the shared-memory pool and replays
 the handler operations after a reconnect. A receiver thread reads acknowledgements, frees shm
 slots, and notices a dead host at once (EOF). After ``fork`` the child starts afresh with its
@@ -17,25 +21,29 @@ import socket
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goggles_io._bus.settings import Settings
 from goggles_io._bus.transport import FinishReport, HandlerStats
-from goggles_io._event.codec import Call, Encoder
+from goggles_io._event.messages import Call
 from goggles_io._event.records import Event, ShmRef, approx_nbytes
-from goggles_io._transport.batching import Batcher
-from goggles_io._transport.election import HostElector
-from goggles_io._transport.framing import encode_frame
 from goggles_io._transport.link import HostLink
 from goggles_io._transport.operations import HandlerOperations, Marker
 from goggles_io._transport.placement import LocalHandlers
+from goggles_io._transport.sender import REPLAYED, SenderThread, loading_modules
 from goggles_io._transport.settings import (
     TransportSettings,
     default_socket_path,
     prepare_socket_dir,
 )
-from goggles_io._transport.shm import ShmPool, sweep_dead_segments
+from goggles_io._transport.spillover import Spillover
+from goggles_io._util.delivery import BlockAllowance, advice
 from goggles_io._util.report import report
+
+if TYPE_CHECKING:  # imported where used: attach() must not pay for numpy and the codec
+    from goggles_io._transport.diskpool import DiskPool
+    from goggles_io._transport.election import HostElector
+    from goggles_io._transport.shm import ShmPool
 
 __all__ = ["SocketClient"]
 
@@ -48,19 +56,13 @@ def _handler_stats(raw: Any) -> HandlerStats:
     )
 
 
-_BATCH_EVENTS = 1024
-_BATCH_BYTES = 4 * 1024 * 1024  # a batch's events, so encoding one never doubles a big backlog
-_IDLE_WAIT_S = 0.05
-# Operations replayed, in order, on a new host (after a host death, or in a forked child).
-_REPLAYED = ("attach", "replace", "detach", "call")
-
-
-class SocketClient(HandlerOperations, HostLink):
+class SocketClient(HandlerOperations, HostLink, SenderThread):
     """A :class:`~goggles_io._bus.transport.Transport` that forwards to the one host on a socket path.
 
     Env: ``GOGGLES_SOCKET``, ``GOGGLES_SHM_THRESHOLD``, ``GOGGLES_DEDICATED_HOST``,
     ``GOGGLES_HOST_IDLE_TIMEOUT``, ``GOGGLES_HOST_LOG``, plus ``GOGGLES_QUEUE_SIZE``,
-    ``GOGGLES_ASYNC`` and ``GOGGLES_SHUTDOWN_TIMEOUT`` from the core settings.
+    ``GOGGLES_QUEUE_BYTES``, ``GOGGLES_ASYNC``, ``GOGGLES_SHUTDOWN_TIMEOUT`` and the delivery
+    policy (``GOGGLES_WHEN_FULL``, ``GOGGLES_SPOOL_*``, ``GOGGLES_BLOCK_TIMEOUT``).
 
     Raises:
         SocketOwnershipError: the socket path or its directory belongs to another user.
@@ -73,12 +75,17 @@ class SocketClient(HandlerOperations, HostLink):
         self.transport = transport
         self.queue_size = settings.queue_size
         self.queue_bytes = settings.queue_bytes
+        self.policy = settings.delivery
         self._tokens = itertools.count(1)
         self._reset_state()
 
     # -- state ------------------------------------------------------------------------------
     def _reset_state(self) -> None:
         self._queue: deque[Any] = deque()
+        self._limit = self.queue_size  # -1 while events are spilled: emit's one check says so
+        self._spill = Spillover(self.policy, self._spilling)
+        self._allowance = BlockAllowance(self.policy.block_timeout_s)
+        self._host_lost = False  # the host died and no new one answered yet: never block then
         self._bytes_in = 0  # bytes ever queued by emit (producer threads)
         self._bytes_out = 0  # bytes ever taken by the sender thread
         self._wake = threading.Event()
@@ -90,11 +97,12 @@ class SocketClient(HandlerOperations, HostLink):
         self._attached: dict[str, tuple[type, set[str]]] = {}  # name -> (class, scopes), ours
         if not hasattr(self, "_local"):
             self._local = LocalHandlers(self)
-        self._batcher = Batcher(self._release, self._on_unencodable)
+        self._batcher = None  # made by the sender thread (it imports the codec)
         self.delivered = 0
         self.host_dropped = 0  # of ours, refused by a full handler queue in the host
         self.dropped_full = 0
         self.dropped_bytes = 0
+        self.dropped_spool = 0
         self._prewarmed = False
         self.lost_in_flight = 0
         self.unencodable = 0
@@ -104,7 +112,8 @@ class SocketClient(HandlerOperations, HostLink):
         self._conn_gen = 0
         self._sender: threading.Thread | None = None
         self._pool: ShmPool | None = None
-        self._elector = HostElector(self.socket_path, self.settings, self.transport)
+        self._disk_pool: DiskPool | None = None
+        self._elector_made: HostElector | None = None
         self._running = False
         self._stop = False
         self._warned: set[str] = set()
@@ -121,6 +130,7 @@ class SocketClient(HandlerOperations, HostLink):
                 return
             self._stop = False
             self._running = True
+            loading_modules()
             self._sender = threading.Thread(
                 target=self._send_loop, name="goggles_io:sender", daemon=True
             )
@@ -129,16 +139,13 @@ class SocketClient(HandlerOperations, HostLink):
 
     # -- Transport API ----------------------------------------------------------------------
     def emit(self, event: Event) -> None:
-        """Queue ``event`` for the host; drop and count when the queue is full. Never blocks."""
+        """Queue ``event`` for the host; past the budget spill, then wait (bounded), then drop."""
         if not self._running:
             self._start()
         queue = self._queue
         size = approx_nbytes(event)
-        if len(queue) >= self.queue_size:
-            self._drop(event, "queue full")
-            return
-        if self._bytes_in - self._bytes_out + size > self.queue_bytes:
-            self._drop(event, "byte budget full")
+        if len(queue) >= self._limit or self._bytes_in - self._bytes_out + size > self.queue_bytes:
+            self._full(event, size)
             return
         self._bytes_in += size
         queue.append(event)
@@ -147,20 +154,66 @@ class SocketClient(HandlerOperations, HostLink):
         if not self.settings.async_mode:
             self.flush(self.settings.shutdown_timeout_s)
 
-    def _drop(self, event: Event, reason: str) -> None:
+    def _spilling(self, active: bool) -> None:
+        """The spillover started (everything after must follow it) or drained."""
+        self._limit = -1 if active else self.queue_size
+
+    def _has_room(self, size: int) -> bool:
+        return len(self._queue) < self.queue_size and (
+            self._bytes_in - self._bytes_out + size <= self.queue_bytes
+        )
+
+    def _full(self, event: Event, size: int) -> None:
+        """The queue's budget is full (or events are spilled): spill, else wait, else drop."""
+        spill = self._spill
+        spills = self.policy.spills
+        if spills and spill.add(event):
+            self._wake.set()
+            return
+        if self.policy.blocks and not self._host_lost:
+            self._wake.set()
+            # Room is the spill's open chunk (when spilling), else the memory queue.
+            if self._allowance.wait(
+                lambda: spill.can_add() if spill.active else self._has_room(size),
+                give_up=lambda: self._host_lost or self._stop,
+            ):
+                if spill.active and spills and spill.add(event):
+                    return
+                if not spill.active and self._has_room(size):
+                    self._bytes_in += size
+                    self._queue.append(event)
+                    self._wake.set()
+                    return
+        if spills and spill.failure:
+            self._drop(event, "spool full", spill.failure)
+        elif len(self._queue) >= self.queue_size:
+            self._drop(event, "queue full")
+        else:
+            self._drop(event, "byte budget full")
+
+    def _drained(self) -> None:
+        """The sender found nothing to take: the burst is over, waits may be long again."""
+        self._allowance.refill()
+
+    def _drop(self, event: Event, reason: str, detail: str = "") -> None:
         """Count a refused event by reason (once on stderr per reason); free its staged slot."""
         with self._lock:
             if reason == "queue full":
                 self.dropped_full += 1
-            else:
+            elif reason == "byte budget full":
                 self.dropped_bytes += 1
+            else:
+                self.dropped_spool += 1
         if type(event.payload) is ShmRef:
             self._release([event.payload])  # its staged slot goes back to the pool
-        self._warn_once(
-            reason,
-            f"pid {os.getpid()}: transport {reason} ({self.queue_size} events, GOGGLES_QUEUE_SIZE; "
-            f"{self.queue_bytes} bytes, GOGGLES_QUEUE_BYTES); dropping events and counting them",
+        budget = detail or (
+            f"{self.queue_size} events, GOGGLES_QUEUE_SIZE; {self.queue_bytes} bytes, "
+            "GOGGLES_QUEUE_BYTES"
         )
+        what = (
+            f"pid {os.getpid()}: transport {reason} ({budget}); dropping events and counting them"
+        )
+        self._warn_once(reason, advice(what))
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Wait until the host's handlers (and ours fed by it) handled everything queued so far."""
@@ -231,6 +284,8 @@ class SocketClient(HandlerOperations, HostLink):
         reasons = {
             "queue full": self.dropped_full,
             "byte budget full": self.dropped_bytes,
+            "spool full": self.dropped_spool,
+            "spool unreadable": self._spill.lost,
             "lost with a dead host": self.lost_in_flight,
             "unencodable": self.unencodable,
             "not sent in time": self.undelivered_at_finish,
@@ -248,6 +303,7 @@ class SocketClient(HandlerOperations, HostLink):
             left = 1.0 if deadline is None else max(0.05, deadline - time.monotonic())
             sender.join(left)
         leftover = sum(1 for item in self._queue if type(item) is not Marker)
+        leftover += self._spill.close()
         self._queue.clear()
         self._bytes_out = self._bytes_in
         self.undelivered_at_finish += leftover
@@ -259,7 +315,11 @@ class SocketClient(HandlerOperations, HostLink):
             self._pool.close()
             self._pool = None
             self._prewarmed = False
-        self._elector.close(1.0)
+        if self._disk_pool is not None:
+            self._disk_pool.close()
+            self._disk_pool = None
+        if self._elector_made is not None:
+            self._elector_made.close(1.0)
 
     def after_fork_in_child(self) -> None:
         """Start afresh in the child: own queue, connection, pool; the parent's stay untouched."""
@@ -267,9 +327,10 @@ class SocketClient(HandlerOperations, HostLink):
         # The child inherits every handler operation the parent issued, sent or still queued:
         # its events come after them, so it replays them on its own first connection.
         queued = [m.call for m in list(self._queue) if type(m) is Marker]
-        ops = self._ops + [c for c in queued if c.op in _REPLAYED]
+        ops = self._ops + [c for c in queued if c.op in REPLAYED]
         attached = {name: (cls, set(scopes)) for name, (cls, scopes) in self._attached.items()}
         self._local.forget_after_fork()  # the parent's instances get our events via the host
+        self._spill.forget_after_fork()
         attached = {n: v for n, v in attached.items() if not self._local.has_handler(n)}
         self._reset_state()
         self._attached = attached
@@ -277,94 +338,6 @@ class SocketClient(HandlerOperations, HostLink):
             with contextlib.suppress(OSError):
                 sock.close()  # our copy of the fd only; the parent's connection is unaffected
         self._ops = ops
-
-    # -- sender thread ----------------------------------------------------------------------
-    def _send_loop(self) -> None:
-        encoder = Encoder()
-        gen = -1
-        while True:
-            if self._stop:
-                return
-            if self._sock is None:
-                if not self._connect():
-                    continue
-            if gen != self._conn_gen:
-                gen = self._conn_gen
-                encoder = Encoder(self.transport.shm_threshold, self._get_pool())
-                self._batcher.encoder = encoder
-            items = self._take()
-            if not items:
-                self._sleeping = True
-                if not self._queue:
-                    self._wake.wait(_IDLE_WAIT_S)
-                self._wake.clear()
-                self._sleeping = False
-                continue
-            try:
-                self._send_items(items, encoder)
-            except OSError:
-                self._disconnect(count_lost=True, warn=True)
-            except Exception as exc:  # a bug here must not stop all logging silently
-                lost = sum(1 for item in items if type(item) is not Marker)
-                self.unencodable += lost
-                self._warn_once("send", f"{lost} events could not be sent and are dropped: {exc!r}")
-
-    def _take(self) -> list[Any]:
-        queue = self._queue
-        items: list[Any] = []
-        taken = 0  # bytes this batch will hold in the host
-        while queue and len(items) < _BATCH_EVENTS and taken < _BATCH_BYTES:
-            item = queue[0]
-            if type(item) is Marker:
-                if items:
-                    break
-                items.append(queue.popleft())
-                break
-            items.append(queue.popleft())
-            size = approx_nbytes(item)
-            self._bytes_out += size
-            payload = item.payload
-            # A batch is capped by what the host will hold once it copied the arrays out.
-            taken += payload.nbytes if type(payload) is ShmRef else size
-        return items
-
-    def _send_items(self, items: list[Any], encoder: Encoder) -> None:
-        sock = self._sock
-        if sock is None:
-            raise OSError("not connected")
-        if type(items[0]) is Marker:
-            marker = items[0]
-            self._pending[marker.call.token] = marker
-            if marker.call.op in _REPLAYED:
-                self._ops.append(marker.call)
-            sock.sendall(encode_frame(encoder.encode(marker.call)))
-            return
-        for seq, frame, n, refs in self._batcher.frames(items):
-            self._inflight.append((seq, n, refs))
-            sock.sendall(frame)
-
-    def _on_unencodable(self, exc: Exception) -> None:
-        self.unencodable += 1
-        self._warn_once("enc", f"an event cannot be sent to the host and is dropped: {exc}")
-
-    def _release(self, refs: list[Any]) -> None:
-        pool = self._pool
-        if pool is not None:
-            for ref in refs:
-                pool.release(ref.segment, ref.offset)
-
-    def _get_pool(self) -> ShmPool | None:
-        if self._pool is None:
-            with self._lock:  # the producer (stage_array) and the sender may both get here
-                if self._pool is None:
-                    try:
-                        sweep_dead_segments()  # a crashed run's segments go on our next start
-                        self._pool = ShmPool.with_budget(self.transport.shm_bytes)
-                    except OSError as exc:
-                        self._warn_once(
-                            "shm", f"shared memory unavailable ({exc}); arrays go inline"
-                        )
-        return self._pool
 
     def stage_array(self, array: Any) -> ShmRef | None:
         """Copy a big array straight into the shared-memory pool at the log call.
@@ -382,4 +355,30 @@ class SocketClient(HandlerOperations, HostLink):
         if not self._prewarmed:
             self._prewarmed = True
             pool.prewarm()
-        return pool.put(array)
+            if self.policy.spills:
+                self._disk().prewarm()
+        ref = pool.put(array)
+        if ref is None and self.policy.spills:
+            ref = self._disk().put(array)  # the shm pool is full: the disk pool (ADR 0025)
+        return ref
+
+    @property
+    def _elector(self) -> HostElector:
+        """Who starts a host when none answers, made on first use (the sender thread's)."""
+        if self._elector_made is None:
+            from goggles_io._transport.election import HostElector
+
+            with self._lock:
+                if self._elector_made is None:
+                    made = HostElector(self.socket_path, self.settings, self.transport)
+                    self._elector_made = made
+        return self._elector_made
+
+    def _disk(self) -> DiskPool:
+        disk = self._disk_pool
+        if disk is None:
+            from goggles_io._transport.diskpool import DiskPool
+
+            with self._lock:
+                disk = self._disk_pool = self._disk_pool or DiskPool(self.policy)
+        return disk

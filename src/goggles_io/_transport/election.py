@@ -62,6 +62,7 @@ class HostElector:
             async_mode=True,
             queue_size=self.settings.queue_size,
             queue_bytes=self.settings.queue_bytes,
+            policy=self.settings.delivery,
         )
         host = Host(self.socket_path, bus, idle_timeout_s=math.inf, lock_fd=lock_fd)
         try:

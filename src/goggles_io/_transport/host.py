@@ -26,6 +26,7 @@ from goggles_io._transport.identity import acquire_host_lock, peer_credentials
 from goggles_io._transport.settings import prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
 from goggles_io._transport.subscriber import ConnWriter, SubscriberSink
+from goggles_io._util.delivery import BlockAllowance, WhenFull
 from goggles_io._util.report import ReportOnce, host_name, report
 from goggles_io.exceptions import FrameError
 
@@ -81,6 +82,8 @@ class Host:
         self._closing = threading.Event()
         self._thread: threading.Thread | None = None
         self._inode = -1
+        timeout = getattr(getattr(bus, "policy", None), "block_timeout_s", 0.0)
+        self._allowance = BlockAllowance(timeout)
 
     # -- lifecycle --------------------------------------------------------------------------
     def bind(self) -> None:
@@ -234,26 +237,40 @@ class Host:
                     self._last_left = time.monotonic()
 
     def _wait_for_room(self, n: int) -> None:
-        """Backpressure: while a handler queue is nearly full, stop reading this socket.
+        """Backpressure: while a handler lane is full and cannot spill, stop reading this socket.
 
-        Nearly full means within one batch of its event bound, or past half its byte budget.
-        The client's bounded queue then absorbs the surplus and counts its drops, instead of the
-        host dropping events it already acknowledged. Bounded, so a stuck handler only delays.
-        Subscriber lanes never count here: a stalled reader only loses its own events.
+        Lanes spill to their spool first (ADR 0025), so with the default policy this waits only
+        when the spool has no room either; then for at most ``GOGGLES_BLOCK_TIMEOUT`` in total
+        per burst, after which the lane drops and counts. Waiting happens before decoding, since
+        decoding copies the batch's arrays out of shared memory. With ``GOGGLES_WHEN_FULL=drop``
+        a nearly full lane (within one batch of its bound, or past half its bytes) holds each
+        batch up to 2 s, as before ADR 0025. Subscriber lanes never count here.
         """
-        backlog = getattr(self.bus, "backlog", None)
-        backlog_bytes = getattr(self.bus, "backlog_bytes", None)
-        limit = getattr(self.bus, "queue_size", 0) - n
-        byte_limit = getattr(self.bus, "queue_bytes", 0) // 2
-        if backlog is None or backlog_bytes is None or limit <= 0:
+        bus = self.bus
+        congested = getattr(bus, "congested", None)
+        policy = getattr(bus, "policy", None)
+        if congested is None or policy is None:
             return
+        if policy.when_full is WhenFull.DROP:
+            self._wait_as_before(n)
+            return
+        if not congested(n):
+            self._allowance.refill()
+            return
+        self._allowance.wait(lambda: not congested(n), give_up=self._closing.is_set)
 
-        def full() -> bool:
-            return backlog() > limit or backlog_bytes() > byte_limit
-
+    def _wait_as_before(self, n: int) -> None:
+        backlog = self.bus.backlog
+        backlog_bytes = self.bus.backlog_bytes
+        limit = self.bus.queue_size - n
+        byte_limit = self.bus.queue_bytes // 2
+        if limit <= 0:
+            return
         deadline = time.monotonic() + _BACKPRESSURE_MAX_S
         delay = 0.0005
-        while full() and time.monotonic() < deadline and not self._closing.is_set():
+        while backlog() > limit or backlog_bytes() > byte_limit:
+            if time.monotonic() >= deadline or self._closing.is_set():
+                return
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
 
@@ -365,7 +382,10 @@ def main(argv: list[str] | None = None) -> int:
     sweep_dead_segments()
     settings = read_settings()
     bus = EventBus(
-        async_mode=True, queue_size=settings.queue_size, queue_bytes=settings.queue_bytes
+        async_mode=True,
+        queue_size=settings.queue_size,
+        queue_bytes=settings.queue_bytes,
+        policy=settings.delivery,
     )
     host = Host(args.socket, bus, idle_timeout_s=args.idle_timeout, lock_fd=lock_fd)
     try:

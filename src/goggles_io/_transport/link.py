@@ -12,7 +12,7 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._event.codec import Ack, Decoder, Encoder, Hello, Reply
+from goggles_io._event.messages import Ack, Hello, Reply
 from goggles_io._transport.framing import FrameDecoder, encode_frame
 from goggles_io._util.report import report
 
@@ -32,6 +32,7 @@ class HostLink:
     _lock: threading.Lock
     _wake: threading.Event
     _elector: Any
+    _host_lost: bool
     socket_path: str
     reconnects: int
     lost_in_flight: int
@@ -66,6 +67,8 @@ class HostLink:
         return False
 
     def _on_connected(self, sock: socket.socket) -> None:
+        from goggles_io._event.codec import Encoder  # on the sender thread
+
         encoder = Encoder()
         frames = [encode_frame(encoder.encode(Hello(os.getpid())))]
         frames += [encode_frame(encoder.encode(call)) for call in self._ops]
@@ -73,6 +76,7 @@ class HostLink:
         sock.sendall(b"".join(frames))
         self._conn_gen += 1
         self._sock = sock
+        self._host_lost = False
         threading.Thread(
             target=self._recv_loop,
             args=(sock, self._conn_gen),
@@ -99,6 +103,7 @@ class HostLink:
         with contextlib.suppress(OSError):
             sock.close()
         if warn:
+            self._host_lost = True  # producers do not wait for room until a host answers again
             self.reconnects += 1
             report(
                 f"pid {os.getpid()}: lost the host on {self.socket_path!r}; {lost} events in "
@@ -107,6 +112,8 @@ class HostLink:
 
     # -- receiver thread --------------------------------------------------------------------
     def _recv_loop(self, sock: socket.socket, gen: int) -> None:
+        from goggles_io._event.codec import Decoder
+
         frames = FrameDecoder()
         decoder = Decoder()
         try:

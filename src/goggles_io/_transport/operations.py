@@ -11,14 +11,14 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._event.codec import Call, Encoder, Reply
+import msgpack
+
+from goggles_io._event.messages import Call, Reply
 from goggles_io._transport.placement import runs_in_attaching_process
 from goggles_io.exceptions import InvalidPayloadError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, get_handler_class
 
 __all__ = ["HandlerOperations", "Marker"]
-
-_FIRST_ATTACH_WAIT_S = 10.0
 
 
 class Marker:
@@ -39,6 +39,7 @@ class HandlerOperations:
     _attached: dict[str, tuple[type, set[str]]]
     _local: Any
     _queue: Any
+    _spill: Any
     _running: bool
     _tokens: Any
     _wake: threading.Event
@@ -59,7 +60,10 @@ class HandlerOperations:
         if not self._running:
             self._start()
         marker = Marker(Call(next(self._tokens), op, args))
-        self._queue.append(marker)  # control never counts against the bound
+        if self._spill.active:  # after the spilled events, in order
+            self._spill.add_marker(marker)
+        else:
+            self._queue.append(marker)  # control never counts against the bound
         self._wake.set()
         return marker
 
@@ -67,7 +71,7 @@ class HandlerOperations:
         spec = handler.to_dict()
         get_handler_class(str(spec.get("cls")))  # unregistered classes fail here, at the call
         try:  # so does a spec the wire cannot carry (it would be replayed on every reconnect)
-            Encoder().encode(Call(0, "attach", {"spec": spec}))
+            msgpack.packb(spec, use_bin_type=True)  # builtins only: what the codec sends as is
         except (TypeError, ValueError, OverflowError) as exc:
             msg = (
                 f"handler {handler.name!r} cannot be sent to the host: its config() must return "
@@ -88,15 +92,11 @@ class HandlerOperations:
             cls, known = self._attached.get(handler.name, (type(handler), set()))
             self._attached[handler.name] = (cls, known | set(scopes))
             return
-        cold = self._sock is None
-        marker = self._control("attach", {"spec": self._spec(handler), "scopes": list(scopes)})
+        # Never waits for the host (ADR 0025): events logged before it is up wait in the queue
+        # and, past its budget, in the spillover on disk; none is lost to a slow start.
+        self._control("attach", {"spec": self._spec(handler), "scopes": list(scopes)})
         cls, known = self._attached.get(handler.name, (type(handler), set()))
         self._attached[handler.name] = (cls, known | set(scopes))  # the first class wins
-        if cold:
-            # The first attach waits (bounded) for the host to start and take the handler, so
-            # a burst logged right after it meets a running host rather than filling the
-            # bounded queue and losing the rest (robo-goggles waits here too).
-            marker.done.wait(_FIRST_ATTACH_WAIT_S)
 
     @property
     def is_host(self) -> bool:

@@ -10,12 +10,14 @@ host-side handler would. Nothing is pickled either way.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import FinishReport, HandlerStats
-from goggles_io._transport.subscription import Subscription
 from goggles_io.handlers.base import Handler, get_handler_class, handler_key
+
+if TYPE_CHECKING:
+    from goggles_io._transport.subscription import Subscription
 
 __all__ = ["LocalHandlers", "runs_in_attaching_process"]
 
@@ -45,7 +47,10 @@ class LocalHandlers:
         if self.bus is None:
             settings = self.client.settings
             self.bus = EventBus(
-                async_mode=True, queue_size=settings.queue_size, queue_bytes=settings.queue_bytes
+                async_mode=True,
+                queue_size=settings.queue_size,
+                queue_bytes=settings.queue_bytes,
+                policy=settings.delivery,
             )
         return self.bus
 
@@ -58,6 +63,8 @@ class LocalHandlers:
             self.sub.add_scopes(list(scopes))
 
     def _subscribe(self, scopes: list[str]) -> None:
+        from goggles_io._transport.subscription import Subscription
+
         bus = self._bus()
         settings = self.client.settings
         sub = Subscription(

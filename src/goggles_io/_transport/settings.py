@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 _DEFAULT_SHM_THRESHOLD = 64 * 1024
-_DEFAULT_SHM_BYTES = 32 * 1024 * 1024
+_DEFAULT_SHM_BYTES = 48 * 1024 * 1024  # 3 segments: a 1 MiB image burst stays in memory longer
 _DEFAULT_IDLE_TIMEOUT_S = 1.0
 _TRANSPORTS = ("socket", "inprocess")
 

@@ -16,12 +16,13 @@ import os
 import re
 import tempfile
 import threading
-from collections import deque
-from typing import Any
 
 import numpy as np
 
 from goggles_io._event.records import ShmRef
+from goggles_io._transport.diskpool import DiskReader
+from goggles_io._transport.ring import Ring
+from goggles_io._util.liveness import pid_alive
 from goggles_io.exceptions import FrameError
 
 __all__ = [
@@ -35,7 +36,7 @@ __all__ = [
 
 SEGMENT_PREFIX = "goggles_io-"
 _DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
-_DEFAULT_MAX_SEGMENTS = 2
+_DEFAULT_MAX_SEGMENTS = 3
 _ALIGN = 64
 _NAME_RE = re.compile(r"goggles_io-(\d+)-(\d+)-(\d+)\Z")
 
@@ -52,16 +53,6 @@ def get_shm_dir() -> str:
         msg = f"shared-memory directory {path!r} is not a directory owned by uid {os.getuid()}"
         raise PermissionError(msg)
     return path
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def list_segments(shm_dir: str | None = None) -> list[str]:
@@ -83,7 +74,7 @@ def sweep_dead_segments(shm_dir: str | None = None) -> list[str]:
     swept = []
     for name in list_segments(shm_dir):
         m = _NAME_RE.match(name)
-        if m and not _pid_alive(int(m.group(2))):
+        if m and not pid_alive(int(m.group(2))):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(shm_dir, name))
                 swept.append(name)
@@ -95,10 +86,11 @@ def sweep_dead_segments(shm_dir: str | None = None) -> list[str]:
 _OWN_MAPS: dict[str, mmap.mmap] = {}
 
 
-class _Segment:
-    """One mapped file with a ring allocator; releases may arrive out of order."""
+class _Segment(Ring):
+    """One mapped file with a ring allocator."""
 
     def __init__(self, path: str, size: int) -> None:
+        super().__init__(size)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.ftruncate(fd, size)
@@ -110,43 +102,6 @@ class _Segment:
         self.path = path
         self.name = os.path.basename(path)
         _OWN_MAPS[self.name] = self.map
-        self.size = size
-        self.head = 0
-        self.live: deque[list[Any]] = deque()  # [offset, released], oldest at the left
-        self.by_offset: dict[int, list[Any]] = {}
-
-    def allocate(self, n: int) -> int | None:
-        if not self.live:
-            self.head = 0
-            if n <= self.size:
-                return self._take(0, n)
-            return None
-        tail = self.live[0][0]
-        if self.head > tail:
-            if self.size - self.head >= n:
-                return self._take(self.head, n)
-            if tail >= n:
-                return self._take(0, n)
-            return None
-        if tail - self.head >= n:
-            return self._take(self.head, n)
-        return None
-
-    def _take(self, offset: int, n: int) -> int:
-        entry = [offset, False]
-        self.live.append(entry)
-        self.by_offset[offset] = entry
-        self.head = offset + n
-        return offset
-
-    def release(self, offset: int) -> bool:
-        entry = self.by_offset.pop(offset, None)
-        if entry is None:
-            return False
-        entry[1] = True
-        while self.live and self.live[0][1]:
-            self.live.popleft()
-        return True
 
     def close(self, unlink: bool) -> None:
         _OWN_MAPS.pop(self.name, None)
@@ -288,6 +243,7 @@ class ShmReader:
         self.dir = shm_dir or get_shm_dir()
         self._maps: dict[str, mmap.mmap] = {}
         self._uid = str(os.getuid())
+        self._disks = DiskReader()
 
     def _map(self, name: str) -> mmap.mmap:
         mm = self._maps.get(name) or _OWN_MAPS.get(name)
@@ -317,7 +273,13 @@ class ShmReader:
         return mm
 
     def read(self, ref: ShmRef) -> np.ndarray:
-        """Return an owned copy of the array ``ref`` points at; bad references raise FrameError."""
+        """Return an owned copy of the array ``ref`` points at; bad references raise FrameError.
+
+        A segment named by an absolute path is a producer's disk pool (its spool folder): the
+        array is read from it with ``preadv``, straight into the new array.
+        """
+        if isinstance(ref.segment, str) and ref.segment.startswith("/"):
+            return self._disks.read(ref)
         mm = self._map(ref.segment)
         dtype = np.dtype(ref.dtype)
         count = int(np.prod(ref.shape, dtype=np.int64)) if ref.shape else 1
@@ -342,3 +304,4 @@ class ShmReader:
         """Unmap everything; the producer owns unlinking."""
         for name in list(self._maps):
             self.forget(name)
+        self._disks.close()

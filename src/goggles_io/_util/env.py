@@ -1,7 +1,7 @@
 """Every environment variable goggles_io reads, named once, and the one way each kind is parsed.
 
 The settings readers (``_bus/settings.py``, ``_transport/settings.py``, ``_broker/settings.py``,
-the remote sink) import their names from here, so ``grep ENV_`` in this file lists them all;
+``_util/delivery.py``, the remote sink) import their names from here, so ``grep ENV_`` in this file lists them all;
 ``docs/transport.md`` documents each with its default. Precedence everywhere is argument, then
 variable, then default; a malformed value raises :class:`ConfigurationError` naming the variable.
 """
@@ -16,6 +16,7 @@ from goggles_io.exceptions import ConfigurationError
 
 __all__ = [
     "ENV_ASYNC",
+    "ENV_BLOCK_TIMEOUT",
     "ENV_BROKER",
     "ENV_BROKER_BYTES",
     "ENV_BROKER_CLAIM_IDLE_MS",
@@ -37,8 +38,11 @@ __all__ = [
     "ENV_SHM_THRESHOLD",
     "ENV_SHUTDOWN_TIMEOUT",
     "ENV_SOCKET",
+    "ENV_SPOOL_BYTES",
+    "ENV_SPOOL_DIR",
     "ENV_TRANSPORT",
     "ENV_VERBOSE",
+    "ENV_WHEN_FULL",
     "read_bool",
     "read_dotenv",
     "read_number",
@@ -54,6 +58,12 @@ ENV_QUEUE_BYTES = "GOGGLES_QUEUE_BYTES"
 ENV_VERBOSE = "GOGGLES_VERBOSE"
 ENV_CALLER_INFO = "GOGGLES_CALLER_INFO"
 ENV_SHUTDOWN_TIMEOUT = "GOGGLES_SHUTDOWN_TIMEOUT"
+
+# -- what every full buffer does (``_util/delivery.py``, ADR 0025) ----------------------------
+ENV_WHEN_FULL = "GOGGLES_WHEN_FULL"
+ENV_SPOOL_BYTES = "GOGGLES_SPOOL_BYTES"
+ENV_SPOOL_DIR = "GOGGLES_SPOOL_DIR"
+ENV_BLOCK_TIMEOUT = "GOGGLES_BLOCK_TIMEOUT"
 
 # -- the socket transport (``_transport/settings.py``) ----------------------------------------
 ENV_TRANSPORT = "GOGGLES_TRANSPORT"

@@ -1,7 +1,8 @@
 """The background sender behind ``RemoteHandler``: one thread, one keep-alive connection, a bounded queue.
 
-The producer only appends to a bounded deque (refusing, never blocking, when it is full); this
-thread owns the ``http.client`` connection and sends in order. Transient failures (connection
+The producer only appends to the queue (:mod:`goggles_io.handlers._point_queue`: memory within
+a byte budget, then a spool on disk; refusing, never blocking, when both are full); this thread
+owns the ``http.client`` connection and sends in order. Transient failures (connection
 refused or reset, timeouts, 5xx, 429) are retried with capped exponential backoff on the same
 message, so order is kept; the collector's sequence numbers make the retries idempotent. Other
 4xx answers are reported once and not retried.
@@ -15,7 +16,6 @@ once at once, without counting a retry.
 
 from __future__ import annotations
 
-import collections
 import http.client
 import json
 import logging
@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import SplitResult
 
 from goggles_io._util.report import ReportOnce
+from goggles_io.handlers._point_queue import PointQueue
 
 __all__ = ["Message", "Point", "Sender", "encode_points"]
 
@@ -49,7 +50,7 @@ Point = tuple[int, str, "float | None", "int | None", float]
 _NAMES: dict[str, str] = {}  # metric name -> its JSON string literal (a handful of names)
 
 
-def encode_points(points: list[Point]) -> list[str]:
+def encode_points(points: list[Point], base: int = 0) -> list[str]:
     """One JSON object text per point, as the protocol spells it.
 
     About 3x cheaper than building a dict per point for ``json.dumps``: the name's JSON literal
@@ -66,7 +67,8 @@ def encode_points(points: list[Point]) -> list[str]:
                 names[name] = literal
         v = "null" if value is None else repr(value)
         s = "null" if step is None else str(step)
-        append(f'{{"seq":{seq},"name":{literal},"value":{v},"step":{s},"time":{when!r}}}')
+        n = seq + base
+        append(f'{{"seq":{n},"name":{literal},"value":{v},"step":{s},"time":{when!r}}}')
     return out
 
 
@@ -77,7 +79,7 @@ class Sender:
         self,
         url: SplitResult,
         headers: dict[str, str],
-        queue_batches: int,
+        queue: PointQueue,
         timeout_s: float,
         heartbeat_s: float,
         heartbeat: Any,
@@ -87,14 +89,15 @@ class Sender:
         self._url = url
         self._base = url.path.rstrip("/")
         self._headers = headers  # holds the API key: never logged, never in a repr
-        self._max = queue_batches
         self._timeout_s = timeout_s
         self._heartbeat_s = heartbeat_s
         self._heartbeat = heartbeat
         self._reregister = reregister
         self._max_body = max_body_bytes
         self._inflight = 0  # points taken off the queue and not yet settled
-        self._queue: collections.deque[Message] = collections.deque()
+        self._queue = queue
+        self.seq_base = 0  # added to every point's seq: the run's last seq at registration
+        self._based = False
         self._cond = threading.Condition()
         self._stopping = False
         self._give_up = threading.Event()
@@ -113,22 +116,21 @@ class Sender:
         self._thread.start()
 
     def put(self, message: Message, *, force: bool = False) -> bool:
-        """Enqueue without blocking; a full queue refuses (and counts) unless ``force``."""
+        """Enqueue without blocking; refused (and counted) only when memory and spool are full."""
         with self._cond:
-            if not force and len(self._queue) >= self._max:
+            refused = not self._queue.push(message, force=force)
+            if refused:
                 self.refused_batches += 1
                 self.refused_points += message[3]
-                refused = True
             else:
-                self._queue.append(message)
                 self._cond.notify()
-                refused = False
         if refused:
             self.report_once(
                 "refused",
-                "remote queue full (%d batches): refusing batches instead of blocking; "
-                "the tally at close() counts them",
-                self._max,
+                "remote queue full (%d bytes in memory, then the spool: %s): refusing batches "
+                "instead of blocking; the tally at close() counts them",
+                self._queue.max_bytes,
+                self._queue.failure or "spilling is off",
             )
         return not refused
 
@@ -145,7 +147,7 @@ class Sender:
     def unsent_points(self) -> int:
         """Points queued or in flight: what a timed-out ``close()`` has not got through yet."""
         with self._cond:
-            return sum(m[3] for m in self._queue) + self._inflight
+            return self._queue.points() + self._inflight
 
     def shutdown(self, timeout_s: float) -> None:
         """Send what is queued, then stop; after ``timeout_s`` give up and count the rest lost."""
@@ -157,8 +159,7 @@ class Sender:
             self._give_up.set()
             self._thread.join(self._timeout_s + 1.0)
         with self._cond:
-            self.lost_points += sum(m[3] for m in self._queue)
-            self._queue.clear()
+            self.lost_points += self._queue.clear() + self._queue.lost
         self._close_conn()
 
     def _run(self) -> None:
@@ -183,16 +184,22 @@ class Sender:
                 with self._cond:
                     self._inflight = 0
 
-    def _take_locked(self) -> Message:
+    def _take_locked(self) -> Message | None:
         """Pop the next message; consecutive point batches of one run travel as one request."""
-        kind, path, payload, n_points = self._queue.popleft()
+        first = self._queue.pop()
+        if first is None:
+            return None
+        kind, path, payload, n_points = first
         if kind == "points":
             merged = None
-            while self._queue and n_points < _COALESCE_POINTS:
-                nkind, npath, npayload, nn = self._queue[0]
+            while n_points < _COALESCE_POINTS:
+                nxt = self._queue.peek()
+                if nxt is None:
+                    break
+                nkind, npath, npayload, nn = nxt
                 if nkind != "points" or npath != path or n_points + nn > _COALESCE_POINTS:
                     break
-                self._queue.popleft()
+                self._queue.pop()
                 if merged is None:
                     merged = list(payload["points"])
                 merged.extend(npayload["points"])
@@ -211,11 +218,27 @@ class Sender:
                 self.lost_points += n_points
             return
         if kind == "points":
-            self._deliver_points(path, encode_points(payload["points"]))
+            self._deliver_points(path, encode_points(payload["points"], self.seq_base))
             return
         status, reply = self._exchange(kind, path, json.dumps(payload).encode(), n_points)
         if 400 <= status < 500:
             self._reject(kind, status, reply, n_points)
+        elif kind == "register" and 200 <= status < 300 and not self._based:
+            self._adopt_seq_base(reply)
+
+    def _adopt_seq_base(self, reply: str) -> None:
+        """Number points after those the collector already holds for this run.
+
+        A handler rebuilt after a host restart starts counting at 1 again; the collector would
+        take its points for repeats of the first incarnation's and skip them.
+        """
+        self._based = True
+        try:
+            last = json.loads(reply).get("last_seq")
+        except (ValueError, AttributeError):
+            return
+        if type(last) is int and last > 0 and self.points_sent == 0:
+            self.seq_base = last
 
     def _deliver_points(self, path: str, points: list[str]) -> None:
         """Send encoded points (see :func:`encode_points`), splitting or dropping as answered."""

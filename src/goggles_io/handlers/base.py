@@ -105,6 +105,9 @@ class BaseHandler:
     capabilities: ClassVar[frozenset[Kind]] = ALL_KINDS
     default_name: ClassVar[str] = "handler"
     remote_methods: ClassVar[frozenset[str]] = frozenset()
+    # What this handler's lane does when full, if stricter than GOGGLES_WHEN_FULL: "block" or
+    # "drop" (ADR 0025). Set it on the class, or on the instance and return it from config().
+    when_full: str | None = None
 
     def __init__(self, name: str | None = None, level: int = logging.NOTSET) -> None:
         name = self.default_name if name is None else name

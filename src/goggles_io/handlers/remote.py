@@ -1,9 +1,10 @@
 """``RemoteHandler``: stream scalars to a dashboard over HTTP without ever stalling training.
 
 The training thread only appends a point to the current batch; a full batch is handed to a
-bounded queue that a background thread sends (see ``_sender.py`` and ADR 0008). When the
-collector is down or slow the queue fills and further batches are refused and counted: training
-never waits on the network. ``close()`` flushes, sends the finish, drains the queue within a
+queue that a background thread sends (see ``_sender.py``, ADR 0008 and ADR 0025). When the
+collector is down or slow the queue grows to its byte budget and then spills to disk, in
+order; batches are refused and counted only when the spool is full too: training never waits
+on the network. ``close()`` flushes, sends the finish, drains the queue within a
 deadline and prints a one-line tally.
 
 Environment (argument first, then the environment, then a ``.env`` file found from the current
@@ -36,9 +37,9 @@ from goggles_io._event.remote_protocol import (
     MAX_BODY_BYTES,
     check_point_name,
     check_point_step,
-    register_body,
     run_path,
 )
+from goggles_io._util.delivery import check_when_full, read_delivery_policy
 from goggles_io._util.env import (
     ENV_REMOTE_API_KEY,
     ENV_REMOTE_OFF,
@@ -50,7 +51,9 @@ from goggles_io._util.env import (
 from goggles_io._util.report import report
 from goggles_io._util.secret import Secret
 from goggles_io.exceptions import ConfigurationError, InvalidNameError, InvalidPayloadError
-from goggles_io.handlers._sender import Message, Sender
+from goggles_io.handlers._point_queue import PointQueue
+from goggles_io.handlers._remote_run import RunRegistration
+from goggles_io.handlers._sender import Sender
 from goggles_io.handlers.base import BaseHandler, register_handler
 
 __all__ = ["ENV_API_KEY", "ENV_NO_REMOTE", "ENV_URL", "RemoteHandler"]
@@ -61,6 +64,7 @@ _logger = logging.getLogger(__name__)
 ENV_URL = ENV_REMOTE_URL
 ENV_API_KEY = ENV_REMOTE_API_KEY
 ENV_NO_REMOTE = ENV_REMOTE_OFF
+_DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
 
 
 def _positive(name: str, value: Any, kind: type = int) -> None:
@@ -71,7 +75,7 @@ def _positive(name: str, value: Any, kind: type = int) -> None:
 
 
 @register_handler
-class RemoteHandler(BaseHandler):
+class RemoteHandler(RunRegistration, BaseHandler):
     """Batch scalar metrics into JSON POSTs to a collector (``goggles_io.server.collector``).
 
     Args:
@@ -82,7 +86,14 @@ class RemoteHandler(BaseHandler):
             message; it travels to the host under the spec's ``secrets``.
         buffer_size: Points per batch (fresher charts vs fewer requests).
         heartbeat_s: Send a heartbeat after this many quiet seconds.
-        queue_batches: Batches that may wait for the sender before new ones are refused.
+        queue_bytes: Memory the queued points may take (~200 bytes a point; default 64 MiB,
+            about 330,000 points); beyond it they wait in the spool on disk, in order, and are
+            refused (counted) only when the spool budget (``GOGGLES_SPOOL_BYTES``) or the disk is
+            full. The training thread never waits on the network.
+        queue_batches: Optionally also bound the batches in memory (default: bytes only).
+        when_full: ``"drop"`` refuses at once past ``queue_bytes`` instead of spilling (the
+            behaviour before ADR 0025); default ``GOGGLES_WHEN_FULL``. ``"block"`` is read as
+            ``"drop"``: waiting would make the logging thread wait on the network.
         enabled: ``False`` silences this run; ``None`` honours ``TELEMETRY_NO_REMOTE``.
         run_id: Id to register; default a fresh one, or the one ``register_run`` brings.
         timeout_s: Socket timeout of one HTTP request (on the sender thread only).
@@ -109,7 +120,7 @@ class RemoteHandler(BaseHandler):
         api_key: str | None = None,
         buffer_size: int = 200,
         heartbeat_s: float = 60.0,
-        queue_batches: int = 64,
+        queue_batches: int | None = None,
         enabled: bool | None = None,
         run_id: str | None = None,
         timeout_s: float = 10.0,
@@ -120,6 +131,8 @@ class RemoteHandler(BaseHandler):
         run_info: Mapping[str, Any] | None = None,
         read_env: bool = True,
         max_body_bytes: int = 4 * 1024 * 1024,
+        queue_bytes: int = _DEFAULT_QUEUE_BYTES,
+        when_full: str | None = None,
     ) -> None:
         super().__init__(name=name, level=level)
         _positive("buffer_size", buffer_size)
@@ -128,7 +141,11 @@ class RemoteHandler(BaseHandler):
             msg = f"max_body_bytes must be at most {MAX_BODY_BYTES} (got {max_body_bytes!r})."
             raise ConfigurationError(msg, key="max_body_bytes", value=max_body_bytes)
         self.max_body_bytes = max_body_bytes
-        _positive("queue_batches", queue_batches)
+        if queue_batches is not None:
+            _positive("queue_batches", queue_batches)
+        _positive("queue_bytes", queue_bytes)
+        self.queue_bytes = queue_bytes
+        self.when_full = None if when_full is None else str(check_when_full(when_full))
         for pname, pvalue in (("heartbeat_s", heartbeat_s), ("timeout_s", timeout_s)):
             _positive(pname, pvalue, float)
         _positive("close_timeout_s", close_timeout_s, float)
@@ -212,6 +229,8 @@ class RemoteHandler(BaseHandler):
             "buffer_size": self.buffer_size,
             "heartbeat_s": self.heartbeat_s,
             "queue_batches": self.queue_batches,
+            "queue_bytes": self.queue_bytes,
+            "when_full": self.when_full,
             "timeout_s": self.timeout_s,
             "close_timeout_s": self.close_timeout_s,
             "max_body_bytes": self.max_body_bytes,
@@ -268,51 +287,6 @@ class RemoteHandler(BaseHandler):
     def total_logged(self) -> int:
         """Points logged so far (sent, queued, refused or pending)."""
         return self._logged
-
-    def record_config(self, mapping: Mapping[str, Any]) -> None:
-        """Merge settings into the run's config; sent with the registration (again if needed)."""
-        if self.server_url is None:
-            return
-        with self._lock:
-            self._config.update(mapping)
-            if self._registered:
-                self._sender_locked().put(self._register_message(), force=True)
-
-    def set_config(self, key: str, value: Any) -> None:
-        """Record one setting (the metrics-logging guide's spelling of :meth:`record_config`)."""
-        self.record_config({key: value})
-
-    def register_run(self, info: Mapping[str, Any]) -> None:
-        """Adopt a run's identity (``run_id`` and fields of ``run.kv``) and register it now."""
-        with self._lock:
-            self._adopt_locked(info)
-        self.register()
-
-    def _adopt_locked(self, info: Mapping[str, Any]) -> None:
-        if not self._registered and info.get("run_id"):
-            self.run_id = str(info["run_id"])
-            if not self._name_given:
-                self.run_name = f"{info.get('project', '')}/{info.get('slug', self.run_id)}"
-        self._info.update({k: v for k, v in info.items() if "key" not in k.lower()})
-
-    def register(self) -> None:
-        """POST the run with its config now (before step 0), so a run dying early is visible."""
-        if self.server_url is None:
-            return
-        with self._lock:
-            self._register_locked()
-
-    def open(self) -> None:
-        """Register now if a run was announced (``run_info``) and not yet registered.
-
-        A handler rebuilt from its spec in the host learns of ``register_run`` this way; the
-        sender thread otherwise starts with the first batch.
-        """
-        if self.server_url is None or not self._info:
-            return
-        with self._lock:
-            if not self._registered:
-                self._register_locked()
 
     def flush(self) -> None:
         """Queue the current partial batch (never waits for the network)."""
@@ -375,23 +349,19 @@ class RemoteHandler(BaseHandler):
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _register_message(self) -> Message:
-        body = register_body(self.run_id, self.run_name, self._config, self._info, self.heartbeat_s)
-        return ("register", "/runs", body, 0)
-
-    def _heartbeat_message(self) -> Message:
-        body = {"time": time.time(), "points_logged": self._logged}
-        return ("heartbeat", run_path(self.run_id, "heartbeat"), body, 0)
-
     def _sender_locked(self) -> Sender:
         if self._sender is None:
             headers = {"Content-Type": "application/json", "Connection": "keep-alive"}
             if self._api_key:
                 headers["Authorization"] = f"Bearer {self._api_key.reveal()}"
+            policy = read_delivery_policy()
+            if self.when_full is not None:
+                policy = policy.stricter(check_when_full(self.when_full))
+            queue = PointQueue(self.queue_bytes, self.queue_batches, policy)
             self._sender = Sender(
                 self._url,
                 headers,
-                self.queue_batches,
+                queue,
                 self.timeout_s,
                 self.heartbeat_s,
                 self._heartbeat_message,
@@ -399,10 +369,6 @@ class RemoteHandler(BaseHandler):
                 self.max_body_bytes,
             )
         return self._sender
-
-    def _register_locked(self) -> None:
-        self._sender_locked().put(self._register_message(), force=True)
-        self._registered = True
 
     def _flush_locked(self) -> None:
         if not self._registered:

@@ -152,7 +152,9 @@ class RunStore:
         run_id, config = run["run_id"], run["config"]
         now = time.time()
         with self._lock, self._db:
-            row = self._db.execute("SELECT config FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            row = self._db.execute(
+                "SELECT config, last_seq FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
             if row is None:
                 self._db.execute(
                     "INSERT INTO runs (run_id, name, config, info, status, registered, last_seen,"
@@ -175,7 +177,8 @@ class RunStore:
                     " heartbeat_s = COALESCE(?, heartbeat_s) WHERE run_id = ?",
                     (dump_json(merged).decode(), now, run["heartbeat_s"], run_id),
                 )
-        return {"run_id": run_id}
+        # last_seq: a client that restarted (a rebuilt handler) numbers its points after it.
+        return {"run_id": run_id, "last_seq": 0 if row is None else int(row[1] or 0)}
 
     def add_points(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """``POST /runs/<id>/points``: store new points once; count duplicates and gaps."""

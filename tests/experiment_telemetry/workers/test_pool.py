@@ -123,9 +123,10 @@ class TestWorkerPool:
     def test_full_queues_count_missing_events_and_score_every_episode(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy: Any
     ) -> None:
-        """With tiny goggles queues events are lost: the run still scores every episode, and
-        the report counts what went missing instead of hanging on it."""
+        """With tiny goggles queues that drop (GOGGLES_WHEN_FULL=drop) events are lost: the run
+        still scores every episode, and the report counts what went missing instead of hanging."""
         monkeypatch.setenv("GOGGLES_QUEUE_SIZE", "8")
+        monkeypatch.setenv("GOGGLES_WHEN_FULL", "drop")
         plan = [("eval", s) for s in range(4)]
         result = toy(tmp_path, plan, runtime={"steps": 3000}).run()
         report = result.workers

@@ -100,6 +100,7 @@ class Machines:
             "GOGGLES_HOST_IDLE_TIMEOUT": "0.5",
             "GOGGLES_HOST_LOG": str(sock_dir / "host.log"),
             "GOGGLES_BROKER": self.broker_url,
+            "GOGGLES_SPOOL_DIR": str(self.root / "spool"),
             "GOGGLES_BROKER_CLAIM_IDLE_MS": "300",
             "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(_SRC), str(_TESTS)]),
             **env,

@@ -107,8 +107,25 @@ class TestFaults:
         log = machines.host_log("m0")
 
         assert 1 == log.count("Redis unreachable")
-        assert "buffer of 65536 bytes full" in log  # beyond the budget: dropped and counted
+        assert "5000 unsent at close" in log  # spilled past the budget, counted at close
         assert got["lost"] > 0  # the forwarder's losses are in the FinishReport
+
+    def test_drop_policy_drops_past_the_buffer_and_counts(self, machines, redis_server) -> None:
+        """GOGGLES_WHEN_FULL=drop, no Redis: past the buffer's bytes events are dropped, counted."""
+        redis_server.stop()
+        proc = machines.run(
+            "broker_producer.py",
+            "m0",
+            5000,
+            machine="m0",
+            GOGGLES_BROKER_BYTES="65536",
+            GOGGLES_WHEN_FULL="drop",
+        )
+        got = _done(proc)
+        log = machines.host_log("m0")
+
+        assert "buffer of 65536 bytes full" in log
+        assert got["lost"] > 0
 
     def test_hostile_entries_are_skipped_and_counted(self, machines, redis_server, out) -> None:
         """Entries that are not ours (missing fields, garbage payload) are skipped, counted."""

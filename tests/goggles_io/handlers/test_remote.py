@@ -164,12 +164,14 @@ class TestRegistration:
 
 class TestOutage:
     def test_collector_down_never_blocks_and_counts_refusals(self, collector: Collector) -> None:
-        """With the collector down, log calls stay far below the HTTP timeout, refusals are counted,
-        and points logged after it comes back arrive."""
+        """when_full='drop', collector down: log calls stay far below the HTTP timeout, refusals
+        are counted, and points logged after it comes back arrive."""
         timeout_s = (
             30.0  # the collector drops its connections on shutdown: no request waits this out
         )
-        handler = make(collector, buffer_size=5, queue_batches=3, timeout_s=timeout_s)
+        handler = make(
+            collector, buffer_size=5, queue_batches=3, timeout_s=timeout_s, when_full="drop"
+        )
         for step in range(10):
             handler.log_scalar("loss", 1.0, step)
         wait_until(lambda: len(collector.points(handler.run_id)) == 10, what="first batches")

@@ -143,9 +143,11 @@ class TestLossesInFinishReport:
     """In-process bus (GOGGLES_TRANSPORT=inprocess, set by conftest): the handler's own tally."""
 
     def test_refusals_are_in_the_finish_report(self, collector: Collector) -> None:
-        """Points refused by a full queue are counted by finish(), not only in the handler."""
+        """Points refused by a full queue (when_full='drop') are counted by finish() too."""
         collector.response_delay_s = 0.5
-        handler = make(collector, name="t.remote", buffer_size=10, queue_batches=1)
+        handler = make(
+            collector, name="t.remote", buffer_size=10, queue_batches=1, when_full="drop"
+        )
         gg.attach(handler)
         logger = gg.get_logger("t", with_metrics=True)
         for step in range(2000):

@@ -86,12 +86,24 @@ class TestCtrlC:
 
 class TestBackpressure:
     def test_slow_handler_bounds_memory_and_counts_drops(self, bus, finished) -> None:
-        """A slow host handler makes the producer drop and count instead of growing memory."""
-        proc = bus.run("slow.py", bus.jsonl, 200_000, GOGGLES_QUEUE_SIZE="1000")
+        """GOGGLES_WHEN_FULL=drop: a slow host handler makes the producer drop and count."""
+        proc = bus.run(
+            "slow.py", bus.jsonl, 200_000, GOGGLES_QUEUE_SIZE="1000", GOGGLES_WHEN_FULL="drop"
+        )
         out, err = finished(proc)
         growth_kib = int(out.split()[-1])
 
         assert "queue full" in err
+        assert growth_kib < 64 * 1024
+
+    def test_slow_handler_spills_in_the_host_and_memory_stays_bounded(self, bus, finished) -> None:
+        """Default policy: the host lane spills to disk, the producer neither grows nor drops."""
+        proc = bus.run("slow.py", bus.jsonl, 200_000, GOGGLES_QUEUE_SIZE="1000")
+        out, err = finished(proc)
+        growth_kib = int(out.split()[-1])
+
+        assert "transport:" not in err  # the producer itself dropped nothing
+        assert "not sent in time" not in err
         assert growth_kib < 64 * 1024
 
 

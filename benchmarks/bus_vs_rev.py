@@ -1,0 +1,90 @@
+"""One ``benchmarks/bus.py`` cell, this checkout beside an older revision and robo-goggles.
+
+Run: ``python3 benchmarks/bus_vs_rev.py [--rev 57adf6a] [--workload scalars] [--regime settled]
+[--n 100000] [--repeats 5]``
+
+For a "no regression" claim measured side by side: the three sides run alternately in fresh
+processes (``bus._run``, so each cell is exactly a ``bus.py`` cell), the old side being ``--rev``'s
+``src`` and ``benchmarks`` unpacked from git into a temp dir. Prints each run and the medians:
+events/s (or GB/s) to the last event delivered, the log call's median, and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent.parent
+_CELL = r"""
+import json, sys
+import bus
+r = bus._run(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
+key, scale = ("delivered_bytes", 1e-9) if sys.argv[3] == "images" else ("delivered", 1.0)
+print("RESULT", json.dumps({"rate": r[key] * scale / r["to_last_s"], "median_us": r["median_us"],
+                            "delivered": r["delivered"]}))
+"""
+
+
+def _unpack(rev: str, into: Path) -> Path:
+    archive = subprocess.run(
+        ["git", "-C", str(_ROOT), "archive", rev, "src", "benchmarks"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    into.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def _cell(root: Path, peer: str, args: argparse.Namespace) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": f"{root / 'src'}{os.pathsep}{root / 'benchmarks'}"}
+    cmd = [sys.executable, "-c", _CELL, peer, args.regime, args.workload, str(args.n)]
+    done = subprocess.run(cmd, env=env, cwd=root / "benchmarks", capture_output=True, text=True)
+    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+    if not lines:
+        raise RuntimeError(f"{peer} at {root} failed:\n{done.stderr[-2000:]}")
+    return json.loads(lines[-1][7:])  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rev", default="57adf6a")
+    parser.add_argument("--workload", default="scalars", choices=("scalars", "images"))
+    parser.add_argument("--regime", default="settled", choices=("cold", "settled"))
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bus-vs-rev-") as tmp:
+        old = _unpack(args.rev, Path(tmp) / "old")
+        sides = {"this checkout": (_ROOT, "goggles_io"), args.rev: (old, "goggles_io")}
+        sides["robo-goggles"] = (_ROOT, "robo-goggles")
+        got: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+        for repeat in range(args.repeats):
+            for side, (root, peer) in sides.items():
+                r = _cell(root, peer, args)
+                got[side].append(r)
+                print(f"# {repeat} {side}: {r}", file=sys.stderr, flush=True)
+    unit = "GB/s" if args.workload == "images" else "events/s"
+    print(f"# bus.py {args.workload} {args.regime}, n={args.n:,}, median of {args.repeats} runs")
+    print(f"{'side':<16} {unit + ' to last':>18} {'call median (us)':>17} {'delivered (min)':>16}")
+    med = {s: (statistics.median(r["rate"] for r in rs), statistics.median(r["median_us"] for r in rs))
+           for s, rs in got.items()}  # fmt: skip
+    for side, (rate, call) in med.items():
+        low = min(int(r["delivered"]) for r in got[side])
+        print(f"{side:<16} {rate:>18,.2f} {call:>17.2f} {low:>16,}")
+    new, base, rg = med["this checkout"], med[args.rev], med["robo-goggles"]
+    print(
+        f"this checkout / {args.rev}: throughput {new[0] / base[0]:.2f}x, call {new[1] / base[1]:.2f}x"
+    )
+    print(f"vs robo-goggles: this checkout throughput {new[0] / rg[0]:.2f}x, call {new[1] / rg[1]:.2f}x; "
+          f"{args.rev} throughput {base[0] / rg[0]:.2f}x, call {base[1] / rg[1]:.2f}x")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""What travels through a lane besides events, and what a lane reads off its handler.
+
+Flush, close and ``call_handler`` requests are queue items, so they run after every event
+offered before them; a handler's lifecycle methods are optional (robo-goggles' protocol).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from goggles_io._event.records import Kind
+
+__all__ = ["Call", "Control", "handler_kinds", "optional_method"]
+
+_KIND_VALUES = frozenset(k.value for k in Kind)
+
+
+class Control:
+    """A flush or close request travelling through the queue behind the events before it."""
+
+    __slots__ = ("close", "done")
+
+    def __init__(self, close: bool) -> None:
+        self.close = close
+        self.done = threading.Event()
+
+
+class Call:
+    """A ``call_handler`` request: run ``method(payload)`` on the worker, after the events before it."""
+
+    __slots__ = ("method", "payload")
+
+    def __init__(self, method: str, payload: Any) -> None:
+        self.method = method
+        self.payload = payload
+
+
+def _noop() -> None:
+    """Stand-in for a lifecycle method the handler does not define."""
+
+
+def optional_method(handler: object, name: str) -> Any:
+    """Return ``handler.<name>`` or a no-op: robo-goggles' protocol makes ``flush`` optional."""
+    found = getattr(handler, name, None)
+    return found if callable(found) else _noop
+
+
+def handler_kinds(handler: object) -> frozenset[Kind]:
+    """The kinds routed to ``handler``: its ``capabilities``, else what ``can_handle`` accepts.
+
+    Capabilities may be given as strings (``{"log", "metric"}``), as robo-goggles handlers do;
+    a handler with neither attribute receives every kind.
+    """
+    declared = getattr(handler, "capabilities", None)
+    if declared is not None:
+        return frozenset(Kind(k) for k in declared if k in _KIND_VALUES)
+    can_handle = getattr(handler, "can_handle", None)
+    if callable(can_handle):
+        accepted = set()
+        for kind in Kind:
+            try:
+                if can_handle(kind):
+                    accepted.add(kind)
+            except Exception:
+                continue
+        return frozenset(accepted)
+    return frozenset(Kind)

@@ -1,0 +1,64 @@
+"""The messages of the host protocol, as attrs classes: what travels, not how it is encoded.
+
+Apart from :mod:`goggles_io._event.codec` (msgpack, numpy, the cattrs converter) so that a
+process can queue control messages (``attach``, ``flush``...) without paying for the codec's
+imports: the socket client's ``attach`` returns before any of them is loaded (ADR 0025).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import attrs
+
+from goggles_io._event.records import Event
+
+__all__ = ["Ack", "Batch", "Call", "Hello", "Message", "Reply"]
+
+
+@attrs.frozen
+class Hello:
+    """First message on a connection: who the client is."""
+
+    pid: int
+    protocol: int = 1
+
+
+@attrs.frozen
+class Batch:
+    """A numbered batch of events; the host acknowledges it once the events are on its bus."""
+
+    seq: int
+    events: list[Event]
+
+
+@attrs.frozen
+class Ack:
+    """Host -> client: every batch up to ``seq`` is delivered; ``dropped`` were refused by the bus."""
+
+    seq: int
+    dropped: int = 0
+
+
+@attrs.frozen
+class Call:
+    """Client -> host: a bus operation (attach, detach, configure, flush, ...) to run there."""
+
+    token: int
+    op: str
+    args: dict[str, Any]
+
+
+@attrs.frozen
+class Reply:
+    """Host -> client: the outcome of the :class:`Call` with the same token."""
+
+    token: int
+    ok: bool
+    result: Any = None
+
+
+for _cls in (Hello, Batch, Ack, Call, Reply):
+    attrs.resolve_types(_cls, globals(), locals())
+
+Message = Union[Hello, Batch, Ack, Call, Reply]  # noqa: UP007 (a runtime object on 3.10)

@@ -1,0 +1,148 @@
+"""The on-disk spool: records and blobs come back in order, the budget holds, dead owners' folders
+are swept, and a closed spool leaves nothing (ADR 0025)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from goggles_io import Event, Kind
+from goggles_io._event.spilled import SpillEncoder, decode_spilled
+from goggles_io._util.delivery import DeliveryPolicy, WhenFull, read_delivery_policy
+from goggles_io._util.spool import Spool
+from goggles_io._util.spool_space import list_spools, sweep_dead_spools
+
+
+def _policy(tmp: Path, **kw: object) -> DeliveryPolicy:
+    return DeliveryPolicy(spool_dir=str(tmp), **kw)  # type: ignore[arg-type]
+
+
+class TestSpool:
+    @settings(max_examples=30, deadline=None)
+    @given(records=st.lists(st.binary(max_size=3000), max_size=60))
+    def test_records_come_back_in_order(self, tmp_path_factory, records: list[bytes]) -> None:
+        """Whatever is appended is popped back byte for byte, oldest first, then None."""
+        spool = Spool("t", _policy(tmp_path_factory.mktemp("s")))
+        for record in records:
+            assert spool.append(record)
+        got = [spool.pop() for _ in records]
+        tail = spool.pop()
+        spool.close()
+
+        assert (records, None) == (got, tail)
+
+    def test_blobs_are_read_straight_back(self, tmp_path: Path) -> None:
+        """A record's blobs (written from their own buffers) read back into a new buffer."""
+        spool = Spool("t", _policy(tmp_path))
+        spool.append(b"head", [b"ab", memoryview(b"cdef")])
+        record = spool.pop_record()
+        assert record is not None
+        into = bytearray(4)
+        record.read_blob(2, memoryview(into))
+        spool.close()
+
+        assert (b"head", 6, b"cdef") == (record.data, record.blob_bytes, bytes(into))
+
+    def test_budget_refuses_with_a_reason_and_writes_nothing(self, tmp_path: Path) -> None:
+        """Past GOGGLES_SPOOL_BYTES the append is refused, the failure says why."""
+        spool = Spool("t", _policy(tmp_path, spool_bytes=100_000))
+        taken = sum(spool.append(b"x" * 1000) for _ in range(200))
+        spool.close()
+
+        assert taken < 200 and "spool budget full" in spool.failure
+
+    def test_close_removes_the_folder_of_the_process(self, tmp_path: Path) -> None:
+        """After the last spool of a process closes, no folder of it is left."""
+        spools = [Spool(f"t{i}", _policy(tmp_path)) for i in range(3)]
+        for spool in spools:
+            spool.append(b"x")
+        for spool in spools:
+            spool.close()
+
+        assert [] == list_spools(tmp_path)
+
+    def test_folder_of_a_dead_process_is_swept(self, tmp_path: Path) -> None:
+        """A folder left by a SIGKILLed process is removed by the sweep, with its size."""
+        code = (
+            "import os, signal, sys; sys.path[:0] = sys.argv[2:]\n"
+            "from goggles_io._util.spool import Spool\n"
+            "from goggles_io._util.delivery import DeliveryPolicy\n"
+            "Spool('t', DeliveryPolicy(spool_dir=sys.argv[1])).append(b'x' * 1000)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)"
+        )
+        done = subprocess.run([sys.executable, "-c", code, str(tmp_path), *sys.path], check=False)
+        left = list_spools(tmp_path)
+        swept = sweep_dead_spools(tmp_path)
+
+        assert -9 == done.returncode and 1 == len(left)
+        assert [left[0]] == [name for name, size in swept if size > 1000]
+        assert [] == list_spools(tmp_path)
+
+
+class TestSpilledEvents:
+    def test_events_with_arrays_round_trip_through_a_spool(self, tmp_path: Path) -> None:
+        """A list of events, big arrays beside the record, comes back equal."""
+        events = [
+            Event(
+                kind=Kind.IMAGE, scope="global", payload=np.arange(10_000, dtype=np.int32), step=1
+            ),
+            Event(kind=Kind.METRIC, scope="global", payload={"loss": 0.5}, step=2),
+            Event(kind=Kind.TEXT, scope="global", payload="hello", step=3),
+        ]
+        spool = Spool("t", _policy(tmp_path))
+        record, blobs = SpillEncoder().encode(events)
+        spool.append(record, blobs)
+        popped = spool.pop_record()
+        assert popped is not None
+        got = decode_spilled(popped)
+        spool.close()
+
+        assert events == got
+
+
+class TestPolicy:
+    def test_defaults(self) -> None:
+        """With no variable set: spill, 4 GiB, 5 s, the default folder."""
+        got = read_delivery_policy({})
+
+        assert (WhenFull.SPILL, 4 * 1024**3, 5.0, None) == (
+            got.when_full,
+            got.spool_bytes,
+            got.block_timeout_s,
+            got.spool_dir,
+        )
+
+    def test_malformed_value_names_the_variable(self) -> None:
+        """GOGGLES_WHEN_FULL=sometimes is refused, naming the variable and the choices."""
+        try:
+            read_delivery_policy({"GOGGLES_WHEN_FULL": "sometimes"})
+        except ValueError as exc:
+            message = str(exc)
+        else:
+            message = ""
+
+        assert "GOGGLES_WHEN_FULL" in message and "'spill', 'block', 'drop'" in message
+
+    def test_a_handler_may_only_be_stricter(self) -> None:
+        """A handler's when_full tightens the policy; it never loosens it."""
+        drop = DeliveryPolicy(when_full=WhenFull.DROP)
+
+        assert WhenFull.DROP == drop.stricter(WhenFull.SPILL).when_full
+        assert WhenFull.BLOCK == DeliveryPolicy().stricter(WhenFull.BLOCK).when_full
+
+
+def test_spool_folder_is_private(tmp_path: Path) -> None:
+    """The process folder and the spool's own are 0700."""
+    spool = Spool("t", _policy(tmp_path))
+    spool.append(b"x")
+    assert spool.path is not None
+    modes = {oct(os.stat(p).st_mode & 0o777) for p in (spool.path, spool.path.parent)}
+    spool.close()
+
+    assert {"0o700"} == modes
