@@ -216,7 +216,7 @@ def test_every_sink_conserves_every_event(bus: Any, tmp_path: Path, seed: int) -
 
         slow = {(r["pid"], r["step"]) for r in _lines(out / "slow.jsonl")}
         assert (total, 0) == (len(slow), drops("slow")), why
-        stored = {(r["pid"], r["step"]) for r in _lines(out / "storage" / "events.jsonl")}
+        stored = {(r["pid"], r["step"]) for r in _lines(out / "storage" / "log.jsonl")}
         assert (total, 0) == (len(stored), drops("storage")), why
         rows = (disk / "csv" / "metrics.csv").read_bytes().count(b"\n") - 1
         assert logged["metric"] == rows + drops("csv"), why
