@@ -30,7 +30,7 @@ from experiment_telemetry.recorder import (
     STATS_FILE,
     EventRecorder,
 )
-from experiment_telemetry.stats import MetricAlert, StatEvent, WorkerLost
+from experiment_telemetry.stats import EpisodeMissing, MetricAlert, StatEvent, WorkerLost
 from experiment_telemetry.transforms import (
     ConsoleTransform,
     CsvTransform,
@@ -96,9 +96,15 @@ class Experiment:
             N worker processes (``runtime_spec``, ``episode_kwargs`` and ``learns`` say how;
             needs the goggles_io socket transport). See ``docs/experiment_telemetry.md``.
 
+    ``worker_wait_s`` (class attribute, 30 s) bounds, with workers, a worker's flush after each
+    episode and the wait for that episode's events after it: an episode whose events did not
+    arrive by then is reported ``EpisodeMissing``, not scored.
+
     Raises:
         ExperimentValueError: ``num_epochs`` is not an int >= 1, or ``num_workers`` not >= 0.
     """
+
+    worker_wait_s: float = 30.0
 
     def __init__(
         self,
@@ -308,7 +314,12 @@ class Experiment:
 
     def _loop_workers(self, bar: Any) -> None:
         """The same loop with episodes run in worker processes and scored here, in order."""
-        pool = WorkerPool(self.num_workers, self.runtime_spec(), levels=self.telemetry_levels)
+        pool = WorkerPool(
+            self.num_workers,
+            self.runtime_spec(),
+            levels=self.telemetry_levels,
+            flush_timeout_s=self.worker_wait_s,
+        )
         self.worker_report = pool.report
         try:
             pool.start()
@@ -320,7 +331,12 @@ class Experiment:
         finally:
             pool.close()
             report = pool.report
-            if report.episodes_lost or report.events_missing or report.subscription_dropped:
+            if (
+                report.episodes_lost
+                or report.episodes_missing
+                or report.events_missing
+                or report.subscription_dropped
+            ):
                 _logger.warning("%s", report.summary())
 
     def _tasks(self, epoch: int) -> Iterator[EpisodeTask]:
@@ -331,7 +347,7 @@ class Experiment:
             yield EpisodeTask(context, self.learns(context), kwargs)
 
     def _score_outcome(self, outcome: EpisodeOutcome) -> None:
-        """Re-emit a finished episode's events here and score it; report a lost one."""
+        """Re-emit a finished episode's events here and score it; report a lost or missing one."""
         context = outcome.task.context
         if outcome.error is not None:
             msg = (
@@ -353,13 +369,35 @@ class Experiment:
                 "episode %d lost: worker %d (pid %d) ended with code %s; the run goes on",
                 context.episode, outcome.worker, outcome.pid, outcome.returncode,
             )  # fmt: skip
-            if self._recorder is not None:
-                self._recorder.record(lost)
-            self.stats.append(lost)
-            get_telemetry(STATS_STREAM).emit(lost)
+            self._publish(lost)
+            return
+        if outcome.undelivered:
+            missing = EpisodeMissing(
+                mode=context.mode,
+                epoch=context.epoch,
+                episode=context.episode,
+                target=context.target,
+                worker=outcome.worker,
+                pid=outcome.pid,
+                sent=outcome.arrived + outcome.missing,
+                arrived=outcome.arrived,
+            )
+            _logger.warning(
+                "episode %d missing: %d of the %d events worker %d sent arrived within %.0f s "
+                "(broker down or away?); not scored, the run goes on",
+                context.episode, missing.arrived, missing.sent, outcome.worker, self.worker_wait_s,
+            )  # fmt: skip
+            self._publish(missing)
             return
         replay_episode(outcome.events, outcome.worker)
         self.post_episode(attrs.evolve(context, timestamp=outcome.start))
+
+    def _publish(self, stat: StatEvent) -> None:
+        """A stat the harness makes itself: in the event log, the stats, on the stats stream."""
+        if self._recorder is not None:
+            self._recorder.record(stat)
+        self.stats.append(stat)
+        get_telemetry(STATS_STREAM).emit(stat)
 
     def _close(self, opened: list[Any]) -> None:
         """Close in order (aggregators, transforms, recorders), then finish goggles_io."""

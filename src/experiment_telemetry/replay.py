@@ -19,7 +19,7 @@ from experiment_telemetry.aggregators.standard import make_aggregators
 from experiment_telemetry.context import EpisodeContext
 from experiment_telemetry.exceptions import ReplayError
 from experiment_telemetry.recorder import RUNTIME_EVENTS_FILE, STATS_FILE
-from experiment_telemetry.stats import StatEvent, WorkerLost
+from experiment_telemetry.stats import EpisodeMissing, StatEvent, WorkerLost
 from runtime_telemetry import TelemetrySchema, from_json
 from runtime_telemetry.exceptions import SchemaDecodeError, UnknownKindError
 
@@ -112,7 +112,8 @@ def replay(
     """Feed ``schemas`` to ``aggregators`` as the harness did; return every stat, in order.
 
     Each ``EpisodeContext`` ends an episode (``post_episode``); a ``WorkerLost`` (an episode
-    whose worker process died) is a stat of its own, passed through; every other schema is
+    whose worker process died) or an ``EpisodeMissing`` (one whose events never arrived) is a
+    stat of its own, passed through; every other schema is
     delivered as an event. The run's end (``post_run``) closes what is still open.
     """
     stats: list[StatEvent] = []
@@ -122,7 +123,7 @@ def replay(
         if isinstance(schema, EpisodeContext):
             for aggregator in aggregators:
                 aggregator.post_episode(schema)
-        elif isinstance(schema, WorkerLost):
+        elif isinstance(schema, (WorkerLost, EpisodeMissing)):
             stats.append(schema)
         elif not isinstance(schema, StatEvent):
             for aggregator in aggregators:

@@ -18,6 +18,7 @@ __all__ = [
     "ALERT_CHECKS",
     "SEVERITIES",
     "VERDICTS",
+    "EpisodeMissing",
     "EpisodeStats",
     "LearningModuleEpisodeStats",
     "MetricAlert",
@@ -327,3 +328,28 @@ class WorkerLost(StatEvent):
     returncode: int | None = None
     """The worker's exit status; negative: killed by that signal (-9: SIGKILL)."""
     outcome: str = "worker_lost"
+
+
+@attrs.frozen(kw_only=True)
+class EpisodeMissing(StatEvent):
+    """An episode a worker finished whose events did not reach the experiment in time.
+
+    Its end marker did not arrive within the pool's wait (``flush_timeout_s`` after the
+    worker said it was done): over a broker, Redis was down or away; locally, none of its
+    events arrived. The episode is not scored (a verdict from no or half the events would be
+    wrong, e.g. ``patch_off_object``); what arrived later is ignored; the run goes on.
+    Recorded like :class:`WorkerLost`, so replay reproduces it.
+    """
+
+    mode: str
+    epoch: int
+    episode: int
+    target: str
+    worker: int
+    """The worker's index in the pool."""
+    pid: int
+    sent: int
+    """Events the worker sent for the episode."""
+    arrived: int
+    """Of those, events that had arrived when the wait ended."""
+    outcome: str = "events_missing"

@@ -15,6 +15,7 @@ import lazy_loader as _lazy
 from goggles_io._api.functions import (
     attach,
     call_handler,
+    check_broker,
     configure,
     detach,
     finish,
@@ -69,6 +70,7 @@ __all__ = [
     "WandBHandler",
     "attach",
     "call_handler",
+    "check_broker",
     "configure",
     "detach",
     "filters",

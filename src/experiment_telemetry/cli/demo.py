@@ -33,7 +33,8 @@ def _run_scenarios(args: argparse.Namespace) -> list[Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; exit 130 on Ctrl-C (the run is kept, marked interrupted), 2 with one line
-    for bad input (``--epochs`` below 1, a ``--root`` that cannot be written)."""
+    for bad input (``--epochs`` below 1, a ``--root`` that cannot be written, a ``--broker``
+    without the ``redis`` package or whose Redis does not answer)."""
     from pathlib import Path
 
     from experiment_telemetry.demo.experiment import run_demo
@@ -61,6 +62,13 @@ def run(args: argparse.Namespace) -> int:
             return 2
         if not args.broker.startswith(("redis://", "rediss://", "unix://")):
             print("telemetry demo: --broker must be a redis:// or rediss:// URL", file=sys.stderr)
+            return 2
+        import goggles_io
+
+        # Nothing would reach this process, so nothing could be scored: stop before the run.
+        problem = goggles_io.check_broker(args.broker)
+        if problem is not None:
+            print(f"telemetry demo: --broker: {problem}; the demo does not start", file=sys.stderr)
             return 2
         # The workers stand for other machines: they reach this process only through Redis.
         os.environ["GOGGLES_BROKER"] = args.broker

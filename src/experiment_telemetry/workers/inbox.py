@@ -132,6 +132,11 @@ class EpisodeInbox:
         entry = self._episodes.get((worker, episode))
         return entry is not None and entry.ended
 
+    def received(self, worker: int, episode: int) -> int:
+        """Events of ``episode`` from ``worker`` that arrived so far (call under ``cond``)."""
+        entry = self._episodes.get((worker, episode))
+        return 0 if entry is None else entry.received
+
     def take(self, worker: int, episode: int) -> EpisodeEvents:
         """Remove and return what arrived for the episode, after any events ``worker`` sent
         outside an episode (call under ``cond``)."""
@@ -144,7 +149,8 @@ class EpisodeInbox:
         return entry
 
     def discard(self, worker: int, episode: int) -> int:
-        """Forget the episode (its worker was lost); later arrivals are ignored. Returns how
+        """Forget the episode (its worker was lost, its events did not arrive in time); later
+        arrivals are ignored. Returns how
         many of its events had arrived (call under ``cond``)."""
         key = (worker, episode)
         self._discarded.add(key)

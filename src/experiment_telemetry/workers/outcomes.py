@@ -26,8 +26,12 @@ class EpisodeOutcome:
     """How an episode ended, in plan order.
 
     ``lost``: the worker died before finishing it (``returncode`` says how; ``-9`` is SIGKILL).
-    ``error``: the runtime raised (the worker's traceback). Otherwise ``events`` are the
-    forwarded events (logger name, level, encoded schema) and ``missing`` those that were lost.
+    ``error``: the runtime raised (the worker's traceback). ``undelivered``: the worker
+    finished it but its events did not arrive within the wait (its end marker never came:
+    over a broker, Redis was away; locally, none of them came); ``events`` then holds none,
+    ``missing`` the events that did not arrive, and the episode must not be scored. Otherwise
+    ``events`` are the forwarded events (logger name, level, encoded schema) and ``missing``
+    those that were lost.
     """
 
     task: EpisodeTask
@@ -39,6 +43,9 @@ class EpisodeOutcome:
     lost: bool = False
     returncode: int | None = None
     error: str | None = None
+    undelivered: bool = False
+    arrived: int = 0
+    """With ``undelivered``: the episode's events that had arrived when the wait ended."""
 
 
 @attrs.frozen
@@ -59,6 +66,8 @@ class WorkerReport:
     num_workers: int
     episodes: int = 0
     episodes_lost: int = 0
+    episodes_missing: int = 0
+    """Episodes the workers finished whose events did not arrive in time: reported, not scored."""
     events_sent: int = 0
     """Events the workers sent in completed episodes."""
     events_missing: int = 0
@@ -73,7 +82,8 @@ class WorkerReport:
         """One line for the end of a run."""
         line = (
             f"{self.num_workers} workers: {self.episodes} episodes, {self.episodes_lost} lost "
-            f"with their worker; {self.events_sent} events forwarded, {self.events_missing} missing "
+            f"with their worker, {self.episodes_missing} missing (their events did not arrive; "
+            f"not scored); {self.events_sent} events forwarded, {self.events_missing} missing "
             f"({self.subscription_dropped} dropped by the subscription)"
         )
         for loss in self.losses:

@@ -11,7 +11,11 @@ only on that memory and its own arguments, whichever worker runs it.
 An episode is complete when its worker said ``done`` (after flushing its goggles client) and
 its end marker arrived through the subscription (or, if the marker itself was dropped, after
 ``Subscription.sync``); what never arrived is counted. A worker whose pipe closes mid-episode
-(killed, crashed) makes that episode *lost*; the others go on.
+(killed, crashed) makes that episode *lost*; the others go on. An episode whose end marker
+did not come within ``flush_timeout_s`` of its worker's ``done`` while events it sent are
+missing (over a broker; locally, when none came) is *undelivered*: reported, never scored
+from what happened to arrive. Over a broker, once one episode is undelivered and nothing at
+all arrived since, the next ones are undelivered without another wait.
 """
 
 from __future__ import annotations
@@ -48,12 +52,13 @@ _AGAIN = object()
 class _Slot:
     """An episode of the plan, from submission to outcome."""
 
-    __slots__ = ("deadline", "done", "lost", "synced", "task", "worker")
+    __slots__ = ("deadline", "done", "done_at", "lost", "synced", "task", "worker")
 
     def __init__(self, task: EpisodeTask) -> None:
         self.task = task
         self.worker: _Worker | None = None
         self.done: dict[str, Any] | None = None
+        self.done_at = 0.0
         self.lost = False
         self.synced = False
         self.deadline: float | None = None
@@ -82,7 +87,7 @@ class WorkerPool:
         spec: how each worker builds and drives the runtime.
         levels: ``runtime_telemetry.configure`` levels applied in every worker.
         flush_timeout_s: bound of a worker's flush after each episode, and of the wait for a
-            complete episode's events after that.
+            complete episode's events after that (past it, the episode is undelivered).
 
     Raises:
         ExperimentValueError: ``num_workers`` < 1, or goggles_io runs in-process.
@@ -110,6 +115,7 @@ class WorkerPool:
         self._dirty = True  # the workers' shared memory must come from the learner first
         self._remote_dir: str | None = None  # the workers' own socket dir, via a broker
         self._learner: _Worker | None = None
+        self._silent_at: int | None = None  # inbox arrivals when an episode went undelivered
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> WorkerPool:
@@ -135,6 +141,14 @@ class WorkerPool:
             raise ExperimentValueError(msg, os.environ.get("GOGGLES_TRANSPORT"))
         # Via a broker, workers stand for other machines: their own host, on a socket of theirs.
         env, self._remote_dir = worker_env(self.scope)
+        if self._remote_dir is not None:
+            # No event could reach this process: fail now, not one wait per episode later.
+            problem = goggles_io.check_broker()
+            if problem is not None:
+                shutil.rmtree(self._remote_dir, ignore_errors=True)
+                self._remote_dir = None
+                msg = f"the workers reach this process only through the broker, but {problem}."
+                raise WorkerError(msg, None, None)
         self._inbox = EpisodeInbox(self.scope, self._cond, from_broker=self._remote_dir is not None)
         setup = {
             "scope": self.scope,
@@ -239,6 +253,10 @@ class WorkerPool:
         self.report.episodes += 1
         if outcome.lost:
             self.report.episodes_lost += 1
+        elif outcome.undelivered:
+            self.report.episodes_missing += 1
+            self.report.events_sent += outcome.arrived + outcome.missing
+            self.report.events_missing += outcome.missing
         else:
             per_worker = self.report.episodes_per_worker
             per_worker[outcome.worker] = per_worker.get(outcome.worker, 0) + 1
@@ -331,15 +349,31 @@ class WorkerPool:
             slot.synced = True
             # The worker flushed before saying done, so the host holds the rest: sync fetches it.
             inbox.sync(self.flush_timeout_s)
-            if not done.get("flushed") or inbox.remote:
+            if inbox.remote:
+                # Only the end marker tells: wait for it, bounded, from the worker's done (so
+                # the waits of the episodes in flight overlap); none if the broker went silent.
+                silent = self._silent_at is not None and self._silent_at == inbox.arrivals
+                slot.deadline = slot.done_at + (0.0 if silent else self.flush_timeout_s)
+            elif not done.get("flushed"):
                 slot.deadline = time.monotonic() + self.flush_timeout_s
             return _AGAIN
         if not complete and slot.deadline is not None and time.monotonic() < slot.deadline:
             return None
+        sent = int(done["sent"])
         with self._cond:
+            received = inbox.received(worker.index, episode)
+            if not complete and received < sent and (inbox.remote or received == 0):
+                inbox.discard(worker.index, episode)
+                if inbox.remote:
+                    self._silent_at = inbox.arrivals
+                return EpisodeOutcome(
+                    slot.task, worker.index, worker.pid, float(done["start"]),
+                    missing=sent - received, error=done.get("error"), undelivered=True,
+                    arrived=received,
+                )  # fmt: skip
             arrived = inbox.take(worker.index, episode)
         events = arrived.decode()  # here, not on the subscription's reader thread
-        missing = max(0, int(done["sent"]) - (len(events) - arrived.loose))
+        missing = max(0, sent - (len(events) - arrived.loose))
         return EpisodeOutcome(
             slot.task, worker.index, worker.pid, float(done["start"]), events=events,
             missing=missing, error=done.get("error"),
@@ -353,6 +387,7 @@ class WorkerPool:
                 worker.ready = True
             elif op == "done" and worker.slot is not None:
                 worker.slot.done = message
+                worker.slot.done_at = time.monotonic()
                 worker.slot = None
             else:
                 worker.replies.append(message)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from goggles_io._api.state import STATE, get_settings, get_transport
 from goggles_io._bus.transport import FinishReport, Transport
 from goggles_io._event import validate as v
+from goggles_io._util.report import ReportOnce
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers.base import Handler
 
@@ -20,6 +21,7 @@ __all__ = [
     "DEFAULT_CONSOLE_NAME",
     "attach",
     "call_handler",
+    "check_broker",
     "configure",
     "detach",
     "finish",
@@ -29,6 +31,7 @@ __all__ = [
 ]
 
 DEFAULT_CONSOLE_NAME = "goggles.console"  # robo-goggles' name: detach("goggles.console") works
+_REPORT_ONCE = ReportOnce()
 
 
 def _scopes(scopes: Sequence[str] | str | None) -> list[str]:
@@ -51,14 +54,25 @@ def attach(
 
     With ``from_broker=True`` the handler runs in this process on the events every machine
     forwarded to the broker (``GOGGLES_BROKER``; see ``docs/cross-machine.md``), read through
-    a consumer group: at-least-once, de-duplicated, so each is handled once.
+    a consumer group: at-least-once, de-duplicated, so each is handled once. Without the
+    ``redis`` package (the ``broker`` extra) one line on stderr names the pip command and the
+    handler gets nothing; no reading thread starts.
     """
     for attr in ("name", "handle"):
         if not hasattr(handler, attr):
             msg = f"handler must implement the goggles_io Handler protocol; {handler!r} lacks {attr!r}."
             raise TypeError(msg)
     if from_broker:
-        broker_consumer().attach(handler, _scopes(scopes))
+        consumer = broker_consumer()
+        from goggles_io._broker.preflight import redis_missing
+
+        problem = redis_missing()
+        if problem is not None:
+            _REPORT_ONCE(
+                "redis", f"attach(from_broker=True): {problem}; {handler.name!r} gets nothing"
+            )
+            return
+        consumer.attach(handler, _scopes(scopes))
         return
     get_transport().attach(handler, _scopes(scopes))
 
@@ -84,6 +98,27 @@ def broker_consumer() -> BrokerConsumer:
                 raise ConfigurationError(msg, key="GOGGLES_BROKER", value=None)
             STATE.consumer = BrokerConsumer(url, settings)
         return STATE.consumer
+
+
+def check_broker(url: str | None = None, timeout_s: float = 2.0) -> str | None:
+    """One line saying why this process cannot use the broker, or ``None`` when it can.
+
+    ``url`` defaults to ``configure(broker=...)``, then ``GOGGLES_BROKER``. The line names the
+    pip command when the ``redis`` package is missing, or says that Redis at the URL (shown
+    without its password) did not answer a ``PING`` within ``timeout_s`` and what happens to
+    the events then. Call it before a run whose results depend on the broker.
+
+    Raises:
+        ConfigurationError: no broker is configured, or the URL is not a Redis URL.
+    """
+    from goggles_io._broker import preflight
+    from goggles_io._broker.settings import check_url, read_broker_settings
+
+    url = url if url is not None else STATE.broker_url or read_broker_settings().url
+    if url is None:
+        msg = "no broker to check: set GOGGLES_BROKER=redis://host:port/db or pass url=."
+        raise ConfigurationError(msg, key="GOGGLES_BROKER", value=None)
+    return preflight.check(check_url(url), timeout_s)
 
 
 def detach(handler_name: str, scope: str = "global") -> None:
