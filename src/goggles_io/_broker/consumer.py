@@ -6,6 +6,13 @@ in one step, so an entry another consumer already handled is skipped. Entries le
 a dead consumer are taken over with ``XAUTOCLAIM`` once idle for ``claim_idle_ms``. A malformed
 or hostile entry is acknowledged, skipped and counted. One thread per consumer; handlers run on
 it (a synchronous local bus), so "handled" means the handler returned.
+
+Through a Redis restart (ADR 0029): the consumer also remembers, per producer, what it handled,
+so an entry whose record-and-ack step failed on the dead connection is recorded again on the new
+one before anything else is read, and a Redis that came back empty learns the marks again (the
+producers send their unconfirmed entries again; the marks make those repeats). It then reads its
+own pending entries (``XREADGROUP ... 0``) before new ones, so a producer's order is kept and
+nothing waits for the claim timeout.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import time
 from typing import Any
 
 from goggles_io._broker.entries import decode_entry
-from goggles_io._broker.settings import BrokerSettings, check_url, stream_name
+from goggles_io._broker.settings import BrokerSettings, check_url, seen_key, stream_name
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import FinishReport
 from goggles_io._event.codec import Decoder
@@ -28,22 +35,42 @@ from goggles_io.handlers.base import Handler
 
 __all__ = ["BrokerConsumer"]
 
-# KEYS: seen-hash, pending-set of this producer, stream; ARGV: producer, seq, group, entry id.
-# Advances the producer's contiguous high-water mark (or parks an out-of-order seq in the set),
-# then XACKs, atomically: "handled" and "acknowledged" can never disagree.
+# KEYS: seen-hash, stream, then the pending-set of each producer of the read.
+# ARGV: group, n producers, their ids, then (producer index, seq, entry id) per handled entry.
+# Advances each producer's contiguous high-water mark (or parks an out-of-order seq in its set),
+# then XACKs the entries, atomically: "handled" and "acknowledged" can never disagree. One call
+# per read, so a backlog of small entries costs a round trip per read, not per entry.
 _MARK_AND_ACK = """
-local hwm = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
-local s = tonumber(ARGV[2])
-if s > hwm then
-  if s == hwm + 1 then
-    hwm = s
-    while redis.call('SREM', KEYS[2], tostring(hwm + 1)) == 1 do hwm = hwm + 1 end
-    redis.call('HSET', KEYS[1], ARGV[1], hwm)
-  else
-    redis.call('SADD', KEYS[2], ARGV[2])
+local n = tonumber(ARGV[2])
+local hwm = {}
+for j = 1, n do hwm[j] = tonumber(redis.call('HGET', KEYS[1], ARGV[2 + j]) or '0') end
+local ids = {}
+for i = 3 + n, #ARGV, 3 do
+  local j = tonumber(ARGV[i])
+  local s = tonumber(ARGV[i + 1])
+  if s == hwm[j] + 1 then
+    hwm[j] = s
+    while redis.call('SREM', KEYS[2 + j], tostring(hwm[j] + 1)) == 1 do hwm[j] = hwm[j] + 1 end
+  elseif s > hwm[j] then
+    redis.call('SADD', KEYS[2 + j], ARGV[i + 1])
   end
+  ids[#ids + 1] = ARGV[i + 2]
 end
-redis.call('XACK', KEYS[3], ARGV[3], ARGV[4])
+for j = 1, n do redis.call('HSET', KEYS[1], ARGV[2 + j], hwm[j]) end
+redis.call('XACK', KEYS[2], ARGV[1], unpack(ids))
+return hwm
+"""
+# KEYS: seen-hash, pending-set of this producer; ARGV: producer, known mark, parked seqs...
+# Puts back what this consumer knows it handled (a Redis that restarted empty forgot it).
+_RESTORE = """
+local hwm = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+local known = tonumber(ARGV[2])
+if known > hwm then hwm = known end
+for i = 3, #ARGV do
+  if tonumber(ARGV[i]) > hwm then redis.call('SADD', KEYS[2], ARGV[i]) end
+end
+while redis.call('SREM', KEYS[2], tostring(hwm + 1)) == 1 do hwm = hwm + 1 end
+redis.call('HSET', KEYS[1], ARGV[1], hwm)
 return hwm
 """
 _READ_COUNT = 256
@@ -66,7 +93,9 @@ class BrokerConsumer:
         self.duplicates = 0  # entries skipped: already handled by some consumer
         self.malformed = 0  # entries skipped: not a batch of ours
         self.reclaimed = 0  # entries taken over from a dead consumer
-        self._seen = f"{self.stream}:{self.group}:seen"
+        self._seen = seen_key(self.stream, self.group)
+        self._marks = _HandledMarks()  # what this consumer knows was handled, per producer
+        self._unacked: list[bytes] = []  # handled, recorded locally; the XACK failed
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._report_once = ReportOnce()
@@ -116,32 +145,67 @@ class BrokerConsumer:
         while not self._stop.is_set():
             try:
                 if client is None:
-                    client = redis.Redis.from_url(self.url, socket_connect_timeout=2.0)
-                    self._ensure_group(client)
+                    client = self._connect()
                     mark = client.register_script(_MARK_AND_ACK)
+                    self._catch_up(client, mark, decoder)
                 if time.monotonic() >= next_claim:
                     next_claim = time.monotonic() + _CLAIM_EVERY_S
-                    claimed = self._claim(client)
-                    for entry_id, fields in claimed:
-                        self._process(client, mark, decoder, entry_id, fields)
+                    self._process(client, mark, decoder, self._claim(client))
                 reply = client.xreadgroup(
                     self.group, self.name, {self.stream: ">"}, count=_READ_COUNT, block=_BLOCK_MS
                 )
                 for _, entries in reply or []:
-                    for entry_id, fields in entries:
-                        self._process(client, mark, decoder, entry_id, fields)
+                    self._process(client, mark, decoder, entries)
                 backoff = 0.05
-            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+            except (redis.ConnectionError, redis.TimeoutError, OSError, redis.ResponseError) as exc:
+                if isinstance(exc, redis.ResponseError) and "NOGROUP" not in str(exc):
+                    raise  # a refusal we do not expect: the thread's report says what it was
+                # NOGROUP: a Redis that restarted without its data, reached on a fresh socket.
                 self._report_once("down", f"broker consumer: Redis unreachable ({exc}); retrying")
                 with contextlib.suppress(Exception):
                     if client is not None:
                         client.close()
                 client = None
                 self._stop.wait(backoff)
-                backoff = min(backoff * 2, 2.0)
+                backoff = min(backoff * 2, 1.0)
         with contextlib.suppress(Exception):
             if client is not None:
                 client.close()
+
+    def _connect(self) -> Any:
+        """A client without redis-py's own retries: a broken connection must reach ``_run``."""
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        client = redis.Redis.from_url(
+            self.url, socket_connect_timeout=2.0, socket_timeout=10.0, retry=Retry(NoBackoff(), 0)
+        )
+        self._ensure_group(client)
+        return client
+
+    def _catch_up(self, client: Any, mark: Any, decoder: Decoder) -> None:
+        """On a new connection, before reading on: put back our marks, finish our acks, and
+        handle what was delivered to us and never acknowledged, in stream order."""
+        restore = client.register_script(_RESTORE)
+        for producer, known, parked in self._marks.items():
+            hwm = restore(
+                keys=[self._seen, f"{self._seen}:{producer}"], args=[producer, known, *parked]
+            )
+            self._marks.learn(producer, int(hwm))
+        if self._unacked:
+            client.xack(self.stream, self.group, *self._unacked)
+            self._unacked.clear()
+        start = "0"
+        while not self._stop.is_set():
+            reply = client.xreadgroup(
+                self.group, self.name, {self.stream: start}, count=_READ_COUNT
+            )
+            entries = [e for _, batch in reply or [] for e in batch]
+            if not entries:
+                break
+            self._process(client, mark, decoder, entries)
+            start = entries[-1][0]
 
     def _ensure_group(self, client: Any) -> None:
         import redis
@@ -168,26 +232,101 @@ class BrokerConsumer:
         return found
 
     def _process(
-        self, client: Any, mark: Any, decoder: Decoder, entry_id: bytes, fields: Any
+        self, client: Any, mark: Any, decoder: Decoder, entries: list[tuple[bytes, Any]]
     ) -> None:
+        """Handle a read's entries in stream order: two round trips for the lot (check; then,
+        after the handlers ran, record and acknowledge), so a backlog of small entries flows."""
+        import redis
+
+        skip: list[bytes] = []  # acknowledged without handling: gone, malformed, repeats
+        fresh: list[tuple[bytes, str, int, list[Any]]] = []
+        taken: set[tuple[str, int]] = set()
+        for entry_id, fields in entries:
+            if not fields:  # an entry of our pending list that the stream no longer holds
+                skip.append(entry_id)
+                continue
+            try:
+                producer, seq, events = decode_entry(decoder, fields)
+            except FrameError as exc:
+                self.malformed += 1
+                self._report_once("bad", f"broker consumer: skipping a malformed entry ({exc})")
+                skip.append(entry_id)
+                continue
+            if self._marks.has(producer, seq) or (producer, seq) in taken:
+                self.duplicates += 1
+                skip.append(entry_id)
+                continue
+            taken.add((producer, seq))
+            fresh.append((entry_id, producer, seq, events))
+        producers = sorted({producer for _, producer, _, _ in fresh})
+        if fresh:  # another consumer of the group may have handled some
+            pipe = client.pipeline(transaction=False)
+            for producer in producers:
+                seqs = [seq for _, p, seq, _ in fresh if p == producer]
+                pipe.hget(self._seen, producer).smismember(f"{self._seen}:{producer}", seqs)
+            found = iter(pipe.execute())
+            done: set[tuple[str, int]] = set()
+            for producer in producers:
+                hwm, parked = int(next(found) or 0), next(found)
+                seqs = [seq for _, p, seq, _ in fresh if p == producer]
+                done |= {(producer, s) for s, k in zip(seqs, parked, strict=True) if k or s <= hwm}
+            if done:
+                self.duplicates += len(done)
+                skip += [e[0] for e in fresh if (e[1], e[2]) in done]
+                fresh = [e for e in fresh if (e[1], e[2]) not in done]
+                producers = sorted({producer for _, producer, _, _ in fresh})
+        if fresh:
+            self.bus.emit_many([event for *_, events in fresh for event in events])
+            self.handled += len(fresh)
+            self.events += sum(len(events) for *_, events in fresh)
+            for _, producer, seq, _ in fresh:
+                self._marks.add(producer, seq)
+        pipe = client.pipeline(transaction=False)
+        if fresh:
+            index = {producer: j for j, producer in enumerate(producers, start=1)}
+            args: list[Any] = [self.group, len(producers), *producers]
+            for entry_id, producer, seq, _ in fresh:
+                args += [index[producer], seq, entry_id]
+            keys = [self._seen, self.stream, *(f"{self._seen}:{p}" for p in producers)]
+            mark(keys=keys, args=args, client=pipe)
+        if skip:
+            pipe.xack(self.stream, self.group, *skip)
         try:
-            producer, seq, events = decode_entry(decoder, fields or {})
-        except FrameError as exc:
-            self.malformed += 1
-            self._report_once("bad", f"broker consumer: skipping a malformed entry ({exc})")
-            client.xack(self.stream, self.group, entry_id)
-            return
-        pending_key = f"{self._seen}:{producer}"
-        hwm, parked = (
-            client.pipeline().hget(self._seen, producer).sismember(pending_key, seq).execute()
-        )
-        if (hwm is not None and seq <= int(hwm)) or parked:
-            self.duplicates += 1
-            client.xack(self.stream, self.group, entry_id)
-            return
-        self.bus.emit_many(events)
-        self.handled += 1
-        self.events += len(events)
-        mark(
-            keys=[self._seen, pending_key, self.stream], args=[producer, seq, self.group, entry_id]
-        )
+            replies = pipe.execute() if fresh or skip else []
+        except (redis.ConnectionError, redis.TimeoutError, OSError):
+            self._unacked += [e[0] for e in fresh] + skip  # acknowledged by the next _catch_up
+            raise
+        if fresh:
+            for producer, hwm in zip(producers, replies[0], strict=True):
+                self._marks.learn(producer, int(hwm))
+
+
+class _HandledMarks:
+    """Per producer: the contiguous high-water mark of handled seqs, and those handled past it."""
+
+    def __init__(self) -> None:
+        self._hwm: dict[str, int] = {}
+        self._parked: dict[str, set[int]] = {}
+
+    def has(self, producer: str, seq: int) -> bool:
+        """Whether ``seq`` of ``producer`` is known handled."""
+        return seq <= self._hwm.get(producer, 0) or seq in self._parked.get(producer, ())
+
+    def add(self, producer: str, seq: int) -> None:
+        """This consumer handled ``seq``."""
+        self._parked.setdefault(producer, set()).add(seq)
+        self.learn(producer, self._hwm.get(producer, 0))
+
+    def learn(self, producer: str, hwm: int) -> None:
+        """The group's mark for ``producer`` is at least ``hwm``."""
+        hwm = max(hwm, self._hwm.get(producer, 0))
+        parked = self._parked.get(producer, set())
+        while hwm + 1 in parked:
+            hwm += 1
+        self._hwm[producer] = hwm
+        if parked:
+            self._parked[producer] = {s for s in parked if s > hwm}
+
+    def items(self) -> list[tuple[str, int, list[int]]]:
+        """``(producer, mark, parked seqs)`` for each producer seen."""
+        return [(p, h, sorted(self._parked.get(p, ()))) for p, h in self._hwm.items()]

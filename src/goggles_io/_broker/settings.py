@@ -20,7 +20,7 @@ from goggles_io._util.env import (
 )
 from goggles_io.exceptions import ConfigurationError
 
-__all__ = ["BrokerSettings", "check_url", "read_broker_settings", "stream_name"]
+__all__ = ["BrokerSettings", "check_url", "read_broker_settings", "seen_key", "stream_name"]
 
 _SCHEMES = ("redis://", "rediss://", "unix://")
 _RUN = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
@@ -54,6 +54,11 @@ def check_url(url: object) -> str:
 def stream_name(run: str) -> str:
     """The stream one run's events go to."""
     return f"goggles_io:{run}"
+
+
+def seen_key(stream: str, group: str) -> str:
+    """The hash of each producer's high-water mark of entries ``group`` has handled."""
+    return f"{stream}:{group}:seen"
 
 
 def read_broker_settings(env: Mapping[str, str] | None = None) -> BrokerSettings:

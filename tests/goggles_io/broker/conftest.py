@@ -32,19 +32,25 @@ def _free_port() -> int:
 
 
 class RedisServer:
-    """One redis-server process on 127.0.0.1:<port>, no persistence; can be restarted."""
+    """One redis-server process on 127.0.0.1:<port>; can be killed and restarted on that port.
 
-    def __init__(self, root: Path, password: str | None = None) -> None:
+    Without ``aof`` nothing is persisted (a restart comes back empty); with it every write is
+    in the append-only file before Redis answers (``appendfsync always``).
+    """
+
+    def __init__(self, root: Path, password: str | None = None, aof: bool = False) -> None:
         self.root = root
         self.port = _free_port()
         self.password = password
+        self.aof = aof
         self.proc: subprocess.Popen[bytes] | None = None
         auth = f":{password}@" if password else ""
         self.url = f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
         args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
-        args += ["--save", "", "--appendonly", "no", "--dir", str(self.root)]
+        persist = ["yes", "--appendfsync", "always"] if self.aof else ["no"]
+        args += ["--save", "", "--appendonly", *persist, "--dir", str(self.root)]
         if self.password:
             args += ["--requirepass", self.password]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -61,6 +67,13 @@ class RedisServer:
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
+            self.proc.wait(timeout=30)
+        self.proc = None
+
+    def kill(self) -> None:
+        """SIGKILL: Redis gets no chance to save anything."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
             self.proc.wait(timeout=30)
         self.proc = None
 
@@ -123,15 +136,36 @@ class Machines:
 
 
 @pytest.fixture
-def machines(redis_server: RedisServer) -> Iterator[Machines]:
+def aof_redis_server() -> Iterator[RedisServer]:
+    """A redis-server that keeps its data through a restart (append-only file, fsync always)."""
+    root = Path(tempfile.mkdtemp(prefix="gga-"))
+    server = RedisServer(root, aof=True)
+    server.start()
+    yield server
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _machines(server: RedisServer) -> Iterator[Machines]:
     root = Path(tempfile.mkdtemp(prefix="ggm-"))
-    m = Machines(root, redis_server.url)
+    m = Machines(root, server.url)
     yield m
     for proc in m.procs:
         if proc.poll() is None:
             proc.kill()
         proc.communicate(timeout=30)
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def machines(redis_server: RedisServer) -> Iterator[Machines]:
+    yield from _machines(redis_server)
+
+
+@pytest.fixture
+def aof_machines(aof_redis_server: RedisServer) -> Iterator[Machines]:
+    """Machines on the Redis of ``aof_redis_server``."""
+    yield from _machines(aof_redis_server)
 
 
 @pytest.fixture

@@ -95,3 +95,21 @@ class TestWithoutRedisPackage:
         assert line.startswith("goggles_io: attach(from_broker=True): the broker needs the")
         assert _INSTALL in line
         assert "Traceback" not in out.stderr
+
+    def test_producer_side_counts_its_events_lost_with_the_reason(self, tmp_path: Path) -> None:
+        """GOGGLES_BROKER set, no redis package: the job logs and finishes; the forwarder says
+        what to install once and its FinishReport counts every event it could not forward."""
+        code = (
+            "import goggles_io as gg\n"
+            "log = gg.get_logger('p', with_metrics=True)\n"
+            "for i in range(300):\n"
+            "    log.scalar('x', float(i), step=i)\n"
+            "report = gg.finish(10)\n"
+            "print(report.handlers['goggles_io.broker'].losses)\n"
+        )
+        out = _without_redis(tmp_path, code, GOGGLES_BROKER=f"redis://127.0.0.1:{free_port()}/0")
+
+        assert 0 == out.returncode, out.stderr
+        assert "{'redis package missing': 300}" == out.stdout.strip()
+        assert 1 == out.stderr.count(_INSTALL), out.stderr
+        assert "Traceback" not in out.stderr

@@ -1,5 +1,7 @@
 """Read the run's stream with a from_broker handler; argv: out_path expected [block_at_step].
 
+Each line: metric, step, producer pid, value, wall time handled.
+
 The handler writes each batch with one write, after checking whether the batch holds the step
 to block at (then it says "blocked" and hangs, so a test can SIGKILL it mid-batch).
 """
@@ -33,7 +35,12 @@ class LinesSink(gg.BaseHandler):
         if any(e.step == block_at for e in events):
             print("blocked", flush=True)
             time.sleep(3600)
-        lines = [json.dumps([next(iter(e.payload)), e.step, e.pid]) for e in events]
+        now = time.time()
+        lines = [
+            json.dumps([name, e.step, e.pid, value, now])
+            for e in events
+            for name, value in e.payload.items()
+        ]
         self.fh.write("".join(line + "\n" for line in lines))
         self.fh.flush()
         self.count += len(events)
@@ -48,7 +55,7 @@ class LinesSink(gg.BaseHandler):
 sink = LinesSink()
 gg.attach(sink, scopes=["*"], from_broker=True)
 print("ready", flush=True)
-deadline = time.monotonic() + 90
+deadline = time.monotonic() + float(os.environ.get("CONSUMER_DEADLINE_S", "90"))
 while sink.count < expected and time.monotonic() < deadline:
     time.sleep(0.01)
 consumer: Any = broker_consumer()
