@@ -2,6 +2,12 @@
 
 A receiver thread per connection reads acknowledgements (freeing shared-memory slots) and
 replies; EOF means the host died, which is noticed at once and counted.
+
+A connection that fails before its handshake is sent is no connection: the sender closes it and
+goes on electing. It happens after a host is SIGKILLed: the kernel releases the dead process's
+sockets after our connection (EOF), but its listener last, so a reconnect can still land in the
+dead listener's backlog and is reset at the first send. A receiver only ever disconnects its
+own connection, never a newer one the sender has made since.
 """
 
 from __future__ import annotations
@@ -62,7 +68,16 @@ class HostLink:
                 self._wake.clear()
                 backoff = min(backoff * 2, 0.25)
                 continue
-            self._on_connected(sock)
+            try:
+                self._on_connected(sock)
+            except OSError:
+                # Reset before the handshake went out (a dying host's backlog, a host in its
+                # idle-exit instant): nothing was sent on it, so nothing is lost; elect again.
+                sock.close()
+                self._wake.wait(backoff)
+                self._wake.clear()
+                backoff = min(backoff * 2, 0.25)
+                continue
             return True
         return False
 
@@ -84,8 +99,13 @@ class HostLink:
             daemon=True,
         ).start()
 
-    def _disconnect(self, *, count_lost: bool, warn: bool) -> None:
+    def _disconnect(
+        self, *, count_lost: bool, warn: bool, only: socket.socket | None = None
+    ) -> None:
+        """Drop the connection (``only``: if it is still that one), counting what was in flight."""
         with self._lock:
+            if only is not None and self._sock is not only:
+                return  # the sender already dropped it (and may have connected again)
             sock, self._sock = self._sock, None
             inflight = list(self._inflight)
             self._inflight.clear()
@@ -135,7 +155,7 @@ class HostLink:
         except (OSError, ValueError):
             pass
         if gen == self._conn_gen and not self._stop:
-            self._disconnect(count_lost=True, warn=True)
+            self._disconnect(count_lost=True, warn=True, only=sock)
             self._wake.set()
 
     def _on_ack(self, ack: Ack) -> None:

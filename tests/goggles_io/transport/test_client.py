@@ -30,9 +30,14 @@ class TestHostDeath:
         proc = bus.run("steady.py", bus.jsonl, stop)
         wait_until(lambda: len(bus.lines()) >= 2000, what="first host wrote 2000 lines")
         first = bus.host_pid()
-        assert first is not None
+        assert first not in (None, proc.pid)
         os.kill(first, signal.SIGKILL)
-        wait_until(lambda: bus.host_pid() not in (None, first), what="a new host was elected")
+        # A host, not the producer: the producer writes its own pid in the lock file while it
+        # takes the lock to spawn the next host.
+        wait_until(
+            lambda: bus.host_pid() not in (None, first, proc.pid) and bus.host_alive(),
+            what="a new host was elected",
+        )
         count_at_respawn = len(bus.lines())
         wait_until(lambda: len(bus.lines()) >= count_at_respawn + 2000, what="new host writes")
         stop.touch()
@@ -48,6 +53,16 @@ class TestHostDeath:
         assert "lost the host" in err
         assert int(out.split()[-1]) - 1 == max(steps)
         assert len(steps) == len(set(steps))
+
+    def test_connection_reset_before_the_handshake_is_retried(self, bus, finished) -> None:
+        """A reconnect into a dying host's backlog fails at the first send; the client elects
+        again instead of losing its sender thread, and every event reaches the new host."""
+        out, err = finished(bus.run("handshake_reset.py", bus.jsonl, 1000))
+        steps = sorted(json.loads(line)["step"] for line in bus.lines())
+
+        assert "Exception in thread" not in err
+        assert "timed_out False" == out.strip()
+        assert list(range(1000)) == steps
 
 
 class TestFork:
