@@ -3,7 +3,7 @@
 Three seeded producers log scalars, images and text to a slow handler, local storage, a CSV on
 a small tmpfs, the remote collector, a live subscription and (when redis-server is installed)
 the broker, while the test stops the subscriber, stops the host, kills and restarts the
-collector and Redis (with its append-only file), and the tmpfs fills. Losses may be non-zero only
+collector and Redis (once with its append-only file, once coming back empty), and the tmpfs fills. Losses may be non-zero only
 where a budget the test set runs out (the tmpfs). The seed is in the test id and in every
 failure message; ``GOGGLES_CHAOS_SEED=<n>`` replays one. A host SIGKILL is not among the faults:
 events a dead host acknowledged but had not handled are not counted (ADR 0025); what survives
@@ -87,7 +87,8 @@ class _Collector:
 
 
 class _Redis:
-    """redis-server with its append-only file, so a restart keeps what it had accepted."""
+    """redis-server with its append-only file, so a restart keeps what it had accepted; the
+    second restart comes back empty (issue 23: both kinds)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -98,6 +99,16 @@ class _Redis:
     def start(self) -> None:
         args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
         args += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.root)]
+        self._run(args)
+
+    def start_empty(self) -> None:
+        """Back on the same port without its data (a crash of a Redis without persistence)."""
+        self.root = self.root / "empty"
+        self.root.mkdir(exist_ok=True)
+        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+        self._run([*args, "--appendonly", "no", "--dir", str(self.root)])
+
+    def _run(self, args: list[str]) -> None:
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until(self._ping, timeout_s=30, what="redis-server answers")
 
@@ -180,7 +191,9 @@ def test_every_sink_conserves_every_event(bus: Any, tmp_path: Path, seed: int) -
                    _later(2.9 + jitter[2], collector.start)]  # fmt: skip
         if redis_server is not None:
             timers += [_later(1.2 + jitter[3], redis_server.kill),
-                       _later(2.4 + jitter[3], redis_server.start)]  # fmt: skip
+                       _later(2.4 + jitter[3], redis_server.start),
+                       _later(3.0 + jitter[3], redis_server.kill),
+                       _later(3.4 + jitter[3], redis_server.start_empty)]  # fmt: skip
         for proc in producers:
             assert proc.stdin is not None
             proc.stdin.write("go\n")
@@ -234,6 +247,7 @@ def test_every_sink_conserves_every_event(bus: Any, tmp_path: Path, seed: int) -
             got = results[reader_broker.pid]
             lost = drops("goggles_io.broker")
             assert total == got["distinct"] + lost and 0 == lost, why
+            assert got["total"] == got["distinct"], why  # none handled twice
             assert "Redis unreachable" in Path(bus.host_log).read_text(), why  # the fault hit
     finally:
         for timer in timers:
