@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from goggles_io import Event, Kind
 from goggles_io._bus.lane import Lane
-from goggles_io._util.delivery import DeliveryPolicy
+from goggles_io._delivery.policy import DeliveryPolicy
 from goggles_io.handlers.base import BaseHandler
 from goggles_io.testing import MemoryHandler
 

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from goggles_io import Event, Kind
 from goggles_io._event.spilled import SpillEncoder, decode_spilled
-from goggles_io._util.delivery import DeliveryPolicy, WhenFull, read_delivery_policy
-from goggles_io._util.spool import Spool
-from goggles_io._util.spool_space import list_spools, sweep_dead_spools
+from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_policy
+from goggles_io._delivery.spool import Spool
+from goggles_io._delivery.spool_space import list_spools, sweep_dead_spools
 
 
 def _policy(tmp: Path, **kw: object) -> DeliveryPolicy:
@@ -71,8 +71,8 @@ class TestSpool:
         """A folder left by a SIGKILLed process is removed by the sweep, with its size."""
         code = (
             "import os, signal, sys; sys.path[:0] = sys.argv[2:]\n"
-            "from goggles_io._util.spool import Spool\n"
-            "from goggles_io._util.delivery import DeliveryPolicy\n"
+            "from goggles_io._delivery.spool import Spool\n"
+            "from goggles_io._delivery.policy import DeliveryPolicy\n"
             "Spool('t', DeliveryPolicy(spool_dir=sys.argv[1])).append(b'x' * 1000)\n"
             "os.kill(os.getpid(), signal.SIGKILL)"
         )

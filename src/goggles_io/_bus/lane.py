@@ -25,7 +25,7 @@ from goggles_io._event.records import (
     Event,
     approx_nbytes,
 )
-from goggles_io._util.delivery import DeliveryPolicy, WhenFull, advice, check_when_full
+from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, advice, check_when_full
 from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
 

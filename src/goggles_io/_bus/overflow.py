@@ -15,8 +15,8 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from goggles_io._event.records import Event
-from goggles_io._util.delivery import BlockAllowance, DeliveryPolicy
-from goggles_io._util.spool import Spool
+from goggles_io._delivery.policy import BlockAllowance, DeliveryPolicy
+from goggles_io._delivery.spool import Spool
 
 if TYPE_CHECKING:
     from goggles_io._event.spilled import SpillEncoder

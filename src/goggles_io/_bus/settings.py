@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from goggles_io._util.delivery import DeliveryPolicy, read_delivery_policy
+from goggles_io._delivery.policy import DeliveryPolicy, read_delivery_policy
 from goggles_io._util.env import (
     ENV_ASYNC,
     ENV_CALLER_INFO,

@@ -25,7 +25,7 @@ _BLOB_MIN_BYTES = 4096
 
 
 class BlobSource(Protocol):
-    """Where a record's blobs are read from (a :class:`~goggles_io._util.spool.SpoolRecord`)."""
+    """Where a record's blobs are read from (a :class:`~goggles_io._delivery.spool.SpoolRecord`)."""
 
     data: bytes
 

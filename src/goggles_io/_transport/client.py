@@ -37,7 +37,7 @@ from goggles_io._transport.settings import (
     prepare_socket_dir,
 )
 from goggles_io._transport.spillover import Spillover
-from goggles_io._util.delivery import BlockAllowance, advice
+from goggles_io._delivery.policy import BlockAllowance, advice
 from goggles_io._util.report import report
 
 if TYPE_CHECKING:  # imported where used: attach() must not pay for numpy and the codec

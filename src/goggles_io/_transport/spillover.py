@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from goggles_io._event.records import Event, approx_nbytes
-from goggles_io._util.delivery import DeliveryPolicy
-from goggles_io._util.spool import Spool
+from goggles_io._delivery.policy import DeliveryPolicy
+from goggles_io._delivery.spool import Spool
 
 if TYPE_CHECKING:
     from goggles_io._event.spilled import SpillEncoder

@@ -15,8 +15,8 @@ from typing import Any
 
 import msgpack
 
-from goggles_io._util.delivery import DeliveryPolicy
-from goggles_io._util.spool import Spool
+from goggles_io._delivery.policy import DeliveryPolicy
+from goggles_io._delivery.spool import Spool
 
 __all__ = ["POINT_BYTES", "PointQueue"]
 

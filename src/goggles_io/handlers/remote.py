@@ -39,7 +39,7 @@ from goggles_io._event.remote_protocol import (
     check_point_step,
     run_path,
 )
-from goggles_io._util.delivery import check_when_full, read_delivery_policy
+from goggles_io._delivery.policy import check_when_full, read_delivery_policy
 from goggles_io._util.env import (
     ENV_REMOTE_API_KEY,
     ENV_REMOTE_OFF,

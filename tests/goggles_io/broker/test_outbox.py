@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goggles_io._broker.outbox import Entry, Outbox
-from goggles_io._util.delivery import DeliveryPolicy, WhenFull
+from goggles_io._delivery.policy import DeliveryPolicy, WhenFull
 
 
 def _entry(seq: int, size: int = 100, events: int = 1) -> Entry:

@@ -4,7 +4,7 @@ Every buffer between a log call and a sink (the client queue, the shared-memory 
 handler lane, the remote sink's queue, the broker forwarder's buffer) does the same when its
 memory budget is full, in this order (ADR 0025):
 
-1. **spill**: append to a private on-disk spool (:mod:`goggles_io._util.spool`) within the
+1. **spill**: append to a private on-disk spool (:mod:`goggles_io._delivery.spool`) within the
    process's spool budget;
 2. **block**: wait for room, for at most ``block_timeout_s`` in total per burst (a burst ends
    when the buffer has drained), never while the host is known dead;

@@ -17,7 +17,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from goggles_io._util.delivery import DeliveryPolicy
+from goggles_io._delivery.policy import DeliveryPolicy
 from goggles_io._util.liveness import pid_alive, start_time
 from goggles_io._util.report import report
 

@@ -3,7 +3,7 @@
 Each :class:`Spool` is a folder of segment files (``00000001.seg``...) holding records as
 ``u32 record length | u64 blob length | record | blobs``; a segment is unlinked once read to its
 end. Every spool of a process lives in that process's folder and shares its byte budget
-(:mod:`goggles_io._util.spool_space`). A spool is memory relief, not a durable log: records are
+(:mod:`goggles_io._delivery.spool_space`). A spool is memory relief, not a durable log: records are
 written with ``writev`` (no fsync) and the reader's position lives in memory; what survives a
 host's death is described in ``docs/transport.md``.
 """
@@ -19,8 +19,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from goggles_io._util.delivery import DeliveryPolicy
-from goggles_io._util.spool_space import spool_space
+from goggles_io._delivery.policy import DeliveryPolicy
+from goggles_io._delivery.spool_space import spool_space
 
 __all__ = ["Blob", "Spool", "SpoolRecord"]
 
