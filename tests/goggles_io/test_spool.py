@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goggles_io import Event, Kind
-from goggles_io._event.spilled import SpillEncoder, decode_spilled
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_policy
 from goggles_io._delivery.spool import Spool
 from goggles_io._delivery.spool_space import list_spools, sweep_dead_spools
+from goggles_io._event.spilled import SpillEncoder, decode_spilled
 
 
 def _policy(tmp: Path, **kw: object) -> DeliveryPolicy:

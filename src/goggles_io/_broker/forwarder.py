@@ -27,9 +27,14 @@ from goggles_io._broker.entries import encode_entry
 from goggles_io._broker.outbox import Entry, Outbox
 from goggles_io._broker.preflight import redis_missing
 from goggles_io._broker.settings import check_url, read_broker_settings, seen_key, stream_name
+from goggles_io._delivery.policy import (
+    BlockAllowance,
+    advice,
+    check_when_full,
+    read_delivery_policy,
+)
 from goggles_io._event.codec import Encoder
 from goggles_io._event.records import Event
-from goggles_io._delivery.policy import BlockAllowance, advice, check_when_full, read_delivery_policy
 from goggles_io._util.report import ReportOnce, report
 from goggles_io._util.secret import Secret
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler

@@ -19,8 +19,8 @@ import attrs
 
 from goggles_io._bus.lane import Lane
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
-from goggles_io._event.records import Event, Kind
 from goggles_io._delivery.policy import DeliveryPolicy, read_delivery_policy
+from goggles_io._event.records import Event, Kind
 from goggles_io._util.report import report
 from goggles_io._util.secret import REDACTED, fingerprint
 from goggles_io.exceptions import UnknownHandlerError, UnknownScopeError

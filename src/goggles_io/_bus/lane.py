@@ -19,13 +19,13 @@ from typing import Any
 from goggles_io._bus.items import Call, Control, handler_kinds, optional_method
 from goggles_io._bus.overflow import SPOOLED, Overflow
 from goggles_io._bus.transport import HandlerStats, handler_losses
+from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, advice, check_when_full
 from goggles_io._event.records import (
     EVENT_OVERHEAD_BYTES,
     METRIC_ENTRY_BYTES,
     Event,
     approx_nbytes,
 )
-from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, advice, check_when_full
 from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
 

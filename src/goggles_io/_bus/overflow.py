@@ -14,9 +14,9 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
-from goggles_io._event.records import Event
 from goggles_io._delivery.policy import BlockAllowance, DeliveryPolicy
 from goggles_io._delivery.spool import Spool
+from goggles_io._event.records import Event
 
 if TYPE_CHECKING:
     from goggles_io._event.spilled import SpillEncoder

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from goggles_io._bus.settings import Settings
 from goggles_io._bus.transport import FinishReport, HandlerStats
+from goggles_io._delivery.policy import BlockAllowance, advice
 from goggles_io._event.messages import Call
 from goggles_io._event.records import Event, ShmRef, approx_nbytes
 from goggles_io._transport.link import HostLink
@@ -37,7 +38,6 @@ from goggles_io._transport.settings import (
     prepare_socket_dir,
 )
 from goggles_io._transport.spillover import Spillover
-from goggles_io._delivery.policy import BlockAllowance, advice
 from goggles_io._util.report import report
 
 if TYPE_CHECKING:  # imported where used: attach() must not pay for numpy and the codec

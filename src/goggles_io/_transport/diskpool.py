@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from goggles_io._event.records import ShmRef
-from goggles_io._transport.ring import Ring
 from goggles_io._delivery.policy import DeliveryPolicy
 from goggles_io._delivery.spool_space import spool_space
+from goggles_io._event.records import ShmRef
+from goggles_io._transport.ring import Ring
 from goggles_io.exceptions import FrameError
 
 __all__ = ["DiskPool", "DiskReader"]

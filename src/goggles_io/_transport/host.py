@@ -20,13 +20,13 @@ import threading
 import time
 from typing import Any
 
+from goggles_io._delivery.policy import BlockAllowance, WhenFull
 from goggles_io._event.codec import Ack, Batch, Call, Decoder, Hello, Reply
 from goggles_io._transport.framing import FrameDecoder
 from goggles_io._transport.identity import acquire_host_lock, peer_credentials
 from goggles_io._transport.settings import prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
 from goggles_io._transport.subscriber import ConnWriter, SubscriberSink
-from goggles_io._delivery.policy import BlockAllowance, WhenFull
 from goggles_io._util.report import ReportOnce, host_name, report
 from goggles_io.exceptions import FrameError
 

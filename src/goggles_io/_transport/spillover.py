@@ -15,9 +15,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._event.records import Event, approx_nbytes
 from goggles_io._delivery.policy import DeliveryPolicy
 from goggles_io._delivery.spool import Spool
+from goggles_io._event.records import Event, approx_nbytes
 
 if TYPE_CHECKING:
     from goggles_io._event.spilled import SpillEncoder

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from goggles_io._delivery.policy import check_when_full, read_delivery_policy
 from goggles_io._event.records import Event, Kind
 from goggles_io._event.remote_protocol import (
     MAX_BODY_BYTES,
@@ -39,7 +40,6 @@ from goggles_io._event.remote_protocol import (
     check_point_step,
     run_path,
 )
-from goggles_io._delivery.policy import check_when_full, read_delivery_policy
 from goggles_io._util.env import (
     ENV_REMOTE_API_KEY,
     ENV_REMOTE_OFF,
