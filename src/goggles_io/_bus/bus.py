@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from goggles_io._bus.items import Ticket
 from goggles_io._bus.lane import Lane
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
 from goggles_io._delivery.policy import DeliveryPolicy, read_delivery_policy
@@ -195,10 +196,15 @@ class EventBus:
             if kind in lane.kinds and (level is None or level >= lane.level):
                 lane.offer(event)
 
-    def emit_many(self, events: list[Event]) -> int:
+    def emit_many(
+        self, events: list[Event], *, ticket: Ticket | None = None, redelivered: bool = False
+    ) -> int:
         """Route a whole batch (the socket host's path): each lane gets one list, not n puts.
 
-        Returns the number of (event, handler) deliveries dropped for want of queue room.
+        ``ticket`` follows the lists through every lane that got one and takes part in the
+        host's backpressure (not a live subscriber's), so the host can acknowledge the batch
+        once those handlers took it (ADR 0030). Returns the number of (event, handler)
+        deliveries dropped for want of queue room.
         """
         if self._finished:
             self._reopen()
@@ -221,7 +227,12 @@ class EventBus:
                         per_lane[lane] = [event]
                     else:
                         batch.append(event)
-        return sum(lane.offer_many(batch) for lane, batch in per_lane.items())
+        dropped = 0
+        for lane, batch in per_lane.items():
+            dropped += lane.offer_many(batch, redelivered=redelivered)
+            if ticket is not None and lane.backpressure:
+                lane.offer_ticket(ticket)
+        return dropped
 
     def call(self, name: str, method: str, payload: Any) -> None:
         """Run ``method(payload)`` on the handler attached as ``name``, in its lane's order.

@@ -1,7 +1,9 @@
 """What travels through a lane besides events, and what a lane reads off its handler.
 
 Flush, close and ``call_handler`` requests are queue items, so they run after every event
-offered before them; a handler's lifecycle methods are optional (robo-goggles' protocol).
+offered before them; a handler's lifecycle methods are optional (robo-goggles' protocol). A
+:class:`Ticket` follows a socket batch through every lane it reached: the host acknowledges the
+batch once each of those lanes got past it (ADR 0030).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 from goggles_io._event.records import Kind
 
-__all__ = ["Call", "Control", "handler_kinds", "optional_method"]
+__all__ = ["Call", "Control", "Redelivered", "Ticket", "handler_kinds", "optional_method"]
 
 _KIND_VALUES = frozenset(k.value for k in Kind)
 
@@ -24,6 +26,47 @@ class Control:
     def __init__(self, close: bool) -> None:
         self.close = close
         self.done = threading.Event()
+
+
+class Ticket:
+    """One batch's passage through the lanes it was routed to; done once every lane passed it.
+
+    The host holds it while it routes the batch (``hold`` per lane, then its own ``settle``), so
+    it cannot be done before every lane got its list; ``on_done`` runs once, on the thread of
+    the last lane (or the host's), and must be cheap.
+    """
+
+    __slots__ = ("_left", "_lock", "_on_done", "done", "dropped", "seq")
+
+    def __init__(self, seq: int, on_done: Any) -> None:
+        self.seq = seq
+        self.dropped = 0  # (event, handler) deliveries of this batch refused for want of room
+        self.done = False
+        self._left = 1  # the host's own hold, given back after routing
+        self._on_done = on_done
+        self._lock = threading.Lock()
+
+    def hold(self) -> None:
+        """One more lane must pass this ticket."""
+        with self._lock:
+            self._left += 1
+
+    def settle(self) -> None:
+        """One holder is through; the last one marks it done and says so."""
+        with self._lock:
+            self._left -= 1
+            finished = self._left == 0 and not self.done
+            if finished:
+                self.done = True
+        if finished:
+            self._on_done()
+
+
+class Redelivered(list):  # type: ignore[type-arg]
+    """A list of events sent before to a host that died without acknowledging it: a handler
+    may have handled a head of it already (its ``handle_redelivered`` decides)."""
+
+    __slots__ = ()
 
 
 class Call:

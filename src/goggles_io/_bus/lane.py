@@ -16,7 +16,14 @@ import threading
 from queue import SimpleQueue
 from typing import Any
 
-from goggles_io._bus.items import Call, Control, handler_kinds, optional_method
+from goggles_io._bus.items import (
+    Call,
+    Control,
+    Redelivered,
+    Ticket,
+    handler_kinds,
+    optional_method,
+)
 from goggles_io._bus.overflow import SPOOLED, Overflow
 from goggles_io._bus.transport import HandlerStats, handler_losses
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, advice, check_when_full
@@ -54,6 +61,7 @@ class Lane:
         self._bytes_in = 0  # bytes queued, ever (producer side)
         self._bytes_out = 0  # bytes taken by the worker, ever
         self._handle_batch = getattr(handler, "handle_batch", None)
+        self._handle_redelivered = getattr(handler, "handle_redelivered", None)
         self._unfinished = 0  # events of the list being delivered now, not handled yet
         self.name: str = handler.name
         self.kinds = handler_kinds(handler)
@@ -196,25 +204,35 @@ class Lane:
         )
         return full and not self.overflow.can_spill()
 
-    def offer_many(self, events: list[Event]) -> int:
+    def offer_many(self, events: list[Event], *, redelivered: bool = False) -> int:
         """Queue a whole list as one item (async) or handle it now (sync); spill what has no room.
 
         Returns how many of ``events`` were dropped (and counted). The lane owns ``events``
-        afterwards: the caller must not reuse the list.
+        afterwards: the caller must not reuse the list. ``redelivered``: the list was sent before
+        to a host that died (the handler's ``handle_redelivered`` gets it, when it has one).
         """
         if not events:
             return 0
         if self._thread is not None:
-            rest = self._queue_what_fits(events)
+            rest = self._queue_what_fits(events, redelivered)
             return self._full(rest, may_block=self.backpressure) if rest else 0
         if self.broken:
             self._drop("handler could not be opened", len(events))
             return len(events)
         with self._lock:
-            self._deliver_many(events)
+            if redelivered:
+                self._deliver_redelivered(Redelivered(events))
+            else:
+                self._deliver_many(events)
         return 0
 
-    def _queue_what_fits(self, events: list[Event]) -> list[Event]:
+    def offer_ticket(self, ticket: Ticket) -> None:
+        """Settle ``ticket`` once the worker got past everything offered before it."""
+        if self._thread is not None:
+            ticket.hold()
+            self._queue.put(ticket)
+
+    def _queue_what_fits(self, events: list[Event], redelivered: bool = False) -> list[Event]:
         """Queue the longest head of ``events`` that fits the bounds; return the rest."""
         room = max(self.queue_size - self.backlog(), 0)
         rest: list[Event] = events[room:]
@@ -232,7 +250,7 @@ class Lane:
             with self._lock:
                 self._batched += len(events) - 1
                 self._bytes_in += size
-            self._queue.put((events, size))
+            self._queue.put((Redelivered(events) if redelivered else events, size))
         return rest
 
     def _full(self, events: list[Event], *, may_block: bool) -> int:
@@ -338,6 +356,24 @@ class Lane:
                 self.delivered += 1
             self._unfinished -= 1
 
+    def _deliver_redelivered(self, events: Redelivered) -> None:
+        """A list a dead host may have handed over in part: the handler skips what it has."""
+        if self._handle_redelivered is None:
+            self._deliver_many(events)
+            return
+        self._unfinished = len(events)
+        try:
+            self._handle_redelivered(events)
+        except Exception as exc:
+            self.errors += len(events)
+            self._report_once(
+                f"handle_redelivered:{type(exc).__name__}",
+                f"handler {self.name!r} raised {exc!r} (further errors counted, not shown)",
+            )
+        else:
+            self.delivered += len(events)
+        self._unfinished = 0
+
     def _run(self) -> None:
         queue = self._queue
         while True:
@@ -345,11 +381,14 @@ class Lane:
             cls = item.__class__
             if cls is tuple:
                 item, size = item
-                if item.__class__ is list:
+                if item.__class__ is not Event:
                     with self._lock:
                         self._batched -= len(item) - 1
                         self._bytes_out += size
-                    self._deliver_many(item)
+                    if item.__class__ is Redelivered:
+                        self._deliver_redelivered(item)
+                    else:
+                        self._deliver_many(item)
                 else:
                     self._bytes_out += size  # only this thread writes it: no lock needed
                     self._deliver(item)
@@ -363,6 +402,8 @@ class Lane:
                     self._drop("spool record unreadable", n - len(events))
                 if events:
                     self._deliver_many(events)
+            elif cls is Ticket:
+                item.settle()
             elif cls is Call:
                 self._invoke(item)
             elif cls is Control:

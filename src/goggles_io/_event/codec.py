@@ -80,10 +80,10 @@ def _structure_event(t: Any, _: Any) -> Event:
 
 # -- Batch: columns, not rows (ADR 0013) -------------------------------------------------------
 # A batch body is ``[seq, n, kind, scope, payload, level, step, timestamp, logger, pid,
-# filepath, lineno, extra, time]``. Each column is a list of ``n`` values, except that the columns in
-# _FOLDABLE are sent as one bare value when every event shares it (they are str / int / None, so
-# a bare value is never a list). Events from one logger share most of them: half the bytes, and
-# the host builds fewer objects.
+# filepath, lineno, extra, time]``, then ``true`` when the batch is redelivered. Each column is
+# a list of ``n`` values, except that the columns in _FOLDABLE are sent as one bare value when
+# every event shares it (they are str / int / None, so a bare value is never a list). Events
+# from one logger share most of them: half the bytes, and the host builds fewer objects.
 _GET = operator.attrgetter
 _COLUMNS = (
     "kind",
@@ -136,6 +136,8 @@ def _unstructure_batch(b: Batch) -> list[Any]:
                 body.append(first)
                 continue
         body.append(col)
+    if b.redelivered:
+        body.append(True)  # a 15th element only when set: ordinary batches stay as they were
     return body
 
 
@@ -162,8 +164,13 @@ def _column(name: str, col: Any, n: int) -> Any:
 
 
 def _structure_batch(t: Any, _: Any) -> Batch:
-    if type(t) is not list or len(t) != 2 + len(_COLUMNS):
+    if type(t) is not list or len(t) not in (2 + len(_COLUMNS), 3 + len(_COLUMNS)):
         raise _bad(f"batch must be [seq, n, {len(_COLUMNS)} columns] (got {t!r:.80})", t)
+    redelivered = len(t) == 3 + len(_COLUMNS)
+    if redelivered:
+        if t[-1] is not True:
+            raise _bad(f"a batch's redelivered mark must be true (got {t[-1]!r:.40})", t)
+        t = t[:-1]
     seq, n, kind, *rest = t
     if type(seq) is not int or type(n) is not int or n < 0:
         raise _bad(f"batch seq and count must be ints (got {seq!r}, {n!r})", t)
@@ -175,7 +182,8 @@ def _structure_batch(t: Any, _: Any) -> Batch:
         kinds = itertools.repeat(_KINDS[kind], n)
     cols = [_column(name, col, n) for name, col in zip(_COLUMNS[1:], rest, strict=True)]
     # Positional construction: the host's hot path, twice as fast as keywords.
-    return Batch(seq, [Event(*fields) for fields in zip(kinds, *cols, strict=True)])
+    events = [Event(*fields) for fields in zip(kinds, *cols, strict=True)]
+    return Batch(seq, events, redelivered)
 
 
 def _unstructure_event(e: Event) -> tuple[Any, ...]:

@@ -26,10 +26,15 @@ class Hello:
 
 @attrs.frozen
 class Batch:
-    """A numbered batch of events; the host acknowledges it once the events are on its bus."""
+    """A numbered batch of events; the host acknowledges it once its handlers took every event.
+
+    ``redelivered``: the client sent it before to a host that died without acknowledging it, so
+    a handler may have handled part of it already (ADR 0030).
+    """
 
     seq: int
     events: list[Event]
+    redelivered: bool = False
 
 
 @attrs.frozen
