@@ -20,7 +20,7 @@ import attrs
 from goggles_io._bus.items import Ticket
 from goggles_io._bus.lane import Lane
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
-from goggles_io._delivery.policy import DeliveryPolicy, read_delivery_policy
+from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_policy
 from goggles_io._event.records import Event, Kind
 from goggles_io._util.report import report
 from goggles_io._util.secret import REDACTED, fingerprint
@@ -74,6 +74,10 @@ class EventBus:
         self._routes: dict[str, tuple[Lane, ...]] = {}
         self._finished = False
         self._warned: set[tuple[str, str]] = set()
+        # Set by the socket host: producers keep every batch until its handlers took it, so a
+        # handler lane that makes the host wait never spills (that would only copy what the
+        # producer already keeps); live subscribers' lanes still spill (ADR 0030).
+        self.producers_keep = False
 
     # -- configuration ----------------------------------------------------------------------
     def attach(
@@ -109,7 +113,7 @@ class EventBus:
                         self.queue_bytes, getattr(handler, "queue_bytes", None) or self.queue_bytes
                     ),
                     backpressure=getattr(handler, "backpressure", True),
-                    policy=self.policy,
+                    policy=self._lane_policy(handler),
                 )
                 lane.start()
                 self._lanes[handler.name] = lane
@@ -117,6 +121,11 @@ class EventBus:
                 self._warn_conflict(lane.handler, handler)
             lane.scopes.update(scopes)
             self._routes = {}
+
+    def _lane_policy(self, handler: Handler) -> DeliveryPolicy:
+        if self.producers_keep and getattr(handler, "backpressure", True):
+            return self.policy.stricter(WhenFull.BLOCK)
+        return self.policy
 
     def _warn_conflict(self, kept: Handler, ignored: Handler) -> None:
         diffs = _differences(_spec(kept), _spec(ignored))

@@ -18,8 +18,9 @@ from goggles_io._transport.framing import DEFAULT_MAX_FRAME_BYTES, encode_frame
 
 __all__ = ["Batcher", "Frame"]
 
-# (seq, frame bytes, number of events, shm slots the frame points at)
-Frame = tuple[int, bytes, int, list[ShmRef]]
+# (seq, frame bytes, the events it carries, shm slots the frame points at): the client keeps the
+# events until the host acknowledges the frame, to send them again to the next host (ADR 0030).
+Frame = tuple[int, bytes, list[Event], list[ShmRef]]
 _ENCODE_ERRORS = (TypeError, ValueError, OverflowError)
 
 
@@ -38,17 +39,20 @@ class Batcher:
         self._on_unencodable = on_unencodable
         self._max = max_frame_bytes
 
-    def frames(self, events: list[Event]) -> list[Frame]:
-        """Return the frames carrying ``events``; unencodable events are reported and left out."""
+    def frames(self, events: list[Event], redelivered: bool = False) -> list[Frame]:
+        """Return the frames carrying ``events``; unencodable events are reported and left out.
+
+        ``redelivered`` marks them as sent before to a host that died (ADR 0030).
+        """
         encoder = self.encoder
         assert encoder is not None, "set Batcher.encoder once connected"
         encoder.refs = []
         encoder.created = []
         try:
-            payload = encoder.encode(Batch(self.seq + 1, events))
+            payload = encoder.encode(Batch(self.seq + 1, events, redelivered))
         except _ENCODE_ERRORS:
             self._release(encoder.created)
-            return self._one_by_one(events, encoder)
+            return self._one_by_one(events, encoder, redelivered)
         if len(payload) > self._max:
             self._release(encoder.created)
             if len(events) == 1:
@@ -57,11 +61,11 @@ class Batcher:
                 self._release(_staged(events))
                 return []
             half = len(events) // 2
-            return self.frames(events[:half]) + self.frames(events[half:])
+            return self.frames(events[:half], redelivered) + self.frames(events[half:], redelivered)
         self.seq += 1
-        return [(self.seq, encode_frame(payload, self._max), len(events), encoder.refs)]
+        return [(self.seq, encode_frame(payload, self._max), events, encoder.refs)]
 
-    def _one_by_one(self, events: list[Event], encoder: Encoder) -> list[Frame]:
+    def _one_by_one(self, events: list[Event], encoder: Encoder, redelivered: bool) -> list[Frame]:
         good = []
         for event in events:
             encoder.refs = []
@@ -74,7 +78,7 @@ class Batcher:
             else:
                 good.append(event)
             self._release(encoder.created)
-        return self.frames(good) if good else []
+        return self.frames(good, redelivered) if good else []
 
 
 def _staged(events: list[Event]) -> list[ShmRef]:

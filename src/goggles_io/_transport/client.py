@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from goggles_io._bus.settings import Settings
 from goggles_io._bus.transport import FinishReport, HandlerStats
+from goggles_io._delivery.drain import read_finish_stall, wait_while_progressing
 from goggles_io._delivery.policy import BlockAllowance, advice
 from goggles_io._event.messages import Call
 from goggles_io._event.records import Event, ShmRef, approx_nbytes
@@ -91,7 +92,11 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
         self._wake = threading.Event()
         self._sleeping = False
         self._lock = threading.Lock()
-        self._inflight: deque[tuple[int, int, list[Any]]] = deque()
+        # Frames sent and not acknowledged: (seq, frame, events, shm slots), kept until the host
+        # says its handlers took them; after a host's death, kept to be sent again (ADR 0030).
+        self._inflight: deque[tuple[int, bytes, int, list[Any]]] = deque()
+        self._resend: deque[tuple[int, bytes, int, list[Any]]] = deque()
+        self.redelivered = 0  # events sent again to a new host
         self._pending: dict[int, Marker] = {}
         self._ops: list[Call] = []  # handler operations already sent, replayed on reconnect
         self._attached: dict[str, tuple[type, set[str]]] = {}  # name -> (class, scopes), ours
@@ -223,23 +228,37 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
         ok = marker.done.wait(timeout_s) and bool(marker.result and marker.result.result)
         return self._local.flush_fed(timeout_s) and ok
 
+    def undelivered(self) -> int:
+        """Events logged here that the host's handlers have not taken yet (queued, spilled, in
+        flight, or kept for the next host)."""
+        with self._lock:
+            kept = sum(f[2] for f in self._inflight) + sum(f[2] for f in self._resend)
+        return len(self._queue) + self._spill.events + kept
+
     def finish(self, timeout_s: float | None = None) -> FinishReport:
         """Deliver what is queued, let the host flush (and close when we are its last client).
 
-        Bounded by ``timeout_s``: what is still queued then is counted as not delivered. Prints
-        one line with this process's tally on stderr.
+        Waits while delivery makes progress: it gives up only after ``timeout_s`` (default
+        ``GOGGLES_FINISH_STALL``) with no event taken by the host's handlers, and then counts
+        what is left as not delivered. Prints one line with this process's tally on stderr.
         """
         if not self._running:
             return FinishReport()
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        stall_s = read_finish_stall() if timeout_s is None else timeout_s
         local = self._local.finish_fed(self, timeout_s)
-        # The host gets most of the budget, so its tally (per-handler losses included) reaches
-        # us before we stop waiting even when a handler does not finish in time.
-        args: dict[str, Any] = {"timeout_s": None}
-        if timeout_s is not None:  # a wall-clock deadline: the call may wait behind a cold start
-            args = {"timeout_s": timeout_s * 0.8, "deadline": time.time() + timeout_s * 0.8}
+        drained = wait_while_progressing(
+            self.undelivered,
+            stall_s=stall_s,
+            what="the host's handlers",
+            taken=lambda: self.delivered,
+        )
+        deadline = time.monotonic() + (0.0 if drained.abandoned else stall_s)
+        # Everything of ours was taken: the host closes its handlers (when we are its last
+        # client); a handler's close has no progress to watch, so it gets the stall time.
+        args: dict[str, Any] = {"timeout_s": stall_s, "deadline": time.time() + stall_s}
         marker = self._control("finish", args)
-        marker.done.wait(timeout_s)
+        if not drained.abandoned:
+            marker.done.wait(stall_s + 1.0)
         handlers: dict[str, HandlerStats] = {}
         timed_out = marker.result is None
         if marker.result is not None and isinstance(marker.result.result, dict):
@@ -249,9 +268,8 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
                     handlers[str(name)] = _handler_stats(stats)
         self._close(deadline)
         handlers.update(local.handlers)
-        result = FinishReport(
-            handlers=handlers, timed_out=timed_out or local.timed_out, transport=self._tally()
-        )
+        timed_out = timed_out or local.timed_out or drained.stalled or drained.abandoned
+        result = FinishReport(handlers=handlers, timed_out=timed_out, transport=self._tally())
         if result.dropped or result.lost or self.host_dropped or timed_out:
             report(f"pid {os.getpid()}: finish: {result.summary()}")
         elif self.settings.verbose:
@@ -286,7 +304,7 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
             "byte budget full": self.dropped_bytes,
             "spool full": self.dropped_spool,
             "spool unreadable": self._spill.lost,
-            "lost with a dead host": self.lost_in_flight,
+            "in flight at finish": self.lost_in_flight,
             "unencodable": self.unencodable,
             "not sent in time": self.undelivered_at_finish,
         }
@@ -306,8 +324,13 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
         leftover += self._spill.close()
         self._queue.clear()
         self._bytes_out = self._bytes_in
+        with self._lock:
+            kept, self._resend = list(self._resend), deque()
+        leftover += sum(n for _, _, n, _ in kept)
+        for _, _, _, refs in kept:
+            self._release(refs)
         self.undelivered_at_finish += leftover
-        self._disconnect(count_lost=True, warn=False)
+        self._disconnect(keep=False, warn=False)
         for marker in list(self._pending.values()):
             marker.done.set()
         self._pending.clear()

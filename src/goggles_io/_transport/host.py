@@ -20,8 +20,9 @@ import threading
 import time
 from typing import Any
 
-from goggles_io._delivery.policy import BlockAllowance, WhenFull
-from goggles_io._event.codec import Ack, Batch, Call, Decoder, Hello, Reply
+from goggles_io._delivery.policy import WhenFull
+from goggles_io._event.codec import Batch, Call, Decoder, Hello, Reply
+from goggles_io._transport.acks import BatchAcks
 from goggles_io._transport.framing import FrameDecoder
 from goggles_io._transport.identity import acquire_host_lock, peer_credentials
 from goggles_io._transport.settings import prepare_socket_dir
@@ -82,8 +83,8 @@ class Host:
         self._closing = threading.Event()
         self._thread: threading.Thread | None = None
         self._inode = -1
-        timeout = getattr(getattr(bus, "policy", None), "block_timeout_s", 0.0)
-        self._allowance = BlockAllowance(timeout)
+        if hasattr(bus, "producers_keep"):
+            bus.producers_keep = True  # clients keep each batch until its handlers took it
 
     # -- lifecycle --------------------------------------------------------------------------
     def bind(self) -> None:
@@ -186,37 +187,42 @@ class Host:
         reader = ShmReader()
         decoder = Decoder(reader)
         writer = ConnWriter(conn)
+        acks = BatchAcks(writer)
         frames = FrameDecoder()
         peer = creds[0] if creds else "?"
         subscribed: list[str] = []  # names of this connection's subscriber sinks
+        redeliver_upto = 0  # batches up to this seq were sent before to a host that died
         try:
             while True:
                 data = conn.recv(_RECV_BYTES)
                 if not data:
                     frames.close()
                     break
-                last_seq = -1
-                dropped = 0  # this client's events the host's handler queues had no room for
                 for payload in frames.feed(data):
                     # Wait before decoding: decoding copies the batch's arrays out of shm.
                     self._wait_for_room(_BATCH_ROOM)
                     msg = decoder.decode(payload)
                     if type(msg) is Batch:
-                        dropped += self.bus.emit_many(msg.events)
-                        last_seq = msg.seq
+                        # Acknowledged once its handlers took it, not now (ADR 0030).
+                        ticket = acks.ticket(msg.seq)
+                        again = msg.redelivered or msg.seq <= redeliver_upto
+                        ticket.dropped = self.bus.emit_many(
+                            msg.events, ticket=ticket, redelivered=again
+                        )
+                        ticket.settle()
+                    elif type(msg) is Call and msg.op == "redeliver":
+                        upto = msg.args.get("upto") if isinstance(msg.args, dict) else None
+                        redeliver_upto = upto if type(upto) is int else redeliver_upto
+                        writer.send(Reply(msg.token, True, None))
                     elif type(msg) is Call:
-                        if last_seq >= 0:
-                            writer.send(Ack(last_seq, dropped))
-                            last_seq = -1
-                            dropped = 0
-                        writer.send(self._call(msg, conn, writer, subscribed))
+                        reply = self._call(msg, conn, writer, subscribed)
+                        acks.send_ready()  # what a flush waited for is acknowledged before it
+                        writer.send(reply)
                     elif type(msg) is Hello:
                         peer = msg.pid
                     else:
                         msg_ = f"unexpected message {type(msg).__name__} from a client"
                         raise FrameError(msg_)
-                if last_seq >= 0:
-                    writer.send(Ack(last_seq, dropped))
         except FrameError as exc:
             self.bad_frames += 1
             if self.bad_frames <= 3:
@@ -225,6 +231,7 @@ class Host:
             pass
         finally:
             writer.broken = True
+            acks.close()
             for name in subscribed:
                 self.bus.forget(name)
             reader.close()
@@ -237,11 +244,11 @@ class Host:
                     self._last_left = time.monotonic()
 
     def _wait_for_room(self, n: int) -> None:
-        """Backpressure: while a handler lane is full and cannot spill, stop reading this socket.
+        """Backpressure: while a handler lane is full, stop reading this socket.
 
-        Lanes spill to their spool first (ADR 0025), so with the default policy this waits only
-        when the spool has no room either; then for at most ``GOGGLES_BLOCK_TIMEOUT`` in total
-        per burst, after which the lane drops and counts. Waiting happens before decoding, since
+        The host's handler lanes do not spill (the producers keep every unacknowledged batch,
+        ADR 0030), so a full lane makes the host stop reading until it has room, however long:
+        the producer's own buffers take the burst. Waiting happens before decoding, since
         decoding copies the batch's arrays out of shared memory. With ``GOGGLES_WHEN_FULL=drop``
         a nearly full lane (within one batch of its bound, or past half its bytes) holds each
         batch up to 2 s, as before ADR 0025. Subscriber lanes never count here.
@@ -255,9 +262,14 @@ class Host:
             self._wait_as_before(n)
             return
         if not congested(n):
-            self._allowance.refill()
             return
-        self._allowance.wait(lambda: not congested(n), give_up=self._closing.is_set)
+        # The producers keep what the host has not acknowledged (ADR 0030): waiting here loses
+        # nothing, so the host waits as long as it takes; a producer whose own buffers fill
+        # spills, then blocks, then drops and counts, under its own policy.
+        delay = 0.0005
+        while congested(n) and not self._closing.is_set():
+            time.sleep(delay)
+            delay = min(delay * 2, 0.01)
 
     def _wait_as_before(self, n: int) -> None:
         backlog = self.bus.backlog

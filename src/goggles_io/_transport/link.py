@@ -1,7 +1,10 @@
 """The client's connection to its host: connect (electing a host), receive acks, notice a death.
 
 A receiver thread per connection reads acknowledgements (freeing shared-memory slots) and
-replies; EOF means the host died, which is noticed at once and counted.
+replies; EOF means the host died, which is noticed at once. The host acknowledges a batch once
+its handlers took it (ADR 0030), so what was in flight at a death was not handled, or only in
+part: those frames are kept, and sent again first to the next host, after a ``redeliver`` call
+that tells it they may reach a handler a second time.
 
 A connection that fails before its handshake is sent is no connection: the sender closes it and
 goes on electing. It happens after a host is SIGKILLed: the kernel releases the dead process's
@@ -18,7 +21,7 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._event.messages import Ack, Hello, Reply
+from goggles_io._event.messages import Ack, Call, Hello, Reply
 from goggles_io._transport.framing import FrameDecoder, encode_frame
 from goggles_io._util.report import report
 
@@ -35,6 +38,8 @@ class HostLink:
     _ops: list[Any]
     _pending: dict[int, Any]
     _inflight: Any
+    _resend: Any
+    _tokens: Any
     _lock: threading.Lock
     _wake: threading.Event
     _elector: Any
@@ -42,6 +47,7 @@ class HostLink:
     socket_path: str
     reconnects: int
     lost_in_flight: int
+    redelivered: int
     host_dropped: int
     delivered: int
 
@@ -87,8 +93,20 @@ class HostLink:
         encoder = Encoder()
         frames = [encode_frame(encoder.encode(Hello(os.getpid())))]
         frames += [encode_frame(encoder.encode(call)) for call in self._ops]
+        with self._lock:
+            resend = list(self._resend)
+        if resend:
+            # What the dead host had not acknowledged goes first, in order, marked (ADR 0030).
+            upto = Call(next(self._tokens), "redeliver", {"upto": resend[-1][0]})
+            frames.append(encode_frame(encoder.encode(upto)))
+            frames += [frame for _, frame, _, _ in resend]
         frames += [encode_frame(encoder.encode(m.call)) for m in self._pending.values()]
         sock.sendall(b"".join(frames))
+        with self._lock:
+            for _ in resend:
+                self._resend.popleft()
+            self._inflight.extendleft(reversed(resend))
+            self.redelivered += sum(n for _, _, n, _ in resend)
         self._conn_gen += 1
         self._sock = sock
         self._host_lost = False
@@ -99,23 +117,30 @@ class HostLink:
             daemon=True,
         ).start()
 
-    def _disconnect(
-        self, *, count_lost: bool, warn: bool, only: socket.socket | None = None
-    ) -> None:
-        """Drop the connection (``only``: if it is still that one), counting what was in flight."""
+    def _disconnect(self, *, keep: bool, warn: bool, only: socket.socket | None = None) -> None:
+        """Drop the connection (``only``: if it is still that one).
+
+        ``keep``: the host died, so what was in flight is kept to be sent again to the next one;
+        else (this client closes) it is counted as not delivered.
+        """
         with self._lock:
             if only is not None and self._sock is not only:
                 return  # the sender already dropped it (and may have connected again)
             sock, self._sock = self._sock, None
             inflight = list(self._inflight)
             self._inflight.clear()
-        # Counted even when the receiver already dropped the socket: the sender may have put a
-        # batch in flight on it since.
-        lost = sum(n for _, n, _ in inflight)
-        for _, _, refs in inflight:
-            self._release(refs)
-        if count_lost:
-            self.lost_in_flight += lost
+            if keep:
+                # Also when the receiver already dropped the socket: the sender may have put a
+                # batch in flight on it since. Oldest first, whoever noticed the death first.
+                self._resend.extend(inflight)
+                ordered = sorted(self._resend, key=lambda frame: frame[0])
+                self._resend.clear()
+                self._resend.extend(ordered)
+        kept = sum(n for _, _, n, _ in inflight)
+        if not keep:
+            for _, _, _, refs in inflight:
+                self._release(refs)
+            self.lost_in_flight += kept
         if sock is None:
             return
         with contextlib.suppress(OSError):
@@ -126,8 +151,9 @@ class HostLink:
             self._host_lost = True  # producers do not wait for room until a host answers again
             self.reconnects += 1
             report(
-                f"pid {os.getpid()}: lost the host on {self.socket_path!r}; {lost} events in "
-                f"flight lost (counted); re-electing a host and re-attaching handlers"
+                f"pid {os.getpid()}: lost the host on {self.socket_path!r}; {kept} events it had "
+                "not acknowledged are kept and sent again to the next host; re-electing a host "
+                "and re-attaching handlers"
             )
 
     # -- receiver thread --------------------------------------------------------------------
@@ -155,7 +181,7 @@ class HostLink:
         except (OSError, ValueError):
             pass
         if gen == self._conn_gen and not self._stop:
-            self._disconnect(count_lost=True, warn=True, only=sock)
+            self._disconnect(keep=True, warn=True, only=sock)
             self._wake.set()
 
     def _on_ack(self, ack: Ack) -> None:
@@ -166,6 +192,6 @@ class HostLink:
             with self._lock:
                 if not inflight:
                     break
-                _, n, refs = inflight.popleft()
+                _, _, n, refs = inflight.popleft()
                 self.delivered += n
             self._release(refs)

@@ -79,7 +79,7 @@ class SenderThread:
     _sock: Any
     _conn_gen: int
     _bytes_out: int
-    _inflight: deque[tuple[int, int, list[Any]]]
+    _inflight: deque[tuple[int, bytes, int, list[Any]]]
     _pending: dict[int, Marker]
     _ops: list[Any]
     _pool: ShmPool | None
@@ -91,7 +91,7 @@ class SenderThread:
 
         def _connect(self) -> bool: ...
 
-        def _disconnect(self, *, count_lost: bool, warn: bool, only: Any = None) -> None: ...
+        def _disconnect(self, *, keep: bool, warn: bool, only: Any = None) -> None: ...
 
         def _warn_once(self, key: str, message: str) -> None: ...
 
@@ -129,7 +129,7 @@ class SenderThread:
             try:
                 self._send_items(items, encoder)
             except OSError:
-                self._disconnect(count_lost=True, warn=True)
+                self._disconnect(keep=True, warn=True)
             except Exception as exc:  # a bug here must not stop all logging silently
                 lost = sum(1 for item in items if type(item) is not Marker)
                 self.unencodable += lost
@@ -175,8 +175,9 @@ class SenderThread:
             sock.sendall(encode_frame(encoder.encode(marker.call)))
             return
         assert self._batcher is not None
-        for seq, frame, n, refs in self._batcher.frames(items):
-            self._inflight.append((seq, n, refs))
+        for seq, frame, events, refs in self._batcher.frames(items):
+            # Kept until the host says its handlers took it (ADR 0030).
+            self._inflight.append((seq, frame, len(events), refs))
             sock.sendall(frame)
 
     def _on_unencodable(self, exc: Exception) -> None:
