@@ -205,14 +205,20 @@ def test_finish_waits_for_a_slow_sink(bus: Any, finished: Any) -> None:
     proc = bus.run("busy_producer.py", tally_path, _BUSY_EVENTS, GOGGLES_HOST_IMPORTS="busy_sink")
     stdout, stderr = finished(proc, timeout_s=240)
     report = _last_json(stdout)
-    wait_until(lambda: not bus.host_alive(), timeout_s=120, what="the host closed the sink")
-    tally = json.loads(tally_path.read_text())
+    wait_until(lambda: not bus.host_alive(), timeout_s=120, what="the host gone")
+    tally = {"handled": 0, "distinct": 0, "closed": False}  # the sink never got 5,000 events
+    if tally_path.exists():
+        tally = json.loads(tally_path.read_text())
     print(
         f"60 us sink: finish took {report['finish_s']} s after a {report['loop_s']} s loop; "
         f"handled {tally}; report {report}"
     )
 
-    assert (_BUSY_EVENTS, _BUSY_EVENTS) == (tally["handled"], tally["distinct"]), (
+    assert (_BUSY_EVENTS, _BUSY_EVENTS, True) == (
+        tally["handled"],
+        tally["distinct"],
+        tally["closed"],
+    ), (
         tally,
         report,
         stderr,
@@ -232,7 +238,7 @@ def test_tight_loop_with_cpu_hogs_writes_every_point(bus: Any, finished: Any) ->
         proc = bus.run("tight_loop.py", bus.root / "runs", _STEPS, _PER_STEP)
         stdout, stderr = finished(proc, timeout_s=280)
     report = _last_json(stdout)
-    wait_until(lambda: not bus.host_alive(), timeout_s=120, what="the host closed the storage")
+    wait_until(lambda: not bus.host_alive(), timeout_s=120, what="the host gone")
     run_dir = Path(report["run_dir"])
 
     total = _STEPS * _PER_STEP

@@ -1,9 +1,9 @@
 """A host-side handler that costs ~60 µs of CPU per event (a busy wait, as W&B's or a PNG
-encoder's work would), counting what it handled; ``close()`` writes the tally to ``path``.
+encoder's work would), counting what it handled into a tally file at ``path``.
 
-The tally (``handled``, ``distinct`` steps, ``redelivered``) is written whole (temp file, then
-rename) at every close, so the test reads what the handler had really taken, whatever the
-FinishReport says.
+The tally (``handled``, ``distinct`` steps, ``redelivered``, ``closed``) is written whole (temp
+file, then rename) every 5,000 events and at every close, so the test reads what the handler
+had really taken, whatever the FinishReport says, even when a host exits without closing it.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ import goggles_io as gg
 
 __all__ = ["BusySink"]
 
+_TALLY_EVERY = 5_000
+
 
 @gg.register_handler
 class BusySink(gg.BaseHandler):
-    """Spin ``per_event_s`` per event in ``handle`` / ``handle_batch``; tally on ``close``."""
+    """Spin ``per_event_s`` per event in ``handle`` / ``handle_batch``; keep a tally file."""
 
     def __init__(
         self, path: str, name: str = "busy", level: int = 0, per_event_s: float = 60e-6
@@ -45,7 +47,9 @@ class BusySink(gg.BaseHandler):
                 pass
             self.steps.add(event.step)
             n += 1
-        self.handled += n
+        before, self.handled = self.handled, self.handled + n
+        if before // _TALLY_EVERY != self.handled // _TALLY_EVERY:
+            self._write_tally(closed=False)
         return n
 
     def handle(self, event: gg.Event) -> None:
@@ -58,10 +62,14 @@ class BusySink(gg.BaseHandler):
         self.redelivered += self._spin(events)
 
     def close(self) -> None:
+        self._write_tally(closed=True)
+
+    def _write_tally(self, *, closed: bool) -> None:
         tally = {
             "handled": self.handled,
             "distinct": len(self.steps),
             "redelivered": self.redelivered,
+            "closed": closed,
         }
         tmp = f"{self.path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
