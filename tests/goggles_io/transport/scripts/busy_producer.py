@@ -1,0 +1,42 @@
+"""200,000 ``logger.scalar`` calls into the 60 µs-per-event BusySink, then ``gg.finish()``
+with default settings; prints the FinishReport and how long the loop and finish took, as JSON.
+
+argv: path n
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from busy_sink import BusySink
+
+import goggles_io as gg
+
+path, n = sys.argv[1], int(sys.argv[2])
+gg.attach(BusySink(path), scopes=["global"])
+log = gg.get_logger("busy", with_metrics=True)
+start = time.perf_counter()
+for i in range(n):
+    log.scalar("x", float(i), step=i)
+loop_s = time.perf_counter() - start
+report = gg.finish()
+finish_s = time.perf_counter() - start - loop_s
+stats = report.handlers.get("busy")
+print(
+    json.dumps(
+        {
+            "transport": dict(report.transport.losses),
+            "handler": None
+            if stats is None
+            else [stats.delivered, stats.dropped, stats.errors, dict(stats.losses)],
+            "dropped": report.dropped,
+            "lost": report.lost,
+            "timed_out": report.timed_out,
+            "loop_s": round(loop_s, 3),
+            "finish_s": round(finish_s, 3),
+        }
+    ),
+    flush=True,
+)
