@@ -5,9 +5,8 @@ a small tmpfs, the remote collector, a live subscription and (when redis-server 
 the broker, while the test stops the subscriber, stops the host, kills and restarts the
 collector and Redis (once with its append-only file, once coming back empty), and the tmpfs fills. Losses may be non-zero only
 where a budget the test set runs out (the tmpfs). The seed is in the test id and in every
-failure message; ``GOGGLES_CHAOS_SEED=<n>`` replays one. A host SIGKILL is not among the faults:
-events a dead host acknowledged but had not handled are not counted (ADR 0025); what survives
-a host SIGKILL is tested in ``test_spill.py``.
+failure message; ``GOGGLES_CHAOS_SEED=<n>`` replays one. A host SIGKILL is tested on its own
+(twice mid-burst, nothing lost: ``test_acknowledged_delivery.py``; spilled events: ``test_spill.py``).
 """
 
 from __future__ import annotations
