@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,18 @@ def claim(folder: Path, stem: str, ext: str) -> Path:
     raise FileExistsError(msg)
 
 
-def orphan(folder: Path, stem: str, ext: str, after: float, before: float) -> Path | None:
+def orphan(
+    folder: Path,
+    stem: str,
+    ext: str,
+    after: float,
+    before: float,
+    *,
+    named: Callable[[Path], bool],
+) -> Path | None:
     """The first file of :func:`claim`'s ``stem[-n].ext`` series last written between ``after``
-    and ``before``: one a killed writer made for an event whose line it never wrote.
-
-    The redelivered event writes over it instead of claiming a ``-1`` beside it.
+    and ``before`` that no line names (``named``): one a killed writer made for an event whose
+    line it never wrote whole. The redelivered event writes over it, not beside it as ``-1``.
     """
     suffix = f".{ext}" if ext else ""
     for n in range(10_000):
@@ -73,7 +81,7 @@ def orphan(folder: Path, stem: str, ext: str, after: float, before: float) -> Pa
             info = target.stat()
         except FileNotFoundError:
             return None
-        if stat.S_ISREG(info.st_mode) and after < info.st_mtime < before:
+        if stat.S_ISREG(info.st_mode) and after < info.st_mtime < before and not named(target):
             return target
     return None
 

@@ -19,12 +19,22 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from goggles_io._event.records import Event
+from goggles_io.handlers._files import read_region
 from goggles_io.handlers._layout import identity, record, stamp
 
-__all__ = ["CSV_TAIL_BYTES", "LOG_TAIL_BYTES", "CsvTail", "written_head"]
+__all__ = [
+    "CSV_TAIL_BYTES",
+    "LOG_TAIL_BYTES",
+    "CsvTail",
+    "last_written_at",
+    "names",
+    "written_head",
+]
 
 # A socket batch holds at most 1024 events and 4 MiB; the lines a dead host wrote of the lists
 # it was not acknowledged for are its last few batches (and a new host's first writes, if any).
@@ -58,6 +68,32 @@ def written_head(events: Sequence[Event], region: bytes) -> int:
             break
         at = region.find(needle, end + 1)
     return best
+
+
+def names(region: bytes, relative: str) -> bool:
+    """Whether a line of ``region`` names the file ``relative`` (a media line's path)."""
+    return json.dumps(relative, ensure_ascii=False).encode("utf-8", "backslashreplace") in region
+
+
+def last_written_at(log: Path) -> float | None:
+    """Since when a media file may be without its line in ``log``: the last line's timestamp.
+
+    That line's event was logged before its media file was written; a file written later
+    belongs to a line after it, written or not. The log's own time when it holds no line;
+    ``None`` when there is no log.
+    """
+    try:
+        info = os.stat(log)
+    except FileNotFoundError:
+        return None
+    lines = read_region(log, info.st_size, 1 << 16).splitlines()
+    try:
+        logged = json.loads(lines[-1].decode("utf-8"))["timestamp"]
+    except (IndexError, ValueError, TypeError, KeyError):
+        return info.st_mtime
+    if isinstance(logged, bool) or not isinstance(logged, (int, float)):
+        return info.st_mtime
+    return min(float(logged), info.st_mtime)
 
 
 def _run(region: bytes, start: int, key: Callable[[int], str], limit: int) -> int:

@@ -41,7 +41,7 @@ from goggles_io.handlers._layout import (
     record,
     safe_filename,
 )
-from goggles_io.handlers._resume import LOG_TAIL_BYTES, written_head
+from goggles_io.handlers._resume import LOG_TAIL_BYTES, last_written_at, names, written_head
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
 
 __all__ = [
@@ -130,7 +130,7 @@ class LocalStorageHandler(BaseHandler):
         self.skipped_redelivered = 0  # events of redelivered lists found already written
         # (after, before): media files modified in it were left by a killed writer (see open)
         self._orphan_window: tuple[float, float] | None = None
-        self._reclaiming = False
+        self._region: bytes | None = None  # log.jsonl's tail, while a redelivered list is written
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "path": str(self.path), "video_format": self.video_format}
@@ -141,18 +141,13 @@ class LocalStorageHandler(BaseHandler):
             return
         for folder in MEDIA_DIRS.values():
             (self.path / folder).mkdir(parents=True, exist_ok=True)
-        log = self.path / LOG_FILE
-        try:  # the last write of the log before us (a torn line is cut only below, by LineFile):
-            # a media file written after it and before we opened has no line
-            last_line_at = log.stat().st_mtime
-        except FileNotFoundError:
-            self._orphan_window = None
-        else:
-            self._orphan_window = (last_line_at, time.time() - _HOST_START_S)
-        lines = LineFile(log, self.name)
+        lines = LineFile(self.path / LOG_FILE, self.name)
         if self._lost_before:
             lines.lost_lines = self._lost_before  # counts survive a close/re-open
-        lines.open()
+        lines.open()  # cuts a torn last line off
+        # A media file written in this window and named by no line was left by a killed writer.
+        since = last_written_at(lines.path)
+        self._orphan_window = None if since is None else (since, time.time() - _HOST_START_S)
         self._file = lines
         self._last_flush = time.monotonic()
 
@@ -193,12 +188,12 @@ class LocalStorageHandler(BaseHandler):
         region = read_region(self._file.path, self._file.size(), LOG_TAIL_BYTES)
         skip = written_head(events, region)
         self.skipped_redelivered += skip
-        self._reclaiming = self._orphan_window is not None
+        self._region = region
         try:
             for event in events[skip:]:
                 self.handle(event)
         finally:
-            self._reclaiming = False
+            self._region = None
 
     def flush(self) -> None:
         """Push buffered lines to the OS (not to disk: that is what ``close`` adds)."""
@@ -272,9 +267,15 @@ class LocalStorageHandler(BaseHandler):
         self, folder: Path, stem: str, ext: str, write: Callable[[Path], None]
     ) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
-        target = None
-        if self._reclaiming and self._orphan_window is not None:
-            target = _media.orphan(folder, stem, ext, *self._orphan_window)
+        target, region = None, self._region
+        if region is not None and self._orphan_window is not None:
+            target = _media.orphan(
+                folder,
+                stem,
+                ext,
+                *self._orphan_window,
+                named=lambda p: names(region, p.relative_to(self.path).as_posix()),
+            )
         if target is None:
             target = _media.claim(folder, stem, ext)
         try:
