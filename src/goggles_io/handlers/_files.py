@@ -4,6 +4,9 @@
 disk) is truncated back to the last complete line, so the file never holds a torn line of
 ours; the lines that did not fit are counted, and the first failure is reported once on stderr
 with the count (the final count is in the handler's ``losses()`` and so in ``finish()``).
+A line torn by a writer that was killed mid-write is removed when the file is opened again
+(:func:`drop_torn_tail`): the file stays strict JSON lines (or whole CSV rows), and the event
+of that line, redelivered, is written again whole (issue 29).
 """
 
 from __future__ import annotations
@@ -13,20 +16,57 @@ from pathlib import Path
 
 from goggles_io._util.report import report
 
-__all__ = ["LineFile", "ends_without_newline"]
+__all__ = ["LineFile", "drop_torn_tail", "read_region"]
+
+_CHUNK = 1 << 16
 
 
-def ends_without_newline(path: Path) -> bool:
-    """Whether ``path`` ends in a torn line (a writer died mid-line); ``False`` if absent or empty."""
+def drop_torn_tail(path: Path, owner: str) -> int:
+    """Cut a torn last line (a writer killed mid-line) off ``path``; return the bytes removed.
+
+    A torn line cannot be completed (its end is gone) and a reader would take its cut number
+    for a value, so it goes; the cut is reported on stderr. ``0``: absent, empty or whole.
+    """
+    try:
+        handle = open(path, "r+b")
+    except FileNotFoundError:
+        return 0
+    with handle:
+        end = handle.seek(0, os.SEEK_END)
+        if end == 0:
+            return 0
+        handle.seek(end - 1)
+        if handle.read(1) == b"\n":
+            return 0
+        keep, pos = 0, end
+        while pos > 0:  # back to the last newline, a chunk at a time (a torn line may be long)
+            start = max(pos - _CHUNK, 0)
+            handle.seek(start)
+            newline = handle.read(pos - start).rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            pos = start
+        handle.truncate(keep)
+    report(f"{owner}: removed the torn last line ({end - keep} bytes) a crash left in {path}")
+    return end - keep
+
+
+def read_region(path: Path, end: int, size: int) -> bytes:
+    """The whole lines of ``path`` in its ``size`` bytes before offset ``end`` (b"" if absent).
+
+    A line cut by the region's start is left out, so every line returned is complete.
+    """
+    start = max(end - size, 0)
     try:
         with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            if handle.tell() == 0:
-                return False
-            handle.seek(-1, os.SEEK_END)
-            return handle.read(1) != b"\n"
+            handle.seek(start)
+            data = handle.read(end - start)
     except FileNotFoundError:
-        return False
+        return b""
+    if start > 0:
+        data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
+    return data
 
 
 class LineFile:
@@ -55,13 +95,11 @@ class LineFile:
         return self._fd is not None
 
     def open(self) -> None:
-        """Open for appending; a torn last line left by a crash is ended first."""
+        """Open for appending; a torn last line left by a crash is removed first."""
         if self._fd is not None:
             return
-        torn = ends_without_newline(self.path)
+        drop_torn_tail(self.path, self.owner)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        if torn:
-            self._append(b"\n", 0)  # so our first line is not glued to the torn one
 
     def size(self) -> int:
         """Bytes in the file (what is buffered not included)."""

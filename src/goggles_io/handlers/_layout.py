@@ -10,6 +10,10 @@ A media event's ``payload`` is its file's path relative to the run directory.
 JSON has no NaN or Infinity: they are written as the strings ``"NaN"``, ``"Infinity"`` and
 ``"-Infinity"``, and ``_nonfinite`` lists where (``[["payload", "loss"], ...]``), so that
 :func:`read_events` turns exactly those back into floats.
+
+A line names its event without an added field: :func:`identity` is the line less what the
+handler derived while writing it (a media file's path, its shape, an error), so a redelivered
+event can be recognised in a file written by a handler instance that is gone.
 """
 
 from __future__ import annotations
@@ -32,10 +36,12 @@ __all__ = [
     "LOG_FILE",
     "EventLog",
     "encode_line",
+    "identity",
     "media_parts",
     "read_events",
     "record",
     "safe_filename",
+    "stamp",
 ]
 
 LOG_FILE = "log.jsonl"
@@ -43,6 +49,21 @@ EVENTS_FILE = "events.jsonl"  # the file of runs written before 0.2 (nested ``ex
 _MAX_NAME_CHARS = 120  # leaves room for "_<step>-<n>.<ext>" under the 255-byte limit
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_MEDIA = frozenset(
+    k.value
+    for k in (
+        Kind.IMAGE,
+        Kind.VIDEO,
+        Kind.ARTIFACT,
+        Kind.HISTOGRAM,
+        Kind.VECTOR_FIELD,
+        Kind.TRAJECTORIES,
+    )
+)
+# What the handler adds to a media line while writing its file: not part of what was logged.
+_DERIVED = frozenset(
+    {"shape", "dtype", "visualization", "visualization_error", "error", "bytes", "source"}
+)
 
 
 def safe_filename(name: str) -> str:
@@ -110,6 +131,32 @@ def encode_line(line: dict[str, Any]) -> bytes:
         text = text[:-1] + ', "_nonfinite": ' + json.dumps(nonfinite) + "}"
     # backslashreplace turns a lone surrogate into its JSON escape: lossless, valid UTF-8
     return (text + "\n").encode("utf-8", errors="backslashreplace")
+
+
+def identity(line: Mapping[str, Any]) -> str:
+    """What names a line's event: the line as JSON text, less what writing it derived.
+
+    ``line`` is :func:`record` output or a line read back (``json.loads``, non-finite numbers
+    not restored): both give the same text for the same event. A media line leaves out its
+    ``payload`` (the file's path, which depends on the files already there).
+    """
+    media = line.get("kind") in _MEDIA
+    kept = {
+        k: v
+        for k, v in line.items()
+        if k not in _DERIVED and k != "_nonfinite" and not (media and k == "payload")
+    }
+    return json.dumps(_jsonable(kept, [], []), ensure_ascii=True, allow_nan=False)
+
+
+def stamp(event: Event) -> bytes:
+    """The bytes ``"timestamp": …, "logger": …, "pid": …`` exactly as the event's line holds them.
+
+    A quick filter: a line without them is not the event's (:func:`identity` decides).
+    """
+    part = {"timestamp": event.timestamp, "logger": event.logger, "pid": event.pid}
+    text = json.dumps(_jsonable(part, [], []), ensure_ascii=False, allow_nan=False)[1:-1]
+    return text.encode("utf-8", errors="backslashreplace")
 
 
 @attrs.frozen

@@ -2,7 +2,8 @@
 
 The encoders are :mod:`goggles_io.media`'s (pillow, imageio-ffmpeg, matplotlib, each imported
 only when a file of its kind is written); this module adds what a run directory needs on top:
-fresh file names that never overwrite, and the event payload layouts.
+fresh file names that never overwrite (but for the orphan a killed writer left, which its
+redelivered event takes over), and the event payload layouts.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +59,31 @@ def claim(folder: Path, stem: str, ext: str) -> Path:
         return target
     msg = f"too many files named {stem!r}{suffix} in {str(folder)!r}"
     raise FileExistsError(msg)
+
+
+def orphan(
+    folder: Path,
+    stem: str,
+    ext: str,
+    after: float,
+    before: float,
+    *,
+    named: Callable[[Path], bool],
+) -> Path | None:
+    """The first file of :func:`claim`'s ``stem[-n].ext`` series last written between ``after``
+    and ``before`` that no line names (``named``): one a killed writer made for an event whose
+    line it never wrote whole. The redelivered event writes over it, not beside it as ``-1``.
+    """
+    suffix = f".{ext}" if ext else ""
+    for n in range(10_000):
+        target = folder / (f"{stem}{suffix}" if n == 0 else f"{stem}-{n}{suffix}")
+        try:
+            info = target.stat()
+        except FileNotFoundError:
+            return None
+        if stat.S_ISREG(info.st_mode) and after < info.st_mtime < before and not named(target):
+            return target
+    return None
 
 
 def artifact_ext(payload: Any, fmt: Any) -> str:

@@ -28,6 +28,14 @@ Contract for handler authors:
   :func:`goggles_io.call_handler` may invoke by handler name, with one msgpack-safe payload
   argument, on the instance the bus runs (possibly in the host process). They may be replayed
   after a host restart, so they must be idempotent (``record_config``, ``register_run``).
+* ``handle_redelivered(events)`` (optional) takes a list that a host killed while handling it
+  may have handed over in part already: the producer resends every batch the dead host had
+  not acknowledged, marked redelivered (issue 29). A sink that writes somewhere it can read
+  back skips the head it finds there and writes the rest, so each event lands once
+  (``LocalStorageHandler`` and ``CsvHandler`` do). Without it, the lane calls
+  ``handle_batch`` or ``handle`` as usual: the head may then be written twice. There is no
+  default here on purpose: a handler without the hook keeps its own ``handle_batch`` path and
+  the lane's per-event error counting.
 * ``losses()`` (optional) returns what the handler itself refused or could not write, as
   ``{reason: count}`` (``{"refused": 86600}``); the bus adds it to its ``FinishReport`` so a
   loss inside a sink is counted where the user looks. It must be cheap and thread-safe: it is

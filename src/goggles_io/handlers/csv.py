@@ -5,6 +5,8 @@ per metric in the order the metrics first appeared. When a new metric appears af
 written, the file is rewritten once with the extended header (temp file + ``os.replace``, so a
 reader or a crash sees the old table or the new one, never half). Settings recorded through
 :meth:`CsvHandler.record_config` go to ``metrics.config.kv`` beside it (``key=value`` lines).
+A list redelivered after its host died has the head the dead host's handler already wrote
+skipped (:meth:`CsvHandler.handle_redelivered`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from goggles_io._event.records import Event, Kind
 from goggles_io._util.kvfile import read_kv, write_kv
 from goggles_io._util.report import report
 from goggles_io.exceptions import ConfigurationError
-from goggles_io.handlers._files import LineFile
+from goggles_io.handlers._files import LineFile, drop_torn_tail, read_region
+from goggles_io.handlers._resume import CSV_TAIL_BYTES, CsvTail
 from goggles_io.handlers.base import BaseHandler, register_handler
 
 __all__ = [
@@ -103,6 +106,12 @@ class CsvHandler(BaseHandler):
         self._file: LineFile | None = None
         self._config_lock = threading.Lock()
         self._rows_lost = 0  # rows lost to a failed header rewrite (a full disk)
+        # Where the table ended when opened, and its columns then: the rows a dead host's
+        # handler wrote last lie before it (read on a redelivered list, or before a rewrite).
+        self._opened_at = 0
+        self._opened_columns: list[str] = []
+        self._tail: CsvTail | None = None
+        self.skipped_redelivered = 0  # events of redelivered lists found already written
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "path": str(self.path), "rows_per_batch": self.rows_per_batch}
@@ -115,12 +124,15 @@ class CsvHandler(BaseHandler):
     def open(self) -> None:
         """Open ``metrics.csv`` for appending, continuing the columns of an existing file.
 
+        A row torn by a crash is removed first (its cut number would read as a value).
+
         Raises:
             ConfigurationError: the file exists but its header does not start with ``step``.
         """
         if self._file is not None:
             return
         self.csv_path.parent.mkdir(parents=True, exist_ok=True)
+        drop_torn_tail(self.csv_path, self.name)
         header = _read_header(self.csv_path)
         if header and header[0] != STEP_COLUMN:
             msg = (
@@ -129,7 +141,8 @@ class CsvHandler(BaseHandler):
             )
             raise ConfigurationError(msg, key="path", value=str(self.path))
         self._columns = header[1:]
-        self._file = self._line_file()  # a row torn by a crash is ended: readers see a short row
+        self._file = self._line_file()
+        self._opened_at, self._opened_columns, self._tail = self._file.size(), header[1:], None
 
     def _line_file(self) -> LineFile:
         lines = LineFile(self.csv_path, self.name)
@@ -150,7 +163,7 @@ class CsvHandler(BaseHandler):
         if self._file is None:
             self.open()
         step = event.step
-        values = {_STEP_METRIC if m == STEP_COLUMN else str(m): v for m, v in event.payload.items()}
+        values = _values(event)
         row = self._pending.get(step)
         if row is not None and not row.keys().isdisjoint(values):
             self._write_pending()  # same metric, same step again: keep both, in two rows
@@ -160,6 +173,30 @@ class CsvHandler(BaseHandler):
                 self._write_pending()
             row = self._pending[step] = {}
         row.update(values)
+
+    def handle_redelivered(self, events: list[Event]) -> None:
+        """Handle a list a dead host may have written a head of: skip that head, take the rest.
+
+        An event is found by its step and value cells among the last 1 MiB of rows the table
+        held when this handler opened it (each cell matches once).
+        """
+        if self._file is None:
+            self.open()
+        skip, tail = 0, self._rows_before_open()
+        if tail is not None:
+            cells = [(cell(e.step), {m: cell(v) for m, v in _values(e).items()}) for e in events]
+            skip = tail.written_head(cells)
+        self.skipped_redelivered += skip
+        for event in events[skip:]:
+            self.handle(event)
+
+    def _rows_before_open(self) -> CsvTail | None:
+        """The last rows the table held when opened (read once; ``None``: it was empty)."""
+        if self._tail is None and self._opened_at:
+            end = self._opened_at
+            region = read_region(self.csv_path, end, CSV_TAIL_BYTES)
+            self._tail = CsvTail(region, self._opened_columns, has_header=end <= CSV_TAIL_BYTES)
+        return self._tail
 
     def flush(self) -> None:
         """Write every pending row and push the file buffer to the OS."""
@@ -241,6 +278,7 @@ class CsvHandler(BaseHandler):
                 raise OSError(28, "the header could not be written")
             self._columns = columns
             return
+        self._rows_before_open()  # the rewrite moves them: keep them for a redelivered list
         self._lost = self._file.lost_lines
         self._file.close()
         self._file = None
@@ -328,6 +366,11 @@ class CsvRows:
         """Fsync and close; a later :meth:`append` appends."""
         if self._file.is_open:
             self._file.close()
+
+
+def _values(event: Event) -> dict[str, Any]:
+    """An event's ``{column: value}`` (a metric named ``step`` has its own column)."""
+    return {_STEP_METRIC if m == STEP_COLUMN else str(m): v for m, v in event.payload.items()}
 
 
 def _read_header(path: Path) -> list[str]:

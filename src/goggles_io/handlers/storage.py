@@ -14,7 +14,8 @@ A ``/`` in a name makes a sub-folder (``images/eval/confusion_2.png``); an unnam
 stored under its kind (``images/image_3.png``). A media file that cannot be encoded (a library
 missing, an odd frame size) is saved as ``.npy`` instead and its line says why, so nothing
 logged is lost. Runs written before this layout have ``events.jsonl``; :func:`read_events`
-reads both.
+reads both. A list redelivered after its host died (:meth:`LocalStorageHandler.handle_redelivered`)
+has its already written head skipped, so each event has one line.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any, ClassVar
 from goggles_io._event.records import Event, Kind
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers import _media
-from goggles_io.handlers._files import LineFile
+from goggles_io.handlers._files import LineFile, read_region
 from goggles_io.handlers._layout import (
     EVENTS_FILE,
     LOG_FILE,
@@ -40,6 +41,7 @@ from goggles_io.handlers._layout import (
     record,
     safe_filename,
 )
+from goggles_io.handlers._resume import LOG_TAIL_BYTES, last_written_at, names, written_head
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
 
 __all__ = [
@@ -53,6 +55,7 @@ __all__ = [
 ]
 
 _FLUSH_INTERVAL_S = 0.5  # push the write buffer to the OS at least this often while busy
+_HOST_START_S = 0.05  # a media file this much older than our open() is not ours (clock ticks)
 _VIDEO_FORMATS = ("auto", "gif", "mp4")
 MEDIA_DIRS = {
     Kind.IMAGE: "images",
@@ -77,7 +80,9 @@ class LocalStorageHandler(BaseHandler):
     (``losses()["write_failed"]``, also in ``finish()``) and the first failure is reported once
     on stderr with the count. A media file that cannot be written is counted as
     ``media_failed`` and its line says why. An existing file is never overwritten (a ``-1``,
-    ``-2`` suffix is added) and no name leads outside ``path``.
+    ``-2`` suffix is added) and no name leads outside ``path``. After a crash, re-opening
+    removes a torn last line, and a list redelivered after its host died has the head that the
+    dead host's handler already wrote skipped (:meth:`handle_redelivered`).
 
     Args:
         path: the run directory (created on open); stored absolute, so a host process with
@@ -122,6 +127,10 @@ class LocalStorageHandler(BaseHandler):
         self.media_lost = 0
         self._file: LineFile | None = None
         self._last_flush = 0.0
+        self.skipped_redelivered = 0  # events of redelivered lists found already written
+        # (after, before): media files modified in it were left by a killed writer (see open)
+        self._orphan_window: tuple[float, float] | None = None
+        self._region: bytes | None = None  # log.jsonl's tail, while a redelivered list is written
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "path": str(self.path), "video_format": self.video_format}
@@ -135,7 +144,10 @@ class LocalStorageHandler(BaseHandler):
         lines = LineFile(self.path / LOG_FILE, self.name)
         if self._lost_before:
             lines.lost_lines = self._lost_before  # counts survive a close/re-open
-        lines.open()
+        lines.open()  # cuts a torn last line off
+        # A media file written in this window and named by no line was left by a killed writer.
+        since = last_written_at(lines.path)
+        self._orphan_window = None if since is None else (since, time.time() - _HOST_START_S)
         self._file = lines
         self._last_flush = time.monotonic()
 
@@ -160,6 +172,28 @@ class LocalStorageHandler(BaseHandler):
         if now - self._last_flush >= _FLUSH_INTERVAL_S:
             self._file.flush()
             self._last_flush = now
+
+    def handle_redelivered(self, events: list[Event]) -> None:
+        """Write a list a dead host may have written a head of: skip that head, write the rest.
+
+        The head is found among the last 16 MiB of ``log.jsonl`` by each line's identity
+        (timestamp, pid, logger, scope, step, what was logged); a media file the dead host
+        wrote for the rest, but whose line it never wrote, is written over rather than kept
+        beside a ``-1`` copy.
+        """
+        if self._file is None:
+            self.open()
+        assert self._file is not None
+        self._file.flush()  # our own lines too: a list resent to a live host is skipped whole
+        region = read_region(self._file.path, self._file.size(), LOG_TAIL_BYTES)
+        skip = written_head(events, region)
+        self.skipped_redelivered += skip
+        self._region = region
+        try:
+            for event in events[skip:]:
+                self.handle(event)
+        finally:
+            self._region = None
 
     def flush(self) -> None:
         """Push buffered lines to the OS (not to disk: that is what ``close`` adds)."""
@@ -233,7 +267,17 @@ class LocalStorageHandler(BaseHandler):
         self, folder: Path, stem: str, ext: str, write: Callable[[Path], None]
     ) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
-        target = _media.claim(folder, stem, ext)
+        target, region = None, self._region
+        if region is not None and self._orphan_window is not None:
+            target = _media.orphan(
+                folder,
+                stem,
+                ext,
+                *self._orphan_window,
+                named=lambda p: names(region, p.relative_to(self.path).as_posix()),
+            )
+        if target is None:
+            target = _media.claim(folder, stem, ext)
         try:
             write(target)
         except BaseException:

@@ -126,14 +126,22 @@ class TestCsvRows:
 
         assert ["step", *names] == _rows(tmp_path / METRICS_FILE)[0]
 
-    def test_torn_last_row_is_ended_before_appending(self, tmp_path: Path) -> None:
-        """After a crash cut the last row, new rows start on their own line."""
+    def test_torn_last_row_is_removed_before_appending(self, tmp_path: Path) -> None:
+        """A row a crash cut ("1,2" of "1,2.5") would read as a wrong value: it is removed."""
         _write(tmp_path, _metric({"loss": 1.25}, 0), _metric({"loss": 2.5}, 1))
         table = tmp_path / METRICS_FILE
         os.truncate(table, table.stat().st_size - 3)
         _write(tmp_path, _metric({"loss": 3.0}, 2))
 
-        assert [["0", "1.25"], ["1", "2"], ["2", "3.0"]] == _rows(table)[1:]
+        assert [["0", "1.25"], ["2", "3.0"]] == _rows(table)[1:]
+
+    def test_torn_header_is_removed_and_written_again(self, tmp_path: Path) -> None:
+        """A crash that cut the header itself leaves a table that starts over, whole."""
+        table = tmp_path / METRICS_FILE
+        table.write_bytes(b"step,lo")
+        _write(tmp_path, _metric({"loss": 3.0}, 2))
+
+        assert [["step", "loss"], ["2", "3.0"]] == _rows(table)
 
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(

@@ -137,8 +137,8 @@ class TestTornLines:
 
         assert (["ok"], 1) == ([e["payload"] for e in log.events], log.skipped)
 
-    def test_writing_after_a_torn_line_starts_a_new_line(self, tmp_path: Path) -> None:
-        """Re-opening after a crash never glues a new line onto the torn one."""
+    def test_reopening_after_a_torn_line_removes_it(self, tmp_path: Path) -> None:
+        """Re-opening after a crash cuts the torn line off: the file stays strict JSON lines."""
         _write(tmp_path, _event(gg.Kind.TEXT, "a"), _event(gg.Kind.TEXT, "b"))
         events_file = tmp_path / LOG_FILE
         os.truncate(events_file, events_file.stat().st_size - 5)
@@ -146,7 +146,8 @@ class TestTornLines:
 
         log = read_events(tmp_path)
 
-        assert (["a", "c"], 1) == ([e["payload"] for e in log.events], log.skipped)
+        assert (["a", "c"], 0) == ([e["payload"] for e in log.events], log.skipped)
+        assert all(json.loads(line) for line in events_file.read_bytes().splitlines())
 
     def test_file_of_a_sigkilled_writer_always_reads(self, tmp_path: Path) -> None:
         """After SIGKILL mid-writing, reading never fails and keeps every whole line."""
