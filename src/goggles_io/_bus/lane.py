@@ -39,6 +39,7 @@ from goggles_io.handlers.base import Handler
 __all__ = ["Lane", "handler_kinds"]
 
 _LABEL = re.compile(r"[^A-Za-z0-9_.-]+")
+_HELD_MAX = 64  # batches a busy lane passes before it flushes its handler to settle them
 
 
 class Lane:
@@ -85,6 +86,7 @@ class Lane:
         self.errors = 0
         self.broken = False  # open() failed: every event is a counted drop
         self._queue: SimpleQueue[Any] = SimpleQueue()
+        self._held: list[Ticket] = []  # tickets passed, settled at the handler's next flush
         self._batched = 0  # events queued inside lists, beyond the one item each list counts as
         self._marks = 0  # SPOOLED marks in the queue (not events held in memory)
         self._thread: threading.Thread | None = None
@@ -215,7 +217,9 @@ class Lane:
             return 0
         if self._thread is not None:
             rest = self._queue_what_fits(events, redelivered)
-            return self._full(rest, may_block=self.backpressure) if rest else 0
+            if not rest:
+                return 0
+            return self._full(rest, may_block=self.backpressure, redelivered=redelivered)
         if self.broken:
             self._drop("handler could not be opened", len(events))
             return len(events)
@@ -253,13 +257,15 @@ class Lane:
             self._queue.put((Redelivered(events) if redelivered else events, size))
         return rest
 
-    def _full(self, events: list[Event], *, may_block: bool) -> int:
+    def _full(self, events: list[Event], *, may_block: bool, redelivered: bool = False) -> int:
         """The memory budget is full: spill ``events``, else wait for room, else drop them.
 
         Returns how many were dropped.
         """
         overflow = self.overflow
-        if overflow.can_spill() and overflow.spill(events):
+        # A redelivered list never spills: the spool would lose its mark (and host lanes, the
+        # only ones that get such lists, do not spill anyway: ADR 0030).
+        if not redelivered and overflow.can_spill() and overflow.spill(events):
             with self._lock:
                 self._marks += 1
             self._queue.put(SPOOLED)  # its place in the queue: delivered in order
@@ -268,7 +274,7 @@ class Lane:
             want = min(len(events), self.queue_size)
             size = sum(map(approx_nbytes, events[:want]))
             if overflow.allowance.wait(lambda: self._has_room(want, size)):
-                events = self._queue_what_fits(events)
+                events = self._queue_what_fits(events, redelivered)
                 if not events:
                     return 0
         why = overflow.failure or "queue full"
@@ -356,6 +362,18 @@ class Lane:
                 self.delivered += 1
             self._unfinished -= 1
 
+    def _settle_held(self) -> None:
+        """Flush the handler, then settle the tickets of what it took before the flush.
+
+        A sink that buffers (log lines, CSV rows) has not written what it took until it flushes;
+        the host acknowledges a batch when its tickets settle, so they wait for that flush (a
+        group commit: once the queue is idle, or every ``_HELD_MAX`` batches under load).
+        """
+        self._safe(self._flush_handler)
+        held, self._held = self._held, []
+        for ticket in held:
+            ticket.settle()
+
     def _deliver_redelivered(self, events: Redelivered) -> None:
         """A list a dead host may have handed over in part: the handler skips what it has."""
         if self._handle_redelivered is None:
@@ -403,11 +421,13 @@ class Lane:
                 if events:
                     self._deliver_many(events)
             elif cls is Ticket:
-                item.settle()
+                self._held.append(item)
+                if not queue.qsize() or len(self._held) >= _HELD_MAX:
+                    self._settle_held()
             elif cls is Call:
                 self._invoke(item)
             elif cls is Control:
-                self._safe(self._flush_handler)
+                self._settle_held()  # flushes the handler
                 if item.close:
                     self._safe(self._close_handler)
                     item.done.set()
