@@ -232,7 +232,7 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
         """Events logged here that the host's handlers have not taken yet (queued, spilled, in
         flight, or kept for the next host)."""
         with self._lock:
-            kept = sum(f[2] for f in self._inflight) + sum(f[2] for f in self._resend)
+            kept = sum(f[2] for f in list(self._inflight)) + sum(f[2] for f in list(self._resend))
         return len(self._queue) + self._spill.events + kept
 
     def finish(self, timeout_s: float | None = None) -> FinishReport:
