@@ -158,9 +158,10 @@ def prepare_socket_dir(socket_path: str) -> None:
             _private_dir(parent)
         except OSError as exc:
             msg = (
-                f"the socket path is too long for a Unix socket (over {_SUN_PATH_MAX} bytes) and "
-                f"its short stand-in {socket_path!r} cannot be used: {exc}. Set GOGGLES_SOCKET "
-                f"to a path of at most {_SUN_PATH_MAX} bytes in a directory you own."
+                f"cannot use socket {socket_path!r} (the folder of the short stand-ins for "
+                f"socket paths over {_SUN_PATH_MAX} bytes, too long for a Unix socket): {exc}. "
+                f"Set GOGGLES_SOCKET to a path of at most {_SUN_PATH_MAX} bytes in a directory "
+                f"you own."
             )
             raise SocketOwnershipError(msg, path=socket_path) from exc
     if not os.path.isdir(parent):
