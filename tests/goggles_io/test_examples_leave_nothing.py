@@ -69,7 +69,20 @@ def test_example_runs_shows_what_it_says_and_leaves_no_temp_files(
     script: str, tmp_path: Path
 ) -> None:
     """The example exits 0, prints what it says, and its temp dir holds nothing new afterwards."""
-    tmp = tmp_path / "tmp"
+    _run_and_check(script, tmp_path / "tmp")
+
+
+def test_multiprocess_example_with_a_long_tmpdir(tmp_path: Path) -> None:
+    """A TMPDIR 40 characters longer makes the example's socket path too long for AF_UNIX: the
+    workers and the host meet on the short stand-in, and every event arrives."""
+    tmp = tmp_path / ("t" * 39) / "tmp"
+    tmp.parent.mkdir()
+    assert len(str(tmp / "gg-example-11-xxxxxxxx" / "bus.sock")) > 107
+    _run_and_check("11_multiprocess.py", tmp)
+
+
+def _run_and_check(script: str, tmp: Path) -> None:
+    tmp_path = tmp.parent
     tmp.mkdir()
     work = tmp_path / "cwd"
     work.mkdir()

@@ -3,10 +3,14 @@ are swept, and a closed spool leaves nothing (ADR 0025)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from hypothesis import given, settings
@@ -15,8 +19,11 @@ from hypothesis import strategies as st
 from goggles_io import Event, Kind
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_policy
 from goggles_io._delivery.spool import Spool
-from goggles_io._delivery.spool_space import list_spools, sweep_dead_spools
+from goggles_io._delivery.spool_space import list_spools, remove_own_tree, sweep_dead_spools
 from goggles_io._event.spilled import SpillEncoder, decode_spilled
+from goggles_io._util.liveness import pid_alive
+
+T = TypeVar("T")
 
 
 def _policy(tmp: Path, **kw: object) -> DeliveryPolicy:
@@ -83,6 +90,61 @@ class TestSpool:
         assert -9 == done.returncode and 1 == len(left)
         assert [left[0]] == [name for name, size in swept if size > 1000]
         assert [] == list_spools(tmp_path)
+
+
+def dead_pids(n: int) -> list[int]:
+    """``n`` pids no process has now, for folder names of dead owners."""
+    return list(itertools.islice((p for p in range(999_999, 1, -1) if not pid_alive(p)), n))
+
+
+def _within(timeout_s: float, call: Callable[[], T], release: Path) -> T:
+    """``call()`` on a thread; if it is still blocked after ``timeout_s`` (opening the FIFO
+    ``release``), open the FIFO's other end to free it, then fail."""
+    out: list[T] = []
+    worker = threading.Thread(target=lambda: out.append(call()), daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        fd = os.open(release, os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        worker.join(timeout_s)
+        raise AssertionError(f"blocked for {timeout_s} s on the FIFO {release}")
+    return out[0]
+
+
+class TestSweepNeverOpensWhatIsNotOurs:
+    def test_fifo_symlink_and_fifo_inside_are_left_and_nothing_hangs(self, tmp_path: Path) -> None:
+        """lstat first: a FIFO named like a folder is never opened, a symlink never followed, a
+        folder holding a FIFO loses its regular files and keeps the rest; a plain dead folder goes."""
+        root, outside = tmp_path / "spool", tmp_path / "outside"
+        root.mkdir()
+        outside.mkdir()
+        (outside / "keep.txt").write_text("mine")
+        fifo, link, holder, plain = (f"p{pid}-1" for pid in dead_pids(4))
+        os.mkfifo(root / fifo)
+        (root / link).symlink_to(outside, target_is_directory=True)
+        (root / holder / "sub").mkdir(parents=True)
+        os.mkfifo(root / holder / "sub" / "q")
+        (root / holder / "old.seg").write_bytes(b"x" * 100)
+        (root / plain / "client-1").mkdir(parents=True)
+        (root / plain / "client-1" / "0.seg").write_bytes(b"x" * 300)
+
+        swept = _within(30, lambda: sweep_dead_spools(root), release=root / fifo)
+
+        assert [(plain, 300)] == swept
+        assert sorted([fifo, link, holder]) == list_spools(root)
+        assert ["sub"] == os.listdir(root / holder)
+        assert "mine" == (outside / "keep.txt").read_text()
+        assert (root / link).is_symlink()
+
+    def test_a_symlink_given_as_the_folder_is_not_followed(self, tmp_path: Path) -> None:
+        """remove_own_tree on a symlink leaves it and its target."""
+        (tmp_path / "target").mkdir()
+        (tmp_path / "target" / "f").write_text("keep")
+        (tmp_path / "link").symlink_to(tmp_path / "target")
+
+        assert (False, 0) == remove_own_tree(tmp_path / "link")
+        assert "keep" == (tmp_path / "target" / "f").read_text()
 
 
 class TestSpilledEvents:

@@ -13,14 +13,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import shutil
 import struct
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 from goggles_io._delivery.policy import DeliveryPolicy
-from goggles_io._delivery.spool_space import spool_space
+from goggles_io._delivery.spool_space import remove_own_tree, spool_space
 
 __all__ = ["Blob", "Spool", "SpoolRecord"]
 
@@ -189,7 +188,7 @@ class Spool:
         with self._lock:
             folder, self._dir = self._dir, None
         if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_own_tree(folder)
             self._space.closed_one()
         return n
 

@@ -4,7 +4,8 @@ Every spool of a process (and its disk pool) lives under ``<spool dir>/p<pid>-<s
 (0700, created on the first spill) and shares one byte budget: ``GOGGLES_SPOOL_BYTES``, and
 never more than a quarter of the space that was free. A folder whose owner died is removed by
 the next process that makes its own (:func:`sweep_dead_spools`); the last spool of a process to
-close removes the folder.
+close removes the folder. Folders are removed by :func:`remove_own_tree`, never ``shutil.rmtree``:
+the spool root is shared by every process of the user and may hold anything.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import shutil
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -21,9 +22,20 @@ from goggles_io._delivery.policy import DeliveryPolicy
 from goggles_io._util.liveness import pid_alive, start_time
 from goggles_io._util.report import report
 
-__all__ = ["SpoolSpace", "default_spool_root", "list_spools", "spool_space", "sweep_dead_spools"]
+__all__ = [
+    "SpoolSpace",
+    "default_spool_root",
+    "list_spools",
+    "remove_own_tree",
+    "spool_space",
+    "sweep_dead_spools",
+]
 
 _FREE_FRACTION = 0.25  # a process's spools never take more than this share of the free space
+# Opening a folder to look inside: never a symlink (O_NOFOLLOW), never anything but a directory
+# (O_DIRECTORY fails before a FIFO or device is opened; O_NONBLOCK in case it did not).
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_MAX_DEPTH = 8  # a spool folder is 2 deep; anything deeper is not ours and is left
 
 
 def default_spool_root() -> Path:
@@ -55,29 +67,87 @@ def list_spools(root: Path | str) -> list[str]:
     return []
 
 
-def _folder_bytes(path: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-    return total
+def remove_own_tree(path: Path | str) -> tuple[bool, int]:
+    """Remove the folder ``path`` if it is a real directory of ours: ``(gone, bytes removed)``.
+
+    Only regular files and directories owned by this uid are removed. Everything is looked at
+    through ``lstat`` and directory descriptors: a symlink is never followed (its target is
+    never touched), a FIFO or device never opened (``shutil.rmtree`` opens the path it is given,
+    and a FIFO there blocks it forever). Whatever else is found stays, with its folders.
+    """
+    parent, name = os.path.split(os.path.abspath(path))
+    try:
+        parent_fd = os.open(parent, _DIR_FLAGS)
+    except OSError:
+        return False, 0
+    try:
+        return _remove_dir(parent_fd, name, 0)
+    finally:
+        os.close(parent_fd)
+
+
+def _remove_dir(parent_fd: int, name: str, depth: int) -> tuple[bool, int]:
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except FileNotFoundError:
+        return True, 0
+    except OSError:  # a symlink (ELOOP), not a directory (ENOTDIR), not ours to read
+        return False, 0
+    uid = os.getuid()
+    gone, size = True, 0
+    try:
+        if os.fstat(fd).st_uid != uid or depth > _MAX_DEPTH:
+            return False, 0
+        found = []
+        with os.scandir(fd) as entries:
+            for e in entries:
+                with contextlib.suppress(FileNotFoundError):  # removed meanwhile
+                    found.append((e.name, e.stat(follow_symlinks=False)))
+        for entry, st in found:
+            if st.st_uid != uid:
+                gone = False
+            elif stat.S_ISDIR(st.st_mode):
+                removed, n = _remove_dir(fd, entry, depth + 1)
+                gone, size = gone and removed, size + n
+            elif stat.S_ISREG(st.st_mode):
+                try:
+                    os.unlink(entry, dir_fd=fd)
+                    size += st.st_size
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    gone = False
+            else:
+                gone = False  # a FIFO, socket, device or symlink: left where it is
+    except OSError:
+        gone = False
+    finally:
+        os.close(fd)
+    if gone:
+        try:
+            os.rmdir(name, dir_fd=parent_fd)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            gone = False
+    return gone, size
 
 
 def sweep_dead_spools(root: Path | str) -> list[tuple[str, int]]:
     """Remove the spool folders of processes that are no longer alive; ``(name, bytes)`` each.
 
     Their events are not lost by this: a producer's spool dies with the producer (it counted
-    what it could not send), and a host's is re-sent by the producers that kept it.
+    what it could not send), and a host's is re-sent by the producers that kept it. Only real
+    folders of ours are removed (:func:`remove_own_tree`); a FIFO, a symlink or a folder holding
+    one is left as it is.
     """
     swept = []
     for name in list_spools(root):
         if _owner_alive(name):
             continue
-        path = Path(root) / name
-        size = _folder_bytes(path)
-        shutil.rmtree(path, ignore_errors=True)
-        swept.append((name, size))
+        gone, size = remove_own_tree(Path(root) / name)
+        if gone:
+            swept.append((name, size))
     return swept
 
 
@@ -166,7 +236,7 @@ class SpoolSpace:
             if self.spools > 0 or self._folder is None:
                 return
             folder, self._folder = self._folder, None
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_own_tree(folder)
         with contextlib.suppress(OSError):
             self.root.rmdir()
             self.root.parent.rmdir()  # .../goggles_io, when nothing else of ours is there

@@ -7,11 +7,15 @@ accepts all of them); turning each into what crosses the bus is one concept, kep
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from typing import Any
 
-from goggles_io._event.validate import check_message_payload, plain_copy, short_repr
+from goggles_io._event.validate import (
+    check_message_payload,
+    ndarray_type,
+    plain_copy,
+    short_repr,
+)
 from goggles_io.exceptions import InvalidPayloadError
 
 __all__ = ["is_reference", "to_artifact", "to_reference"]
@@ -66,9 +70,11 @@ def to_artifact(data: object, fmt: object = "bin") -> bytes | str | dict[str, An
         return os.fspath(data)  # type: ignore[return-value]
     if isinstance(data, Mapping | list | tuple):
         return _serialise(data, fmt)
-    np = sys.modules.get("numpy")
-    if np is not None and isinstance(data, np.ndarray):
+    ndarray = ndarray_type()
+    if ndarray is not None and isinstance(data, ndarray):
         import io
+
+        import numpy as np
 
         buffer = io.BytesIO()
         np.save(buffer, data, allow_pickle=False)
@@ -96,8 +102,9 @@ def _serialise(data: object, fmt: object) -> bytes:
 
 
 def _json_default(value: object) -> Any:
-    np = sys.modules.get("numpy")
-    if np is not None:
+    if ndarray_type() is not None:  # numpy is loaded (never half-way: see ndarray_type)
+        import numpy as np
+
         if isinstance(value, np.ndarray):
             return value.tolist()
         if isinstance(value, np.generic):

@@ -40,6 +40,7 @@ __all__ = [
     "check_video_format",
     "is_field_like",
     "is_image_like",
+    "ndarray_type",
     "plain_copy",
     "short_repr",
     "to_histogram",
@@ -158,26 +159,37 @@ def _check_pixels(arr: np.ndarray, what: str, value: object) -> None:
         raise InvalidPayloadError(msg, value=value)
 
 
+def ndarray_type() -> type | None:
+    """numpy's ``ndarray`` if numpy is loaded, else ``None``; never imports numpy.
+
+    Read with ``getattr``, never ``np.ndarray``: another thread (the socket client's sender
+    imports the codec in the background) may be half-way through ``import numpy``, and that
+    half-made module may have no ``ndarray`` yet. No value can be an array of a numpy that nobody
+    finished importing, so ``None`` is then the right answer.
+    """
+    return getattr(sys.modules.get("numpy"), "ndarray", None)
+
+
 def is_image_like(value: object) -> bool:
     """Return whether ``push`` should promote ``value`` to an image event."""
-    np = sys.modules.get("numpy")
-    if np is None or not isinstance(value, np.ndarray):
+    ndarray = ndarray_type()
+    if ndarray is None or not isinstance(value, ndarray):
         return False
     return value.ndim == 2 or (value.ndim == 3 and value.shape[-1] in _CHANNELS)
 
 
 def is_vector_like(value: object) -> bool:
     """Return whether ``push`` should spread ``value`` (a 1-D numeric array) into scalars."""
-    np = sys.modules.get("numpy")
-    return np is not None and isinstance(value, np.ndarray) and value.ndim == 1
+    ndarray = ndarray_type()
+    return ndarray is not None and isinstance(value, ndarray) and value.ndim == 1
 
 
 def is_field_like(value: object) -> bool:
     """Return whether ``dictionary`` should log ``value`` as a vector field (last axis 2, 3-D+)."""
-    np = sys.modules.get("numpy")
+    ndarray = ndarray_type()
     return (
-        np is not None
-        and isinstance(value, np.ndarray)
+        ndarray is not None
+        and isinstance(value, ndarray)
         and value.ndim >= 3
         and value.shape[-1] == 2
     )

@@ -14,7 +14,6 @@ import contextlib
 import itertools
 import os
 import re
-import shutil
 import stat
 import threading
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from goggles_io._delivery.policy import DeliveryPolicy
-from goggles_io._delivery.spool_space import spool_space
+from goggles_io._delivery.spool_space import remove_own_tree, spool_space
 from goggles_io._event.records import ShmRef
 from goggles_io._transport.ring import Ring
 from goggles_io.exceptions import FrameError
@@ -163,7 +162,7 @@ class DiskPool:
             seg.remove()
             self._space.release(seg.size)
         if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_own_tree(folder)
             self._space.closed_one()
 
 

@@ -8,8 +8,10 @@ knob and its default is in ``docs/transport.md``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Mapping
 
@@ -33,6 +35,7 @@ from goggles_io.exceptions import ConfigurationError, SocketOwnershipError
 __all__ = [
     "SocketOwnershipError",
     "TransportSettings",
+    "bindable_socket_path",
     "default_socket_path",
     "prepare_socket_dir",
     "read_transport_settings",
@@ -42,6 +45,32 @@ _DEFAULT_SHM_THRESHOLD = 64 * 1024
 _DEFAULT_SHM_BYTES = 48 * 1024 * 1024  # 3 segments: a 1 MiB image burst stays in memory longer
 _DEFAULT_IDLE_TIMEOUT_S = 1.0
 _TRANSPORTS = ("socket", "inprocess")
+# The longest path AF_UNIX binds: sun_path is 108 bytes on Linux (104 elsewhere), NUL included.
+_SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
+# Where a too-long socket path is mapped: fixed (never $TMPDIR, which may be what made it long),
+# so every process of this user derives the same stand-in whatever its environment.
+_SHORT_ROOT = "/tmp"
+
+
+def bindable_socket_path(path: str) -> str:
+    """``path`` itself when AF_UNIX can bind it, else its short private stand-in.
+
+    A path longer than ``sun_path`` cannot be bound or connected to. Every process that shares
+    the long path maps it alike, to ``/tmp/goggles_io-<uid>/<hash of the absolute path>.sock``,
+    so they still meet on one host; the election lock (``<socket>.lock``) follows it.
+    """
+    if len(os.fsencode(path)) <= _SUN_PATH_MAX:
+        return path
+    digest = hashlib.sha256(os.fsencode(os.path.abspath(path))).hexdigest()[:24]
+    return os.path.join(_short_dir(), f"{digest}.sock")
+
+
+def _bindable_or_none(path: str | None) -> str | None:
+    return None if path is None else bindable_socket_path(path)
+
+
+def _short_dir() -> str:
+    return os.path.join(_SHORT_ROOT, f"goggles_io-{os.getuid()}")
 
 
 @attrs.frozen(kw_only=True)
@@ -49,7 +78,7 @@ class TransportSettings:
     """Parsed transport knobs."""
 
     transport: str = "socket"
-    socket_path: str | None = None
+    socket_path: str | None = attrs.field(default=None, converter=_bindable_or_none)
     shm_threshold: int = _DEFAULT_SHM_THRESHOLD
     shm_bytes: int = _DEFAULT_SHM_BYTES
     dedicated_host: bool = True
@@ -101,23 +130,40 @@ def _private_dir(path: str) -> str:
 
 
 def default_socket_path() -> str:
-    """``$XDG_RUNTIME_DIR/goggles_io.sock`` when usable, else ``<tmp>/goggles_io-<uid>/bus.sock``."""
+    """``$XDG_RUNTIME_DIR/goggles_io.sock`` when usable, else ``<tmp>/goggles_io-<uid>/bus.sock``.
+
+    Either one, when too long to bind, is mapped by :func:`bindable_socket_path`.
+    """
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isdir(xdg):
         st = os.stat(xdg)
         if st.st_uid == os.getuid():
-            return os.path.join(xdg, "goggles_io.sock")
-    base = _private_dir(os.path.join(tempfile.gettempdir(), f"goggles_io-{os.getuid()}"))
-    return os.path.join(base, "bus.sock")
+            return bindable_socket_path(os.path.join(xdg, "goggles_io.sock"))
+    base = os.path.join(tempfile.gettempdir(), f"goggles_io-{os.getuid()}")
+    path = os.path.join(base, "bus.sock")
+    if len(os.fsencode(path)) <= _SUN_PATH_MAX:
+        _private_dir(base)
+    return bindable_socket_path(path)
 
 
 def prepare_socket_dir(socket_path: str) -> None:
     """Check that ``socket_path`` is usable by us: its directory exists, it is not someone else's.
 
     We never change the mode of an existing directory (``/tmp`` is shared); the socket itself
-    is created 0600 by the host.
+    is created 0600 by the host. The private directory of mapped (too long) paths is created here.
     """
     parent = os.path.dirname(os.path.abspath(socket_path))
+    if parent == _short_dir():
+        try:
+            _private_dir(parent)
+        except OSError as exc:
+            msg = (
+                f"cannot use socket {socket_path!r} (the folder of the short stand-ins for "
+                f"socket paths over {_SUN_PATH_MAX} bytes, too long for a Unix socket): {exc}. "
+                f"Set GOGGLES_SOCKET to a path of at most {_SUN_PATH_MAX} bytes in a directory "
+                f"you own."
+            )
+            raise SocketOwnershipError(msg, path=socket_path) from exc
     if not os.path.isdir(parent):
         msg = f"GOGGLES_SOCKET directory {parent!r} does not exist; create it (mode 0700) first."
         raise ConfigurationError(msg, key=ENV_SOCKET, value=socket_path)

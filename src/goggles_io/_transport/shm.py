@@ -14,6 +14,7 @@ import itertools
 import mmap
 import os
 import re
+import stat
 import tempfile
 import threading
 
@@ -69,15 +70,21 @@ def list_segments(shm_dir: str | None = None) -> list[str]:
 
 
 def sweep_dead_segments(shm_dir: str | None = None) -> list[str]:
-    """Unlink this user's segments whose owner pid is dead (liveness, not age); return their names."""
+    """Unlink this user's segments whose owner pid is dead (liveness, not age); return their names.
+
+    Only regular files of ours (``lstat``): a FIFO, device or symlink named like one is left.
+    """
     shm_dir = shm_dir or get_shm_dir()
     swept = []
     for name in list_segments(shm_dir):
         m = _NAME_RE.match(name)
         if m and not pid_alive(int(m.group(2))):
+            path = os.path.join(shm_dir, name)
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(shm_dir, name))
-                swept.append(name)
+                st = os.lstat(path)
+                if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid():
+                    os.unlink(path)
+                    swept.append(name)
     return swept
 
 

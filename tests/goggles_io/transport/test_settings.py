@@ -112,3 +112,51 @@ class TestPrepareSocketDir:
         with pytest.raises(SocketOwnershipError, match="not a socket"):
             ts.prepare_socket_dir(str(path))
         assert "keep me" == path.read_text()
+
+
+class TestBindableSocketPath:
+    def test_short_path_is_kept(self) -> None:
+        """A path AF_UNIX can bind (107 bytes) is used as given."""
+        path = "/" + "s" * 106
+
+        assert path == ts.bindable_socket_path(path)
+        assert path == ts.read_transport_settings({"GOGGLES_SOCKET": path}).socket_path
+
+    def test_long_path_maps_to_one_short_private_path(self, tmp_path: Path) -> None:
+        """108+ bytes map to ``/tmp/goggles_io-<uid>/<hash>.sock``, the same in every process."""
+        long_path = str(tmp_path / ("l" * 120) / "bus.sock")
+
+        short = ts.read_transport_settings({"GOGGLES_SOCKET": long_path}).socket_path
+
+        assert short == ts.bindable_socket_path(long_path)
+        assert short == ts.TransportSettings(socket_path=long_path).socket_path
+        assert f"/tmp/goggles_io-{os.getuid()}" == os.path.dirname(short)
+        assert len(short) <= 107
+        assert short != ts.bindable_socket_path(long_path + "2")
+
+    def test_long_default_path_maps_and_creates_no_long_directory(
+        self, tmp_root: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A temp dir that makes the default path too long yields the stand-in, nothing under it."""
+        deep = tmp_root / ("t" * 100)
+        deep.mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(deep))
+
+        path = ts.default_socket_path()
+
+        assert f"/tmp/goggles_io-{os.getuid()}" == os.path.dirname(path)
+        assert [] == list(deep.iterdir())
+
+    def test_stand_in_directory_is_made_private_or_refused(
+        self, tmp_root: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """prepare_socket_dir creates the stand-ins' folder 0700; one open to others is refused."""
+        monkeypatch.setattr(ts, "_SHORT_ROOT", str(tmp_root))
+        short = ts.bindable_socket_path(str(tmp_root / ("l" * 120)))
+        ts.prepare_socket_dir(short)
+        parent = Path(short).parent
+
+        assert 0o700 == stat.S_IMODE(parent.stat().st_mode)
+        parent.chmod(0o777)
+        with pytest.raises(SocketOwnershipError, match="too long for a Unix socket"):
+            ts.prepare_socket_dir(short)

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
+from goggles_io._util.liveness import pid_alive
 from support import wait_until
 
 _Q = {"GOGGLES_QUEUE_SIZE": "1000"}
@@ -167,3 +170,37 @@ class TestSpoolFolders:
         assert [f"p{crashed.pid}-"] == [name[: len(str(crashed.pid)) + 2] for name in left]
         assert "removed the spool" in err + Path(bus.host_log).read_text()
         assert [] == _spool_folders(root)
+
+
+def test_fifo_symlink_and_fifo_folder_in_the_spool_root_never_hang_a_spill(
+    bus, finished, tmp_path: Path
+) -> None:
+    """A FIFO named like a spool folder, a symlink to an outside folder and a folder holding a
+    FIFO in the spool root: the producer's first spill sweeps past them (the sweep used to open
+    the FIFO and hang every log call), every event arrives, the symlink's target is untouched."""
+    root = Path(bus.env["GOGGLES_SPOOL_DIR"])
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    dead = list(itertools.islice((p for p in range(999_996, 1, -1) if not pid_alive(p)), 3))
+    fifo, link, holder = (root / f"p{pid}-1" for pid in dead)
+    os.mkfifo(fifo)
+    link.symlink_to(outside, target_is_directory=True)
+    holder.mkdir()
+    os.mkfifo(holder / "q")
+    proc = _start(bus, 20_000, **_Q)
+    watchdog = threading.Timer(60, proc.kill)  # a hung spill fails the test instead of hanging it
+    watchdog.start()
+    try:
+        spilled = any("client-" in str(p) for p in _log_with_host_stopped(bus, proc))
+        report = json.loads(_say(proc, "finish"))
+        finished(proc)
+    finally:
+        watchdog.cancel()
+
+    assert spilled
+    assert ({}, [20_001, 0]) == (report["transport"], report["handler"])
+    assert list(range(20_001)) == _steps(bus)
+    assert "mine" == (outside / "keep.txt").read_text()
+    assert (fifo.exists(), link.is_symlink(), (holder / "q").exists()) == (True, True, True)
