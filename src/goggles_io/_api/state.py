@@ -133,7 +133,7 @@ def _finish_transport(timeout_s: float | None) -> FinishReport | None:
 
 def _finish_at_exit() -> None:
     if STATE.transport is not None:
-        STATE.transport.finish(get_settings().shutdown_timeout_s)
+        STATE.transport.finish(None)  # waits while delivery progresses (GOGGLES_FINISH_STALL)
 
 
 def reset_defaults() -> None:

@@ -20,6 +20,7 @@ import attrs
 from goggles_io._bus.items import Ticket
 from goggles_io._bus.lane import Lane
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
+from goggles_io._delivery.drain import read_finish_stall
 from goggles_io._delivery.policy import DeliveryPolicy, read_delivery_policy
 from goggles_io._event.records import Event, Kind
 from goggles_io._util.report import report
@@ -64,8 +65,11 @@ class EventBus:
         queue_size: int = 65_536,
         queue_bytes: int = 16 * 1024 * 1024,
         policy: DeliveryPolicy | None = None,
+        stall_s: float | None = None,
     ) -> None:
         self.async_mode = async_mode
+        # finish() and flush() give up on a handler after this long without progress
+        self.stall_s = read_finish_stall() if stall_s is None else stall_s
         self.queue_size = queue_size
         self.queue_bytes = queue_bytes
         self.policy = policy or read_delivery_policy()
@@ -110,6 +114,7 @@ class EventBus:
                     ),
                     backpressure=getattr(handler, "backpressure", True),
                     policy=self.policy,
+                    stall_s=self.stall_s,
                 )
                 lane.start()
                 self._lanes[handler.name] = lane
@@ -268,30 +273,46 @@ class EventBus:
             return lanes
 
     # -- shutdown ---------------------------------------------------------------------------
-    def flush(self, timeout_s: float | None = None) -> bool:
-        """Wait until everything emitted so far was handled; ``False`` on timeout."""
+    def flush(self, timeout_s: float | None = None, *, stall_s: float | None = None) -> bool:
+        """Wait until everything emitted so far was handled; ``False`` if a handler stalled
+        (as in :meth:`finish`) or ``timeout_s`` ran out."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         ok = True
         for lane in list(self._lanes.values()):
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ok = lane.flush(left) and ok
+            ok = lane.flush(left, stall_s=stall_s) and ok
+            if lane.last_wait is not None and lane.last_wait.abandoned:
+                stall_s = 0.0  # Ctrl-C (or the time ran out): do not wait for the others
         return ok
 
-    def finish(self, timeout_s: float | None = None) -> FinishReport:
-        """Deliver, flush and close every handler; keep them registered for a later re-open."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        ok = True
+    def finish(
+        self, timeout_s: float | None = None, *, stall_s: float | None = None
+    ) -> FinishReport:
+        """Deliver, flush and close every handler; keep them registered for a later re-open.
+
+        Waits as long as the handlers make progress, with a line on stderr every few seconds
+        when it is long; a handler that takes nothing for ``stall_s`` seconds (default
+        ``GOGGLES_FINISH_STALL``) is given up and what it did not take is counted as lost.
+        ``timeout_s``, when given, also bounds the whole wait; Ctrl-C abandons it at once.
+        """
+        start = time.monotonic()
+        deadline = None if timeout_s is None else start + timeout_s
+        ok, abandoned = True, False
         with self._lock:
             if not self._finished:
                 for lane in self._lanes.values():
                     left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                    ok = lane.close(left) and ok
+                    ok = lane.close(left, stall_s=0.0 if abandoned else stall_s) and ok
+                    wait = lane.last_wait
+                    abandoned = abandoned or (wait is not None and wait.abandoned)
                 self._finished = True
             result = FinishReport(
                 handlers={name: lane.stats() for name, lane in self._lanes.items()},
                 timed_out=not ok,
+                elapsed_s=time.monotonic() - start,
+                abandoned=abandoned,
             )
-        if result.dropped or result.lost or not ok:
+        if result.missing or not ok:
             report(f"finish: {result.summary()}")
         return result
 
