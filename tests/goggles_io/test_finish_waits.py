@@ -86,7 +86,7 @@ def test_a_slow_sink_gets_every_event_and_finish_reports_its_time(
     assert (stats.logged, stats.delivered, stats.dropped, stats.failed) == (n, n, 0, 0)
     assert not report.timed_out and report.missing == 0
     assert report.elapsed_s > 0
-    print(f"finish waited {report.elapsed_s:.1f} s for the 60 µs sink")  # noqa: T201
+    print(f"finish waited {report.elapsed_s:.1f} s for the 60 µs sink")
 
 
 def test_a_stalled_sink_is_given_up_after_stall_s_with_exact_counts() -> None:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._api.state import STATE, get_settings, get_transport
+from goggles_io._api.state import STATE, announce_finish, get_settings, get_transport
 from goggles_io._bus.transport import FinishReport, Transport
 from goggles_io._event import validate as v
 from goggles_io._util.report import ReportOnce
@@ -232,15 +232,17 @@ def finish(timeout: float | None = None, *, wait_for_host: bool = True) -> Finis
         from_broker = consumer.finish(bound)
     transport = STATE.transport
     if transport is None:
-        return from_broker
+        return announce_finish(from_broker)
     release = None if wait_for_host else getattr(transport, "release", None)
     report = transport.finish(timeout) if release is None else release(timeout)
     if consumer is None:
-        return report
-    return FinishReport(
-        handlers={**report.handlers, **from_broker.handlers},
-        timed_out=report.timed_out or from_broker.timed_out,
-        transport=report.transport,
-        elapsed_s=report.elapsed_s,
-        abandoned=report.abandoned,
+        return announce_finish(report)
+    return announce_finish(
+        FinishReport(
+            handlers={**report.handlers, **from_broker.handlers},
+            timed_out=report.timed_out or from_broker.timed_out,
+            transport=report.transport,
+            elapsed_s=report.elapsed_s,
+            abandoned=report.abandoned,
+        )
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from goggles_io._bus.conflict import differences
 from goggles_io._bus.items import Ticket
 from goggles_io._bus.lane import Lane
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
@@ -24,33 +25,10 @@ from goggles_io._delivery.drain import read_finish_stall
 from goggles_io._delivery.policy import DeliveryPolicy, read_delivery_policy
 from goggles_io._event.records import Event, Kind
 from goggles_io._util.report import report
-from goggles_io._util.secret import REDACTED, fingerprint
 from goggles_io.exceptions import UnknownHandlerError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, handler_from_dict
 
 __all__ = ["EventBus"]
-
-
-def _spec(handler: Handler) -> dict[str, Any]:
-    try:
-        spec = handler.to_dict()
-    except Exception:
-        spec = {"cls": type(handler).__qualname__, "data": {}}
-    return dict(spec)
-
-
-def _differences(kept: Mapping[str, Any], incoming: Mapping[str, Any]) -> list[str]:
-    diffs = []
-    if kept.get("cls") != incoming.get("cls"):
-        diffs.append(f"cls: {kept.get('cls')!r} != {incoming.get('cls')!r}")
-    a, b = dict(kept.get("data") or {}), dict(incoming.get("data") or {})
-    for key in sorted(set(a) | set(b)):
-        if a.get(key) != b.get(key):
-            diffs.append(f"{key}: kept {a.get(key)!r}, ignored {b.get(key)!r}")
-    # Secrets are opaque: compared by hash, never printed.
-    if fingerprint(kept.get("secrets")) != fingerprint(incoming.get("secrets")):
-        diffs.append(f"secrets: kept {REDACTED}, ignored {REDACTED} (they differ)")
-    return diffs
 
 
 class EventBus:
@@ -78,6 +56,7 @@ class EventBus:
         self._routes: dict[str, tuple[Lane, ...]] = {}
         self._finished = False
         self._warned: set[tuple[str, str]] = set()
+        self._retired: dict[str, HandlerStats] = {}  # detached since the last finish
 
     # -- configuration ----------------------------------------------------------------------
     def attach(
@@ -124,7 +103,7 @@ class EventBus:
             self._routes = {}
 
     def _warn_conflict(self, kept: Handler, ignored: Handler) -> None:
-        diffs = _differences(_spec(kept), _spec(ignored))
+        diffs = differences(kept, ignored)
         if not diffs:
             return
         key = (kept.name, "; ".join(diffs))
@@ -161,6 +140,7 @@ class EventBus:
             if not lane.scopes:
                 del self._lanes[name]
                 lane.close(None)
+                self._retire(lane)
 
     def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None:
         """Last-wins setup used by ``configure``: drop ``handler.name`` from ``scopes``, re-add.
@@ -175,6 +155,7 @@ class EventBus:
             if old is not None:
                 remaining = old.scopes - set(scopes)
                 old.close(None)
+                self._retire(old)
             self._routes = {}
             new_scopes = remaining | (set(scopes) if enable else set())
             if new_scopes:
@@ -306,14 +287,17 @@ class EventBus:
                     wait = lane.last_wait
                     abandoned = abandoned or (wait is not None and wait.abandoned)
                 self._finished = True
+            handlers, self._retired = self.stats(), {}
             result = FinishReport(
-                handlers={name: lane.stats() for name, lane in self._lanes.items()},
+                handlers=handlers,
                 timed_out=not ok,
                 elapsed_s=time.monotonic() - start,
                 abandoned=abandoned,
             )
         if result.missing or not ok:
             report(f"finish: {result.summary()}")
+        elif result.elapsed_s >= 5.0:  # a long wait printed progress: say how it ended
+            report(f"finish: everything delivered in {result.elapsed_s:.1f} s")
         return result
 
     def shutdown(self, timeout: float | None = None) -> None:
@@ -396,5 +380,13 @@ class EventBus:
             lane.close(1.0)
 
     def stats(self) -> dict[str, HandlerStats]:
-        """Return the delivery tally per handler name."""
-        return {name: lane.stats() for name, lane in list(self._lanes.items())}
+        """Return the delivery tally per handler name (those detached since the last finish too:
+        a run's sinks detached before ``finish()`` are still in its report)."""
+        found = dict(self._retired)
+        for name, lane in list(self._lanes.items()):
+            found[name] = found[name].plus(lane.stats()) if name in found else lane.stats()
+        return found
+
+    def _retire(self, lane: Lane) -> None:
+        old = self._retired.get(lane.name)
+        self._retired[lane.name] = lane.stats() if old is None else old.plus(lane.stats())

@@ -60,6 +60,22 @@ class HandlerStats:
         """Events routed to the handler that did not reach its output: dropped, failed, lost."""
         return self.dropped + self.failed + self.lost
 
+    def plus(self, other: HandlerStats) -> HandlerStats:
+        """Both tallies together (a handler detached, then attached again under its name)."""
+        losses = dict(self.losses)
+        for reason, n in other.losses.items():
+            losses[reason] = losses.get(reason, 0) + n
+        logged = None if self.logged is None or other.logged is None else self.logged + other.logged
+        return HandlerStats(
+            delivered=self.delivered + other.delivered,
+            dropped=self.dropped + other.dropped,
+            errors=self.errors + other.errors,
+            losses=losses,
+            failed=self.failed + other.failed,
+            logged=logged,
+            not_in_time=self.not_in_time + other.not_in_time,
+        )
+
 
 @attrs.frozen
 class FinishReport:
@@ -113,7 +129,8 @@ class FinishReport:
         if self.transport.dropped:
             why = ", ".join(f"{n} {r}" for r, n in sorted(self.transport.losses.items()))
             parts.append(f"transport: {self.transport.dropped} dropped ({why})")
-        return "; ".join(parts) or "no handlers"
+        line = "; ".join(parts) or "no handlers"
+        return f"lost {self.missing} events: {line}" if self.missing else line
 
 
 class Transport(Protocol):
