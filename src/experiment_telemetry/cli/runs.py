@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from goggles_io.runs import list_runs
+from goggles_io.runs import list_runs, shown_status
 
 __all__ = ["add_parser", "run"]
 
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append(
             (
                 str(info.get("run_id", "?")),
-                str(info.get("status", "?")),
+                shown_status(info),
                 _age(info.get("age_s")),
                 "-" if step is None else str(step),
                 _alerts(info),
@@ -70,7 +70,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``runs`` on the top-level subparsers."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "runs",
-        help="list runs: status (running/done/failed/interrupted/crashed), age, last step, alerts",
+        help="list runs: status (running/done/failed/interrupted/crashed; '(lost N)' when events "
+        "were not delivered), age, last step, alerts",
     )
     parser.add_argument("root", nargs="?", default="runs", help="directory holding runs")
     parser.set_defaults(handler=run)

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"run {info.get('run_id')}  status={info.get('status')}  last_step={info.get('last_step')}"
     )
-    for key in ("project", "driver", "slug", "seed", "git_commit", "started", "finished"):
+    for key in ("project", "driver", "slug", "seed", "git_commit", "started", "finished", "lost"):
         if key in info:
             print(f"  {key}: {info[key]}")
     if info.get("reason"):

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._api.state import STATE, get_settings, get_transport
+from goggles_io._api.state import STATE, announce_finish, get_settings, get_transport
 from goggles_io._bus.transport import FinishReport, Transport
 from goggles_io._event import validate as v
 from goggles_io._util.report import ReportOnce
@@ -215,26 +215,34 @@ def flush(timeout_s: float | None = None) -> bool:
 def finish(timeout: float | None = None, *, wait_for_host: bool = True) -> FinishReport:
     """Deliver what is queued, flush and close every handler, and report drops per handler.
 
-    ``timeout`` (seconds) bounds the whole call, default ``GOGGLES_SHUTDOWN_TIMEOUT``. Logging
-    afterwards re-opens the handlers (or counts and reports what a handler could not take).
+    Waits as long as delivery makes progress: a handler that takes nothing for
+    ``GOGGLES_FINISH_STALL`` seconds (default 30; ``GOGGLES_SHUTDOWN_TIMEOUT`` where only that is
+    set) is given up, what it did not take counted as lost; a long wait prints its progress,
+    Ctrl-C abandons it with the counts. ``timeout`` (seconds), when given, bounds the whole
+    call as well. Logging afterwards re-opens the handlers (or counts and reports what a handler could not take).
     With ``wait_for_host=False`` and a dedicated host, the call returns once the host has every
     event, without waiting for its handlers to write and close (the host does that on its own
     when its last client left); the report then holds only this process's side. In-process,
     the handlers live here, so it finishes them as usual.
     """
-    if timeout is None:
-        timeout = get_settings().shutdown_timeout_s
     consumer, STATE.consumer = STATE.consumer, None
-    from_broker = FinishReport() if consumer is None else consumer.finish(timeout)
+    from_broker = FinishReport()
+    if consumer is not None:
+        bound = get_settings().shutdown_timeout_s if timeout is None else timeout
+        from_broker = consumer.finish(bound)
     transport = STATE.transport
     if transport is None:
-        return from_broker
+        return announce_finish(from_broker)
     release = None if wait_for_host else getattr(transport, "release", None)
     report = transport.finish(timeout) if release is None else release(timeout)
     if consumer is None:
-        return report
-    return FinishReport(
-        handlers={**report.handlers, **from_broker.handlers},
-        timed_out=report.timed_out or from_broker.timed_out,
-        transport=report.transport,
+        return announce_finish(report)
+    return announce_finish(
+        FinishReport(
+            handlers={**report.handlers, **from_broker.handlers},
+            timed_out=report.timed_out or from_broker.timed_out,
+            transport=report.transport,
+            elapsed_s=report.elapsed_s,
+            abandoned=report.abandoned,
+        )
     )

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STATE",
+    "announce_finish",
     "freeze",
     "get_settings",
     "get_transport",
@@ -47,6 +48,8 @@ class _State:
         self.atexit_registered = False
         self.broker_url: str | None = None  # configure(broker=...)
         self.consumer: BrokerConsumer | None = None  # reads the broker for from_broker handlers
+        # Told every FinishReport (a run's ``lost=N`` in run.kv: goggles_io.runs.RunContext).
+        self.finish_listeners: list[Callable[[FinishReport], None]] = []
 
 
 STATE = _State()
@@ -133,7 +136,19 @@ def _finish_transport(timeout_s: float | None) -> FinishReport | None:
 
 def _finish_at_exit() -> None:
     if STATE.transport is not None:
-        STATE.transport.finish(get_settings().shutdown_timeout_s)
+        # Waits while delivery progresses (GOGGLES_FINISH_STALL), then tells the runs.
+        announce_finish(STATE.transport.finish(None))
+
+
+def announce_finish(report: FinishReport) -> FinishReport:
+    """Hand ``report`` to every finish listener (one that raises is dropped); return it."""
+    for listener in list(STATE.finish_listeners):
+        try:
+            listener(report)
+        except Exception:  # a listener must never break finish()
+            if listener in STATE.finish_listeners:
+                STATE.finish_listeners.remove(listener)
+    return report
 
 
 def reset_defaults() -> None:
@@ -151,6 +166,7 @@ def reset_defaults() -> None:
             STATE.steps.clear()
             STATE.x_axes.clear()
             STATE.broker_url = None
+            STATE.finish_listeners.clear()
             consumer, STATE.consumer = STATE.consumer, None
             if consumer is not None:
                 consumer.finish(2.0, idle_s=0.0)

@@ -17,39 +17,18 @@ from typing import Any
 
 import attrs
 
+from goggles_io._bus.conflict import differences
 from goggles_io._bus.items import Ticket
 from goggles_io._bus.lane import Lane
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
+from goggles_io._delivery.drain import read_finish_stall
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_policy
 from goggles_io._event.records import Event, Kind
 from goggles_io._util.report import report
-from goggles_io._util.secret import REDACTED, fingerprint
 from goggles_io.exceptions import UnknownHandlerError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, handler_from_dict
 
 __all__ = ["EventBus"]
-
-
-def _spec(handler: Handler) -> dict[str, Any]:
-    try:
-        spec = handler.to_dict()
-    except Exception:
-        spec = {"cls": type(handler).__qualname__, "data": {}}
-    return dict(spec)
-
-
-def _differences(kept: Mapping[str, Any], incoming: Mapping[str, Any]) -> list[str]:
-    diffs = []
-    if kept.get("cls") != incoming.get("cls"):
-        diffs.append(f"cls: {kept.get('cls')!r} != {incoming.get('cls')!r}")
-    a, b = dict(kept.get("data") or {}), dict(incoming.get("data") or {})
-    for key in sorted(set(a) | set(b)):
-        if a.get(key) != b.get(key):
-            diffs.append(f"{key}: kept {a.get(key)!r}, ignored {b.get(key)!r}")
-    # Secrets are opaque: compared by hash, never printed.
-    if fingerprint(kept.get("secrets")) != fingerprint(incoming.get("secrets")):
-        diffs.append(f"secrets: kept {REDACTED}, ignored {REDACTED} (they differ)")
-    return diffs
 
 
 class EventBus:
@@ -64,8 +43,11 @@ class EventBus:
         queue_size: int = 65_536,
         queue_bytes: int = 16 * 1024 * 1024,
         policy: DeliveryPolicy | None = None,
+        stall_s: float | None = None,
     ) -> None:
         self.async_mode = async_mode
+        # finish() and flush() give up on a handler after this long without progress
+        self.stall_s = read_finish_stall() if stall_s is None else stall_s
         self.queue_size = queue_size
         self.queue_bytes = queue_bytes
         self.policy = policy or read_delivery_policy()
@@ -74,9 +56,9 @@ class EventBus:
         self._routes: dict[str, tuple[Lane, ...]] = {}
         self._finished = False
         self._warned: set[tuple[str, str]] = set()
-        # Set by the socket host: producers keep every batch until its handlers took it, so a
-        # handler lane that makes the host wait never spills (that would only copy what the
-        # producer already keeps); live subscribers' lanes still spill (ADR 0030).
+        self._retired: dict[str, HandlerStats] = {}  # detached since the last finish
+        # Set by the socket host: producers keep each batch until its handlers took it, so a
+        # lane the host waits for never spills; live subscribers' lanes do (ADR 0030).
         self.producers_keep = False
 
     # -- configuration ----------------------------------------------------------------------
@@ -114,6 +96,7 @@ class EventBus:
                     ),
                     backpressure=getattr(handler, "backpressure", True),
                     policy=self._lane_policy(handler),
+                    stall_s=self.stall_s,
                 )
                 lane.start()
                 self._lanes[handler.name] = lane
@@ -128,7 +111,7 @@ class EventBus:
         return self.policy
 
     def _warn_conflict(self, kept: Handler, ignored: Handler) -> None:
-        diffs = _differences(_spec(kept), _spec(ignored))
+        diffs = differences(kept, ignored)
         if not diffs:
             return
         key = (kept.name, "; ".join(diffs))
@@ -165,6 +148,7 @@ class EventBus:
             if not lane.scopes:
                 del self._lanes[name]
                 lane.close(None)
+                self._retire(lane)
 
     def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None:
         """Last-wins setup used by ``configure``: drop ``handler.name`` from ``scopes``, re-add.
@@ -179,6 +163,7 @@ class EventBus:
             if old is not None:
                 remaining = old.scopes - set(scopes)
                 old.close(None)
+                self._retire(old)
             self._routes = {}
             new_scopes = remaining | (set(scopes) if enable else set())
             if new_scopes:
@@ -277,31 +262,50 @@ class EventBus:
             return lanes
 
     # -- shutdown ---------------------------------------------------------------------------
-    def flush(self, timeout_s: float | None = None) -> bool:
-        """Wait until everything emitted so far was handled; ``False`` on timeout."""
+    def flush(self, timeout_s: float | None = None, *, stall_s: float | None = None) -> bool:
+        """Wait until everything emitted so far was handled; ``False`` if a handler stalled
+        (as in :meth:`finish`) or ``timeout_s`` ran out."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         ok = True
         for lane in list(self._lanes.values()):
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ok = lane.flush(left) and ok
+            ok = lane.flush(left, stall_s=stall_s) and ok
+            if lane.last_wait is not None and lane.last_wait.abandoned:
+                stall_s = 0.0  # Ctrl-C (or the time ran out): do not wait for the others
         return ok
 
-    def finish(self, timeout_s: float | None = None) -> FinishReport:
-        """Deliver, flush and close every handler; keep them registered for a later re-open."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        ok = True
+    def finish(
+        self, timeout_s: float | None = None, *, stall_s: float | None = None
+    ) -> FinishReport:
+        """Deliver, flush and close every handler; keep them registered for a later re-open.
+
+        Waits as long as the handlers make progress, with a line on stderr every few seconds
+        when it is long; a handler that takes nothing for ``stall_s`` seconds (default
+        ``GOGGLES_FINISH_STALL``) is given up and what it did not take is counted as lost.
+        ``timeout_s``, when given, also bounds the whole wait; Ctrl-C abandons it at once.
+        """
+        start = time.monotonic()
+        deadline = None if timeout_s is None else start + timeout_s
+        ok, abandoned = True, False
         with self._lock:
             if not self._finished:
                 for lane in self._lanes.values():
                     left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                    ok = lane.close(left) and ok
+                    ok = lane.close(left, stall_s=0.0 if abandoned else stall_s) and ok
+                    wait = lane.last_wait
+                    abandoned = abandoned or (wait is not None and wait.abandoned)
                 self._finished = True
+            handlers, self._retired = self.stats(), {}
             result = FinishReport(
-                handlers={name: lane.stats() for name, lane in self._lanes.items()},
+                handlers=handlers,
                 timed_out=not ok,
+                elapsed_s=time.monotonic() - start,
+                abandoned=abandoned,
             )
-        if result.dropped or result.lost or not ok:
+        if result.missing or not ok:
             report(f"finish: {result.summary()}")
+        elif result.elapsed_s >= 5.0:  # a long wait printed progress: say how it ended
+            report(f"finish: everything delivered in {result.elapsed_s:.1f} s")
         return result
 
     def shutdown(self, timeout: float | None = None) -> None:
@@ -384,5 +388,13 @@ class EventBus:
             lane.close(1.0)
 
     def stats(self) -> dict[str, HandlerStats]:
-        """Return the delivery tally per handler name."""
-        return {name: lane.stats() for name, lane in list(self._lanes.items())}
+        """Return the delivery tally per handler name (those detached since the last finish too:
+        a run's sinks detached before ``finish()`` are still in its report)."""
+        found = dict(self._retired)
+        for name, lane in list(self._lanes.items()):
+            found[name] = found[name].plus(lane.stats()) if name in found else lane.stats()
+        return found
+
+    def _retire(self, lane: Lane) -> None:
+        old = self._retired.get(lane.name)
+        self._retired[lane.name] = lane.stats() if old is None else old.plus(lane.stats())

@@ -13,7 +13,17 @@ from typing import Any
 
 from goggles_io._event.records import Kind
 
-__all__ = ["Call", "Control", "Redelivered", "Ticket", "handler_kinds", "optional_method"]
+__all__ = [
+    "Call",
+    "Control",
+    "HeldTickets",
+    "Redelivered",
+    "Ticket",
+    "handler_kinds",
+    "optional_method",
+]
+
+_HELD_MAX = 64  # batches a busy lane passes before it flushes its handler to settle them
 
 _KIND_VALUES = frozenset(k.value for k in Kind)
 
@@ -60,6 +70,34 @@ class Ticket:
                 self.done = True
         if finished:
             self._on_done()
+
+
+class HeldTickets:
+    """Tickets a lane's worker got past, settled only after the handler's next flush.
+
+    A sink that buffers (log lines, CSV rows) has not written what it took until it flushes, and
+    the host acknowledges a batch when its ticket settles: a group commit, once the queue is
+    idle or every ``_HELD_MAX`` batches under load.
+    """
+
+    __slots__ = ("_flush", "_held")
+
+    def __init__(self, flush: Any) -> None:
+        self._flush = flush
+        self._held: list[Ticket] = []
+
+    def passed(self, ticket: Ticket, *, idle: bool) -> None:
+        """The worker got past ``ticket``; settle now when idle or when many are waiting."""
+        self._held.append(ticket)
+        if idle or len(self._held) >= _HELD_MAX:
+            self.settle()
+
+    def settle(self) -> None:
+        """Flush the handler, then settle every ticket held."""
+        self._flush()
+        held, self._held = self._held, []
+        for ticket in held:
+            ticket.settle()
 
 
 class Redelivered(list):  # type: ignore[type-arg]

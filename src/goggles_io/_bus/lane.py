@@ -11,21 +11,26 @@ one put per batch, counted per event.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from queue import SimpleQueue
 from typing import Any
 
+from goggles_io._bus.calls import HandlerCalls
 from goggles_io._bus.items import (
     Call,
     Control,
+    HeldTickets,
     Redelivered,
     Ticket,
     handler_kinds,
     optional_method,
 )
 from goggles_io._bus.overflow import SPOOLED, Overflow
+from goggles_io._bus.tally import NOT_HANDLED_IN_TIME, LaneTally
 from goggles_io._bus.transport import HandlerStats, handler_losses
+from goggles_io._delivery.drain import DrainOutcome, wait_while_progressing
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, advice, check_when_full
 from goggles_io._event.records import (
     EVENT_OVERHEAD_BYTES,
@@ -39,7 +44,6 @@ from goggles_io.handlers.base import Handler
 __all__ = ["Lane", "handler_kinds"]
 
 _LABEL = re.compile(r"[^A-Za-z0-9_.-]+")
-_HELD_MAX = 64  # batches a busy lane passes before it flushes its handler to settle them
 
 
 class Lane:
@@ -54,16 +58,15 @@ class Lane:
         queue_bytes: int = 1 << 62,
         backpressure: bool = True,
         policy: DeliveryPolicy | None = None,
+        stall_s: float = math.inf,
     ) -> None:
         self.handler = handler
+        self.stall_s = stall_s  # close/flush give up after this long without progress
         self.queue_bytes = queue_bytes
         # False for live subscribers: a stalled reader must never make the host stop reading.
         self.backpressure = backpressure
         self._bytes_in = 0  # bytes queued, ever (producer side)
         self._bytes_out = 0  # bytes taken by the worker, ever
-        self._handle_batch = getattr(handler, "handle_batch", None)
-        self._handle_redelivered = getattr(handler, "handle_redelivered", None)
-        self._unfinished = 0  # events of the list being delivered now, not handled yet
         self.name: str = handler.name
         self.kinds = handler_kinds(handler)
         # Only ``name`` and ``handle`` are required; the rest of the lifecycle is optional.
@@ -81,17 +84,23 @@ class Lane:
             own = None
         self.policy = base.stricter(own)
         self.overflow = Overflow(f"lane-{_LABEL.sub('_', self.name)[:40]}", self.policy)
-        self.delivered = 0
-        self.dropped = 0
-        self.errors = 0
+        self.tally = LaneTally()
+        self.last_wait: DrainOutcome | None = None  # how the last close or flush wait ended
         self.broken = False  # open() failed: every event is a counted drop
         self._queue: SimpleQueue[Any] = SimpleQueue()
-        self._held: list[Ticket] = []  # tickets passed, settled at the handler's next flush
         self._batched = 0  # events queued inside lists, beyond the one item each list counts as
         self._marks = 0  # SPOOLED marks in the queue (not events held in memory)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._report_once = ReportOnce()
+        self._calls = calls = HandlerCalls(handler, self.name, self.tally, self._report_once)
+        self._deliver, self._deliver_many = calls.one, calls.many
+        self._deliver_redelivered, self._invoke, self._safe = (
+            calls.redelivered,
+            calls.invoke,
+            calls.safe,
+        )
+        self._held = HeldTickets(lambda: self._safe(self._flush_handler))
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> bool:
@@ -107,6 +116,7 @@ class Lane:
             )
             return False
         self.broken = False
+        self.tally.reopen()
         if self.async_mode:
             self._fresh_queue()
         return True
@@ -128,44 +138,76 @@ class Lane:
         if self.async_mode and not self.broken:
             self._fresh_queue()
 
-    def flush(self, timeout_s: float | None) -> bool:
-        """Wait until every event offered so far was handled and the handler flushed."""
-        return self._control(close=False, timeout_s=timeout_s)
+    def flush(self, timeout_s: float | None = None, *, stall_s: float | None = None) -> bool:
+        """Wait until every event offered so far was handled and the handler flushed.
 
-    def close(self, timeout_s: float | None) -> bool:
-        """Deliver what is queued (spool included), flush and close the handler, stop the worker."""
-        done = self._control(close=True, timeout_s=timeout_s)
-        if done and self._thread is not None:
-            self._thread.join(timeout_s)
-        if not done:
-            pending = self.backlog() + self._unfinished + self.overflow.spooled_events
-            with self._lock:
-                self.dropped += pending
-            self._report_once(
-                "close",
-                f"handler {self.name!r} did not finish in time; "
-                f"{pending} queued events counted as dropped",
-            )
+        Waits while the handler makes progress; gives up after ``stall_s`` seconds without it
+        (default: the lane's) or after ``timeout_s`` in all. ``False`` when it gave up.
+        """
+        return self._control(close=False, timeout_s=timeout_s, stall_s=stall_s).drained
+
+    def close(self, timeout_s: float | None = None, *, stall_s: float | None = None) -> bool:
+        """Deliver what is queued (spool included), flush and close the handler, stop the worker.
+
+        Waits like :meth:`flush`. When it gives up, what the handler did not take is counted
+        once, as dropped ``not handled in time``, and the worker stops handling and counting.
+        """
+        outcome = self._control(close=True, timeout_s=timeout_s, stall_s=stall_s)
+        thread = self._thread
+        if outcome.drained and thread is not None:
+            thread.join(timeout_s)
+        # What is still not settled: left by a worker given up on, or offered behind the close.
+        if (not outcome.drained or self.tally.pending()) and thread is not None:
+            self._calls.orphans = self._calls.orphans | {thread}
+            pending = self.tally.give_up(handler_losses(self.handler))
+            if pending:
+                if outcome.stalled:
+                    why = f"it took nothing for {self.stall_s if stall_s is None else stall_s:g} s"
+                elif outcome.abandoned:
+                    why = "the wait for it was cut short"
+                else:
+                    why = "they came after it closed"
+                self._report_once(
+                    "close",
+                    f"handler {self.name!r}: {pending} events counted as lost "
+                    f"({NOT_HANDLED_IN_TIME}: {why})",
+                )
         self.overflow.close()
         self._thread = None
-        return done
+        return outcome.drained
 
-    def _control(self, *, close: bool, timeout_s: float | None) -> bool:
+    def _control(
+        self, *, close: bool, timeout_s: float | None, stall_s: float | None
+    ) -> DrainOutcome:
         if self.broken:
-            return True
+            return DrainOutcome(left=0, elapsed_s=0.0)
         if self._thread is None or not self.async_mode:
             with self._lock:
                 self._safe(self._flush_handler)
                 if close:
                     self._safe(self._close_handler)
-            return True
+            return DrainOutcome(left=0, elapsed_s=0.0)
         request = Control(close)
         self._queue.put(request)
-        return request.done.wait(timeout_s)
+        done = request.done.is_set
+        tally = self.tally
+        outcome = wait_while_progressing(
+            lambda: tally.pending() + (not done()),  # the flush or close itself is one more
+            stall_s=self.stall_s if stall_s is None else stall_s,
+            what=self.name,
+            done=done,
+            taken=tally.taken,
+            limit_s=timeout_s,
+        )
+        if done():  # its work is done; events offered behind it are a close's to count
+            outcome = DrainOutcome(left=0, elapsed_s=outcome.elapsed_s)
+        self.last_wait = outcome
+        return outcome
 
     # -- hot path ---------------------------------------------------------------------------
     def offer(self, event: Event) -> None:
         """Queue (async) or handle (sync) one event; a full queue spills, waits or drops."""
+        self.tally.offer()
         if self._thread is not None:
             payload = event.payload
             # A metric's dict is the hot case: its estimate inline, the rest via approx_nbytes.
@@ -215,11 +257,10 @@ class Lane:
         """
         if not events:
             return 0
+        self.tally.offer(len(events))
         if self._thread is not None:
             rest = self._queue_what_fits(events, redelivered)
-            if not rest:
-                return 0
-            return self._full(rest, may_block=self.backpressure, redelivered=redelivered)
+            return self._full(rest, self.backpressure, redelivered) if rest else 0
         if self.broken:
             self._drop("handler could not be opened", len(events))
             return len(events)
@@ -257,14 +298,12 @@ class Lane:
             self._queue.put((Redelivered(events) if redelivered else events, size))
         return rest
 
-    def _full(self, events: list[Event], *, may_block: bool, redelivered: bool = False) -> int:
+    def _full(self, events: list[Event], may_block: bool, redelivered: bool = False) -> int:
         """The memory budget is full: spill ``events``, else wait for room, else drop them.
 
         Returns how many were dropped.
         """
-        overflow = self.overflow
-        # A redelivered list never spills: the spool would lose its mark (and host lanes, the
-        # only ones that get such lists, do not spill anyway: ADR 0030).
+        overflow = self.overflow  # a redelivered list never spills: it would lose its mark
         if not redelivered and overflow.can_spill() and overflow.spill(events):
             with self._lock:
                 self._marks += 1
@@ -302,100 +341,18 @@ class Lane:
             with self._lock:
                 self._invoke(call)
 
-    def _invoke(self, call: Call) -> None:
-        try:
-            getattr(self.handler, call.method)(call.payload)
-        except Exception as exc:
-            self.errors += 1
-            self._report_once(
-                f"call:{call.method}:{type(exc).__name__}",
-                f"handler {self.name!r}.{call.method}() raised {exc!r} (further errors counted)",
-            )
-
     def _drop(self, why: str, n: int = 1) -> None:
-        with self._lock:
-            self.dropped += n
+        self.tally.drop(n)
         self._report_once(
             why, advice(f"handler {self.name!r}: {why}; dropping events and counting them")
         )
-
-    def _deliver(self, event: Event) -> None:
-        try:
-            self.handler.handle(event)
-        except Exception as exc:
-            self.errors += 1
-            self._report_once(
-                f"handle:{type(exc).__name__}",
-                f"handler {self.name!r} raised {exc!r} (further errors counted, not shown)",
-            )
-        else:
-            self.delivered += 1
-
-    def _deliver_many(self, events: list[Event]) -> None:
-        # ``_unfinished`` is what of this list is not handled yet: a close that times out counts
-        # it as dropped, so an event is never both unhandled and unreported.
-        self._unfinished = len(events)
-        if self._handle_batch is not None:
-            try:
-                self._handle_batch(events)
-            except Exception as exc:
-                self.errors += len(events)
-                self._report_once(
-                    f"handle_batch:{type(exc).__name__}",
-                    f"handler {self.name!r} raised {exc!r} (further errors counted, not shown)",
-                )
-            else:
-                self.delivered += len(events)
-            self._unfinished = 0
-            return
-        handle = self.handler.handle
-        for event in events:
-            try:
-                handle(event)
-            except Exception as exc:
-                self.errors += 1
-                self._report_once(
-                    f"handle:{type(exc).__name__}",
-                    f"handler {self.name!r} raised {exc!r} (further errors counted, not shown)",
-                )
-            else:
-                self.delivered += 1
-            self._unfinished -= 1
-
-    def _settle_held(self) -> None:
-        """Flush the handler, then settle the tickets of what it took before the flush.
-
-        A sink that buffers (log lines, CSV rows) has not written what it took until it flushes;
-        the host acknowledges a batch when its tickets settle, so they wait for that flush (a
-        group commit: once the queue is idle, or every ``_HELD_MAX`` batches under load).
-        """
-        self._safe(self._flush_handler)
-        held, self._held = self._held, []
-        for ticket in held:
-            ticket.settle()
-
-    def _deliver_redelivered(self, events: Redelivered) -> None:
-        """A list a dead host may have handed over in part: the handler skips what it has."""
-        if self._handle_redelivered is None:
-            self._deliver_many(events)
-            return
-        self._unfinished = len(events)
-        try:
-            self._handle_redelivered(events)
-        except Exception as exc:
-            self.errors += len(events)
-            self._report_once(
-                f"handle_redelivered:{type(exc).__name__}",
-                f"handler {self.name!r} raised {exc!r} (further errors counted, not shown)",
-            )
-        else:
-            self.delivered += len(events)
-        self._unfinished = 0
 
     def _run(self) -> None:
         queue = self._queue
         while True:
             item = queue.get()
+            if self._calls.orphans and self._calls.orphaned():
+                return  # given up on: what is left was counted, the lane may have a new worker
             cls = item.__class__
             if cls is tuple:
                 item, size = item
@@ -421,13 +378,11 @@ class Lane:
                 if events:
                     self._deliver_many(events)
             elif cls is Ticket:
-                self._held.append(item)
-                if not queue.qsize() or len(self._held) >= _HELD_MAX:
-                    self._settle_held()
+                self._held.passed(item, idle=not queue.qsize())
             elif cls is Call:
                 self._invoke(item)
             elif cls is Control:
-                self._settle_held()  # flushes the handler
+                self._held.settle()  # flushes the handler
                 if item.close:
                     self._safe(self._close_handler)
                     item.done.set()
@@ -435,21 +390,11 @@ class Lane:
                 item.done.set()
 
     # -- diagnostics ------------------------------------------------------------------------
-    def _safe(self, fn: Any) -> None:
-        try:
-            fn()
-        except Exception as exc:
-            self.errors += 1
-            self._report_once(
-                f"{getattr(fn, '__name__', 'call')}:{type(exc).__name__}",
-                f"handler {self.name!r}.{getattr(fn, '__name__', 'call')}() raised {exc!r}",
-            )
+    @property
+    def dropped(self) -> int:
+        """Events this lane refused so far (queue full, open failed, not handled in time)."""
+        return self.tally.dropped
 
     def stats(self) -> HandlerStats:
         """Return the tally so far, with the handler's own ``losses()`` when it has them."""
-        return HandlerStats(
-            delivered=self.delivered,
-            dropped=self.dropped,
-            errors=self.errors,
-            losses=handler_losses(self.handler),
-        )
+        return self.tally.stats(handler_losses(self.handler))

@@ -30,18 +30,51 @@ __all__ = [
 
 @attrs.frozen
 class HandlerStats:
-    """Delivery tally of one handler, reported by ``finish()``."""
+    """Delivery tally of one handler, reported by ``finish()``.
+
+    Once the handler is finished, ``delivered + dropped + failed == logged`` exactly: every
+    event routed to it was handed over, refused by its lane (``dropped``, of which
+    ``not_in_time`` when finish gave up on it), or raised in it (``failed``). Of the delivered,
+    the handler's own ``losses`` are what it then refused or could not write.
+    """
 
     delivered: int = 0
     dropped: int = 0
     errors: int = 0
     losses: Mapping[str, int] = attrs.field(factory=dict)
     """The handler's own refusals and losses by reason (``BaseHandler.losses()``)."""
+    failed: int = 0
+    """Events the handler raised on (each also one of :attr:`errors`)."""
+    logged: int | None = None
+    """Events routed to the handler (``None``: a tally that does not know, the transport's)."""
+    not_in_time: int = 0
+    """Of :attr:`dropped`: still queued when finish gave up on the handler (it stalled)."""
 
     @property
     def lost(self) -> int:
         """Total of :attr:`losses`: what the handler itself refused or could not write."""
         return sum(self.losses.values())
+
+    @property
+    def missing(self) -> int:
+        """Events routed to the handler that did not reach its output: dropped, failed, lost."""
+        return self.dropped + self.failed + self.lost
+
+    def plus(self, other: HandlerStats) -> HandlerStats:
+        """Both tallies together (a handler detached, then attached again under its name)."""
+        losses = dict(self.losses)
+        for reason, n in other.losses.items():
+            losses[reason] = losses.get(reason, 0) + n
+        logged = None if self.logged is None or other.logged is None else self.logged + other.logged
+        return HandlerStats(
+            delivered=self.delivered + other.delivered,
+            dropped=self.dropped + other.dropped,
+            errors=self.errors + other.errors,
+            losses=losses,
+            failed=self.failed + other.failed,
+            logged=logged,
+            not_in_time=self.not_in_time + other.not_in_time,
+        )
 
 
 @attrs.frozen
@@ -56,6 +89,10 @@ class FinishReport:
     handlers: Mapping[str, HandlerStats] = attrs.field(factory=dict)
     timed_out: bool = False
     transport: HandlerStats = attrs.field(factory=HandlerStats)
+    elapsed_s: float = 0.0
+    """How long finish waited for the handlers."""
+    abandoned: bool = False
+    """The wait was cut short (Ctrl-C, or an explicit ``timeout``) rather than stalled."""
 
     @property
     def dropped(self) -> int:
@@ -67,11 +104,24 @@ class FinishReport:
         """Total the handlers themselves refused or could not write (their ``losses()``)."""
         return sum(s.lost for s in self.handlers.values())
 
+    @property
+    def missing(self) -> int:
+        """Every event that did not reach its sink: each handler's dropped, failed and own
+        losses, and what this process's transport could not hand over (``run.kv``'s ``lost``)."""
+        return sum(s.missing for s in self.handlers.values()) + self.transport.dropped
+
     def summary(self) -> str:
-        """One line: ``name: delivered/dropped/errors`` (and its own losses) per handler."""
+        """One line: ``name: delivered/dropped/errors of logged`` (and its own losses) per handler."""
         parts = []
         for name, s in sorted(self.handlers.items()):
-            part = f"{name}: {s.delivered} delivered, {s.dropped} dropped, {s.errors} errors"
+            part = f"{name}: {s.delivered} delivered, {s.dropped} dropped"
+            if s.not_in_time:
+                part += f" ({s.not_in_time} not handled in time)"
+            part += f", {s.errors} errors"
+            if s.failed:
+                part += f" ({s.failed} events raised)"
+            if s.logged is not None:
+                part += f" of {s.logged} logged"
             if s.losses:
                 own = ", ".join(f"{n} {reason}" for reason, n in sorted(s.losses.items()))
                 part += f" (handler: {own})"
@@ -79,7 +129,8 @@ class FinishReport:
         if self.transport.dropped:
             why = ", ".join(f"{n} {r}" for r, n in sorted(self.transport.losses.items()))
             parts.append(f"transport: {self.transport.dropped} dropped ({why})")
-        return "; ".join(parts) or "no handlers"
+        line = "; ".join(parts) or "no handlers"
+        return f"lost {self.missing} events: {line}" if self.missing else line
 
 
 class Transport(Protocol):

@@ -353,19 +353,21 @@ class Host:
         deadline = args.get("deadline")
         if isinstance(deadline, (int, float)) and timeout_s is not None:
             timeout_s = max(0.0, min(timeout_s, float(deadline) - time.time()))
+        stall_s = float(args["stall_s"]) if isinstance(args.get("stall_s"), (int, float)) else None
         if op == "flush":
-            return bool(bus.flush(timeout_s))
+            return bool(bus.flush(timeout_s, stall_s=stall_s))
         if op == "finish":
             # Close the handlers only when this is the last client; others keep logging.
             with self._lock:
                 last = (self._conns - self._sub_conns) == {conn}
-            if last:
-                timed_out = bool(bus.finish(timeout_s).timed_out)
+            if last:  # its report keeps the handlers detached since the last finish
+                done = bus.finish(timeout_s, stall_s=stall_s)
+                timed_out, tallies = done.timed_out, done.handlers
             else:
-                timed_out = not bus.flush(timeout_s)
-            stats = {
-                name: [s.delivered, s.dropped, s.errors, dict(s.losses)]
-                for name, s in bus.stats().items()
+                timed_out, tallies = not bus.flush(timeout_s, stall_s=stall_s), bus.stats()
+            stats = {  # by position: delivered dropped errors losses failed logged not_in_time
+                n: [s.delivered, s.dropped, s.errors, s.losses, s.failed, s.logged, s.not_in_time]
+                for n, s in tallies.items()
             }
             return {"timed_out": timed_out, "handlers": stats}
         msg = f"unknown host operation {op!r}"

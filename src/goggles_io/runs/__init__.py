@@ -15,7 +15,7 @@ from goggles_io.exceptions import RunFileError
 from goggles_io.runs.compare import ConfigDiff, DiffRow, diff_configs, format_diff, read_config
 from goggles_io.runs.history import Run, describe_run, find_runs, is_run_dir, open_run, search_runs
 from goggles_io.runs.reader import last_metrics, last_step, list_runs, read_run
-from goggles_io.runs.status import RunStatus
+from goggles_io.runs.status import RunStatus, lost_events, shown_status
 from goggles_io.runs.writer import RunContext, register_run
 
 __all__ = [
@@ -33,11 +33,13 @@ __all__ = [
     "last_metrics",
     "last_step",
     "list_runs",
+    "lost_events",
     "open_run",
     "read_config",
     "read_kv",
     "read_run",
     "register_run",
     "search_runs",
+    "shown_status",
     "write_kv",
 ]

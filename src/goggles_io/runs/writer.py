@@ -31,6 +31,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from goggles_io._api.functions import call_handler, is_attached
+from goggles_io._api.state import STATE
 from goggles_io._util.kvfile import overwrite_kv, write_kv
 from goggles_io._util.report import report
 from goggles_io.exceptions import ConfigConflictError, ConfigurationError
@@ -148,6 +149,8 @@ class RunContext:
         }
         write_kv(self.dir / "run.kv", self._info)
         self._touch()
+        self._lost: int | None = None  # events logged and not delivered, once finish() said
+        STATE.finish_listeners.append(self._on_finish)
         self._beat = threading.Thread(target=self._beat_loop, name=f"run-heartbeat-{self.id}")
         self._beat.daemon = True
         self._beat.start()
@@ -238,6 +241,8 @@ class RunContext:
             status = RunStatus.FAILED if reason else status
         self._info["status"] = status
         self._info["finished"] = _now_iso()
+        if self._lost is not None:
+            self._info["lost"] = self._lost
         if reason:
             self._info["reason"] = reason
         try:
@@ -254,6 +259,25 @@ class RunContext:
             report(f"run {self.id}: {self._info['reason']} ({exc!r}); closed as failed")
         if self._beat is not threading.current_thread():
             self._beat.join(timeout=2.0)
+
+    def _on_finish(self, result: Any) -> None:
+        """``goggles_io.finish()`` reported: record what it could not deliver as ``lost=N``.
+
+        A finish inside the ``with`` block (the harness) is written when the run closes; one
+        after it (``gg.finish()`` at the end of the script, or at interpreter exit) rewrites
+        ``run.kv`` then, so a run that lost events never reads as a plain ``done``.
+        """
+        with self._lock:
+            self._lost = int(result.missing)
+            if not self._closed.is_set():
+                return
+            self._info["lost"] = self._lost
+        with contextlib.suppress(ValueError):
+            STATE.finish_listeners.remove(self._on_finish)
+        try:
+            write_kv(self.dir / "run.kv", self._info)
+        except OSError as exc:
+            report(f"run {self.id}: could not record lost={self._lost} in run.kv ({exc!r})")
 
     def _write_failures(self) -> str | None:
         """What registered handlers could not write (``losses()["write_failed"]``), if any."""

@@ -404,3 +404,38 @@ class TestUplotPin:
 
         assert 1 == done.returncode
         assert "ImportError" in done.stderr and "install exactly youplot==1.0.0" in done.stderr
+
+
+class TestLostEvents:
+    def test_a_run_that_lost_events_is_not_listed_as_a_plain_done(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A sink that hung at finish: the runs list says ``done (lost N)`` and gives ``lost``."""
+        import threading
+
+        import goggles_io as gg
+        from goggles_io.testing import MemoryHandler
+
+        class Hung(MemoryHandler):
+            def handle(self, event: Any) -> None:
+                if len(self.events) >= 3:
+                    gate.wait(60)
+                super().handle(event)
+
+        gate = threading.Event()
+        monkeypatch.setenv("GOGGLES_FINISH_STALL", "0.3")
+        try:
+            with RunContext(project="p", driver="d", slug="lost", root=tmp_path) as context:
+                gg.attach(Hung(name="hung"))
+                log = gg.get_logger("t", with_metrics=True)
+                for step in range(10):
+                    log.scalar("loss", 0.5, step=step)
+                gg.finish()
+        finally:
+            gate.set()
+        with Collector(run_dirs=[str(tmp_path)]) as server:
+            key = f"dir:{context.dir.name}"
+            wait_until(lambda: key in runs_of(server), timeout_s=60)
+            row = runs_of(server)[key]
+
+        assert ("done (lost 7)", 7) == (row["status"], row["lost"])

@@ -20,7 +20,7 @@ from typing import Any
 
 from goggles_io._util.env import ENV_CACHE_HOME
 from goggles_io._util.report import ReportOnce
-from goggles_io.runs import describe_run, find_runs, read_config
+from goggles_io.runs import describe_run, find_runs, lost_events, read_config, shown_status
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._feed import DbFeeder, DirFeeder, index_folder
 from goggles_io.server.ui._index import RunIndex
@@ -253,7 +253,8 @@ class Catalog:
             "source": "dir",
             "run_id": str(info.get("run_id", run.path.name)),
             "name": str(info.get("name") or info.get("slug") or run.path.name),
-            "status": str(info.get("status", "?")),
+            "status": shown_status(info),  # "done (lost 120)": never a plain done
+            "lost": lost_events(info),
             "age_s": info.get("age_s"),
             "started": info.get("started"),
             "group": str(info.get("group") or info.get("project") or ""),

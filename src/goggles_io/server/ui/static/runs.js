@@ -117,7 +117,9 @@ function renderRuns() {
     if (run.indexed < 1) name.append(el("span", { className: "rid" }, ` indexing ${Math.floor(run.indexed * 100)}%`));
     row.append(name);
     const status = el("td");
-    status.append(el("span", { className: "status " + run.status.split(" ")[0], title: run.note || "" }, run.status));
+    const lost = run.lost ? run.lost + " logged events never reached a sink (run.kv lost=" + run.lost + ")" : "";
+    status.append(el("span", { className: "status " + run.status.split(" ")[0] + (run.lost ? " lost" : ""),
+                               title: [lost, run.note || ""].filter(Boolean).join("; ") }, run.status));
     row.append(status, el("td", { className: "age" }, age(run.age_s)),
       el("td", { className: "last-step num" }, run.last_step === null ? "–" : run.last_step));
     for (const c of state.columns) {
