@@ -60,6 +60,37 @@ class HandlerStats:
         """Events routed to the handler that did not reach its output: dropped, failed, lost."""
         return self.dropped + self.failed + self.lost
 
+    def to_wire(self) -> list[Any]:
+        """Plain builtins, by position, for the host's finish reply."""
+        return [
+            self.delivered,
+            self.dropped,
+            self.errors,
+            dict(self.losses),
+            self.failed,
+            self.logged,
+            self.not_in_time,
+        ]
+
+    @classmethod
+    def from_wire(cls, raw: Any) -> HandlerStats:
+        """Read :meth:`to_wire`'s list back (an older host's shorter list too).
+
+        Raises:
+            TypeError, ValueError: ``raw`` is not such a list.
+        """
+        raw = list(raw) + [None] * (7 - len(raw))
+        losses = raw[3] if isinstance(raw[3], dict) else {}
+        return cls(
+            delivered=int(raw[0]),
+            dropped=int(raw[1]),
+            errors=int(raw[2]),
+            losses={str(k): int(v) for k, v in losses.items()},
+            failed=int(raw[4] or 0),
+            logged=None if raw[5] is None else int(raw[5]),
+            not_in_time=int(raw[6] or 0),
+        )
+
     def plus(self, other: HandlerStats) -> HandlerStats:
         """Both tallies together (a handler detached, then attached again under its name)."""
         losses = dict(self.losses)

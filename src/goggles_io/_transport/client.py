@@ -49,14 +49,6 @@ if TYPE_CHECKING:  # imported where used: attach() must not pay for numpy and th
 __all__ = ["SocketClient"]
 
 
-def _handler_stats(raw: Any) -> HandlerStats:
-    """A handler's tally from the host's finish reply: ``[delivered, dropped, errors, losses]``."""
-    losses = raw[3] if len(raw) > 3 and isinstance(raw[3], dict) else {}
-    return HandlerStats(
-        int(raw[0]), int(raw[1]), int(raw[2]), {str(k): int(v) for k, v in losses.items()}
-    )
-
-
 class SocketClient(HandlerOperations, HostLink, SenderThread):
     """A :class:`~goggles_io._bus.transport.Transport` that forwards to the one host on a socket path.
 
@@ -265,7 +257,7 @@ class SocketClient(HandlerOperations, HostLink, SenderThread):
             timed_out = bool(marker.result.result.get("timed_out"))
             for name, stats in (marker.result.result.get("handlers") or {}).items():
                 with contextlib.suppress(TypeError, ValueError, AttributeError):
-                    handlers[str(name)] = _handler_stats(stats)
+                    handlers[str(name)] = HandlerStats.from_wire(stats)
         self._close(deadline)
         handlers.update(local.handlers)
         timed_out = timed_out or local.timed_out or drained.stalled or drained.abandoned

@@ -24,6 +24,7 @@ from goggles_io._delivery.policy import WhenFull
 from goggles_io._event.codec import Batch, Call, Decoder, Hello, Reply
 from goggles_io._transport.acks import BatchAcks
 from goggles_io._transport.framing import FrameDecoder
+from goggles_io._transport.host_specs import build_handler, positive_bound
 from goggles_io._transport.identity import acquire_host_lock, peer_credentials
 from goggles_io._transport.settings import prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
@@ -37,26 +38,6 @@ _STARTUP_GRACE_S = 10.0
 _RECV_BYTES = 1 << 20
 _BACKPRESSURE_MAX_S = 2.0
 _BATCH_ROOM = 1024  # events a client batch holds at most: the room kept free in handler queues
-
-
-def _build_handler(spec: Any) -> Any:
-    from goggles_io.exceptions import HandlerNotRegisteredError
-    from goggles_io.handlers.base import handler_from_dict
-
-    try:
-        return handler_from_dict(spec)
-    except HandlerNotRegisteredError:
-        # Same-uid peers only: importing the module that defines the class is no escalation.
-        module = str(spec.get("cls", "")).partition(":")[0]
-        if not module or module == "__main__":
-            raise
-        importlib.import_module(module)
-        return handler_from_dict(spec)
-
-
-def _positive(value: Any) -> int | None:
-    """A client-given bound: a positive int, else ``None`` (the host's own default)."""
-    return value if type(value) is int and value > 0 else None
 
 
 class Host:
@@ -319,8 +300,8 @@ class Host:
                 self._subscribers += 1
                 name = f"goggles_io.subscriber.{args.get('pid', '?')}.{self._subscribers}"
                 sink = SubscriberSink(name, writer, list(kinds) if kinds else None)
-                sink.queue_size = _positive(args.get("max_events"))
-                sink.queue_bytes = _positive(args.get("max_bytes"))
+                sink.queue_size = positive_bound(args.get("max_events"))
+                sink.queue_bytes = positive_bound(args.get("max_bytes"))
                 sink.backpressure = args.get("backpressure") is True
                 subscribed.append(name)
             bus.attach(sink, scopes)
@@ -335,11 +316,11 @@ class Host:
     def _dispatch(self, op: str, args: dict[str, Any], conn: socket.socket) -> Any:
         bus = self.bus
         if op == "attach":
-            bus.attach(_build_handler(args["spec"]), list(args["scopes"]))
+            bus.attach(build_handler(args["spec"]), list(args["scopes"]))
             return None
         if op == "replace":
             bus.replace(
-                _build_handler(args["spec"]), list(args["scopes"]), enable=bool(args["enable"])
+                build_handler(args["spec"]), list(args["scopes"]), enable=bool(args["enable"])
             )
             return None
         if op == "detach":
@@ -365,10 +346,7 @@ class Host:
                 timed_out, tallies = done.timed_out, done.handlers
             else:
                 timed_out, tallies = not bus.flush(timeout_s, stall_s=stall_s), bus.stats()
-            stats = {  # by position: delivered dropped errors losses failed logged not_in_time
-                n: [s.delivered, s.dropped, s.errors, s.losses, s.failed, s.logged, s.not_in_time]
-                for n, s in tallies.items()
-            }
+            stats = {name: tally.to_wire() for name, tally in tallies.items()}
             return {"timed_out": timed_out, "handlers": stats}
         msg = f"unknown host operation {op!r}"
         raise ValueError(msg)
