@@ -35,6 +35,7 @@ __all__ = ["Pipe"]
 
 T = TypeVar("T")
 _ENCODE_ERRORS = (TypeError, ValueError, OverflowError)
+_LINGER_S = 0.002  # how long the worker waits for more before it asks to be woken
 
 
 class Pipe(Generic[T]):
@@ -251,7 +252,11 @@ class Pipe(Generic[T]):
 
     def _sleep(self) -> None:
         if not self._sleeping:
-            self._sleeping = True  # look once more with the flag up: no wake-up is missed
+            # Linger a moment unannounced (producers in a burst then never pay for a wake-up),
+            # then look once more with the flag up: no wake-up is missed.
+            self._wake.wait(_LINGER_S)
+            self._wake.clear()
+            self._sleeping = True
             return
         timeout = None
         if self._on_idle is not None:
