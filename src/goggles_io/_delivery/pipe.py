@@ -105,7 +105,6 @@ class Pipe(Generic[T]):
         self._bytes_out = 0  # bytes ever released (acked, or taken out of memory)
         self._waiting = self._new_waiting()  # behind the queue once spilled, in order
         self._kept: Kept[T] = Kept()  # made, not yet acknowledged
-        self._reading = 0  # units of a spool record the worker is reading back
         self._down = False  # the sink is known down: producers do not block
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -282,24 +281,16 @@ class Pipe(Generic[T]):
         if self._queue:
             return self._batch_from_queue_locked(), None
         waiting = self._waiting
-        part = waiting.first()
-        if part is None:
-            if waiting.active:
-                waiting.active = False
-                self._limit = self.max_items
-            self._allowance.refill()  # drained: the next burst may wait the full allowance
-            return None, None
-        if part.items is None or part.open:  # on disk or the open chunk: not in memory yet
-            if kept and self._bytes_in - self._bytes_out + part.nbytes > self.max_bytes:
-                return None, None  # memory is full of kept batches: wait for acks
-            self._bytes_out -= part.nbytes
-        waiting.pop(part)
-        if waiting.empty():
-            waiting.active = False
+        part = waiting.take(lambda nbytes: self._charge_locked(nbytes, not kept))
+        if waiting.active and waiting.empty():
+            waiting.active = False  # all spilled was taken: new items go to memory again
             self._limit = self.max_items
+        if part is None:
+            if waiting.empty():
+                self._allowance.refill()  # drained: the next burst may wait the full allowance
+            return None, None
         if part.items is None:
-            self._reading = part.units
-            return None, part
+            return None, part  # read back outside the lock
         return self._kept.add(part.items, part.units, part.nbytes), None
 
     def _batch_from_queue_locked(self) -> Batch[T]:
@@ -319,9 +310,9 @@ class Pipe(Generic[T]):
         except (OSError, *_ENCODE_ERRORS):
             items = None
         with self._lock:
-            self._reading = 0
             if self._closed:  # close() counted it
                 return
+            self._waiting.done_reading()
             if items is None or len(items) != part.n:
                 self._bytes_out += part.nbytes
                 self._tally.lose_locked(SPOOL_UNREADABLE, part.units, "a record could not be read")
@@ -349,7 +340,7 @@ class Pipe(Generic[T]):
     def _left_locked(self) -> int:
         queued = self._queue.copy()  # atomic: producers append without the lock
         count = len(queued) if self._units is None else sum(self._units(i) for i, _ in queued)
-        return count + self._waiting.units + self._kept.units + self._reading
+        return count + self._waiting.units + self._kept.units
 
     def wait_progress(self, timeout_s: float) -> bool:
         """Wait until a batch is acknowledged or a loss counted (or :meth:`wake`); ``True``
@@ -363,15 +354,14 @@ class Pipe(Generic[T]):
             self._tally.wake_locked()
 
     def drain(self, stall_s: float, timeout_s: float | None = None) -> bool:
-        """Wait while anything is left and delivery progresses (an ack or a counted loss at
-        least every ``stall_s``), at most ``timeout_s`` in all; ``True`` once nothing is left."""
+        """Wait while any item is held (even one of no units) and delivery progresses (an ack
+        or a counted loss at least every ``stall_s``), at most ``timeout_s`` in all; ``True``
+        once nothing is held."""
         with self._lock:
-            return (
-                self._tally.drain_locked(
-                    lambda: not self._closed and self._left_locked(), stall_s, timeout_s
-                )
-                and not self._left_locked()
-            )
+            return self._tally.drain_locked(self._held_locked, stall_s, timeout_s)
+
+    def _held_locked(self) -> bool:
+        return not self._closed and bool(self._queue or self._waiting.busy() or self._kept)
 
     # -- lifecycle --------------------------------------------------------------------------
     def close(self, join_s: float = 1.0) -> int:
@@ -389,7 +379,6 @@ class Pipe(Generic[T]):
             left = self._left_locked()
             self._queue.clear()
             self._kept.clear()
-            self._reading = 0
             waiting, self._waiting = self._waiting, self._new_waiting()
             self._tally.lose_locked(NOT_DELIVERED, left)
         waiting.close()

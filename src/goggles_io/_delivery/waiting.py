@@ -54,7 +54,8 @@ class Waiting(Generic[T]):
         self._codec = codec
         self._count = count
         self.active = False  # something waits here: new items must come after it
-        self.units = 0  # units of every part and the open chunk
+        self.units = 0  # units of every part, the open chunk and the part being read
+        self.reading: Part[T] | None = None  # taken from the spool, not yet read back
         self.failure = ""  # why the spool refused the last record
         self.chunk: list[tuple[T, int]] = []
         self.chunk_bytes = 0
@@ -138,6 +139,25 @@ class Waiting(Generic[T]):
             return Part(items, len(items), self.chunk_units, self.chunk_bytes, open=True)
         return None
 
+    def take(self, charge: Callable[[int], bool]) -> Part[T] | None:
+        """Take the oldest part out; one not yet counted in memory (on disk, or the open
+        chunk) only if ``charge(bytes)`` takes its bytes. ``None``: nothing, or no room."""
+        part = self.first()
+        if part is None or ((part.items is None or part.open) and not charge(part.nbytes)):
+            return None
+        self.pop(part)
+        return part
+
+    def done_reading(self) -> None:
+        """The part :meth:`take` gave to read back is read (or counted lost)."""
+        if self.reading is not None:
+            self.units -= self.reading.units
+            self.reading = None
+
+    def busy(self) -> bool:
+        """Whether anything waits here or is being read back."""
+        return not self.empty() or self.reading is not None
+
     def pop(self, part: Part[T]) -> None:
         """Take ``part`` (from :meth:`first`) out."""
         if part.open:
@@ -145,9 +165,13 @@ class Waiting(Generic[T]):
             self.chunk_bytes = self.chunk_units = 0
             self.chunk_forced = False
             self._encoded = None
+            self.units -= part.units
+        elif part.items is None:
+            self._parts.popleft()
+            self.reading = part  # its units stay counted until read back
         else:
             self._parts.popleft()
-        self.units -= part.units
+            self.units -= part.units
 
     def empty(self) -> bool:
         return not self._parts and not self.chunk
