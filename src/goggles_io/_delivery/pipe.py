@@ -138,7 +138,8 @@ class Pipe(Generic[T]):
             why = self._place_locked(item, size, force)
             blocks = self.policy.blocks and not self._down
         if not why:
-            self._wake.set()
+            if self._sleeping:
+                self._wake.set()
             return True
         if blocks:
             self._wake.set()
@@ -180,7 +181,7 @@ class Pipe(Generic[T]):
                 self._tally.lose_locked(UNENCODABLE, self._count([bad]), repr(bad)[:200])
             if not sealed and not force:
                 return SPOOL_FULL
-        waiting.add(item, size, self._count([item]), force)
+        waiting.add(item, size, 1 if self._units is None else self._units(item), force)
         return ""
 
     def _charge_locked(self, nbytes: int, force: bool) -> bool:
