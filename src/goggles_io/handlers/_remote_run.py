@@ -15,9 +15,6 @@ from typing import TYPE_CHECKING, Any
 from goggles_io._event.remote_protocol import register_body, run_path
 from goggles_io.handlers._sender import Message
 
-if TYPE_CHECKING:
-    from goggles_io.handlers._sender import Sender
-
 __all__ = ["RunRegistration"]
 
 
@@ -38,7 +35,7 @@ class RunRegistration:
 
     if TYPE_CHECKING:
 
-        def _sender_locked(self) -> Sender: ...
+        def _put_locked(self, message: Message, *, force: bool = False) -> bool: ...
 
     def record_config(self, mapping: Mapping[str, Any]) -> None:
         """Merge settings into the run's config; sent with the registration (again if needed)."""
@@ -47,7 +44,7 @@ class RunRegistration:
         with self._lock:
             self._config.update(mapping)
             if self._registered:
-                self._sender_locked().put(self._register_message(), force=True)
+                self._put_locked(self._register_message(), force=True)
 
     def set_config(self, key: str, value: Any) -> None:
         """Record one setting (the metrics-logging guide's spelling of :meth:`record_config`)."""
@@ -94,5 +91,5 @@ class RunRegistration:
         return ("heartbeat", run_path(self.run_id, "heartbeat"), body, 0)
 
     def _register_locked(self) -> None:
-        self._sender_locked().put(self._register_message(), force=True)
+        self._put_locked(self._register_message(), force=True)
         self._registered = True

@@ -1,15 +1,16 @@
-"""The background sender behind ``RemoteHandler``: one thread, one keep-alive connection, a bounded queue.
+"""The HTTP side of ``RemoteHandler``: one keep-alive connection, a batch of messages at a time.
 
-The producer only appends to the queue (:mod:`goggles_io.handlers._point_queue`: memory within
-a byte budget, then a spool on disk; refusing, never blocking, when both are full); this thread
-owns the ``http.client`` connection and sends in order. Transient failures (connection
-refused or reset, timeouts, 5xx, 429) are retried with capped exponential backoff on the same
-message, so order is kept; the collector's sequence numbers make the retries idempotent. Other
-4xx answers are reported once and not retried.
+The handler's :class:`~goggles_io._delivery.pipe.Pipe` (memory within a byte budget, then the
+spool; refusing, never blocking, when both are full) calls :meth:`Sender.send` on its worker
+thread with each batch, in order; a batch that returns is acknowledged. A transient failure
+(connection refused or reset, timeouts, 5xx, 429) raises :class:`SinkDown`: the pipe keeps the
+batch and retries it with capped backoff, and the messages of it already stored are not sent
+again; the collector's sequence numbers make any repeat idempotent. Other 4xx answers are
+reported once and not retried.
 
-The sender never stalls on one point (ADR 0021): consecutive queued batches are sent as one
-request while they fit, a body over ``max_body_bytes`` (or answered 413) is split in halves,
-and a 422 naming the points the collector cannot store drops exactly those (counted as
+The sender never stalls on one point (ADR 0021): consecutive point messages of a batch are sent
+as one request while they fit, a body over ``max_body_bytes`` (or answered 413) is split in
+halves, and a 422 naming the points the collector cannot store drops exactly those (counted as
 rejected) and sends the rest. A keep-alive connection the server closed while idle is reopened
 once at once, without counting a retry.
 """
@@ -19,20 +20,16 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import threading
 import time
 from typing import Any
 from urllib.parse import SplitResult
 
 from goggles_io._util.report import ReportOnce
-from goggles_io.handlers._point_queue import PointQueue
 
-__all__ = ["Message", "Point", "Sender", "encode_points"]
+__all__ = ["Message", "Point", "Sender", "SinkDown", "encode_points"]
 
 _logger = logging.getLogger("goggles_io.handlers.remote")
 
-_BACKOFF_START_S = 0.05
-_BACKOFF_MAX_S = 1.0
 _COALESCE_POINTS = 5000  # points per request when batches queue up behind a slow request
 _STALE_CONNECTION = (
     http.client.RemoteDisconnected,
@@ -72,14 +69,17 @@ def encode_points(points: list[Point], base: int = 0) -> list[str]:
     return out
 
 
+class SinkDown(Exception):
+    """The collector is unreachable or failing for now: the batch is to be sent again."""
+
+
 class Sender:
-    """Queue and thread state; all counters are read by ``RemoteHandler.stats()``."""
+    """The connection and the counters that ``RemoteHandler.stats()`` reads."""
 
     def __init__(
         self,
         url: SplitResult,
         headers: dict[str, str],
-        queue: PointQueue,
         timeout_s: float,
         heartbeat_s: float,
         heartbeat: Any,
@@ -94,128 +94,59 @@ class Sender:
         self._heartbeat = heartbeat
         self._reregister = reregister
         self._max_body = max_body_bytes
-        self._inflight = 0  # points taken off the queue and not yet settled
-        self._queue = queue
         self.seq_base = 0  # added to every point's seq: the run's last seq at registration
         self._based = False
-        self._cond = threading.Condition()
-        self._stopping = False
-        self._give_up = threading.Event()
         self._conn: http.client.HTTPConnection | None = None
         self.report_once = ReportOnce(_logger)
         self._auth_failed = False
         self._last_sent = time.monotonic()
+        self._done = (0, 0)  # (batch seq, messages of it stored): not sent again on a retry
         self.points_sent = 0
-        self.refused_batches = 0
-        self.refused_points = 0
         self.retries = 0
         self.rejected_points = 0
-        self.lost_points = 0
         self.split_requests = 0
-        self._thread = threading.Thread(target=self._run, name="goggles-remote-sender", daemon=True)
-        self._thread.start()
 
-    def put(self, message: Message, *, force: bool = False) -> bool:
-        """Enqueue without blocking; refused (and counted) only when memory and spool are full."""
-        with self._cond:
-            refused = not self._queue.push(message, force=force)
-            if refused:
-                self.refused_batches += 1
-                self.refused_points += message[3]
-            else:
-                self._cond.notify()
-        if refused:
-            self.report_once(
-                "refused",
-                "remote queue full (%d bytes in memory, then the spool: %s): refusing batches "
-                "instead of blocking; the tally at close() counts them",
-                self._queue.max_bytes,
-                self._queue.failure or "spilling is off",
-            )
-        return not refused
+    def send(self, seq: int, messages: list[Message], redelivered: bool) -> None:
+        """Send a batch in order (the pipe's ``send``); raises :class:`SinkDown` to be retried.
 
-    def stats(self) -> dict[str, int]:
-        """Counters: points sent / refused / rejected / lost, batches refused, retries, queued."""
-        names = ("points_sent", "refused_batches", "refused_points", "retries")
-        names += ("rejected_points", "lost_points", "split_requests")
-        return {**{n: getattr(self, n) for n in names}, "queued": self.pending()}
-
-    def pending(self) -> int:
-        with self._cond:
-            return len(self._queue)
-
-    def unsent_points(self) -> int:
-        """Points queued or in flight: what a timed-out ``close()`` has not got through yet."""
-        with self._cond:
-            return self._queue.points() + self._inflight
-
-    def shutdown(self, timeout_s: float) -> None:
-        """Send what is queued, then stop; after ``timeout_s`` give up and count the rest lost."""
-        with self._cond:
-            self._stopping = True
-            self._cond.notify()
-        self._thread.join(timeout_s)
-        if self._thread.is_alive():
-            self._give_up.set()
-            self._thread.join(self._timeout_s + 1.0)
-        with self._cond:
-            self.lost_points += self._queue.clear() + self._queue.lost
-        self._close_conn()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                message: Message | None = None
-                while not self._queue and not self._stopping:
-                    if self._auth_failed:  # nothing more is sent: park until put() or shutdown()
-                        self._cond.wait()
-                        continue
-                    quiet = time.monotonic() - self._last_sent
-                    if quiet >= self._heartbeat_s:
+        Consecutive point messages of one run travel as one request (up to 5000 points).
+        """
+        i = self._done[1] if self._done[0] == seq else 0
+        while i < len(messages):
+            kind, path, payload, n_points = messages[i]
+            j = i + 1
+            if kind == "points":
+                merged = None
+                while j < len(messages) and n_points < _COALESCE_POINTS:
+                    nkind, npath, npayload, nn = messages[j]
+                    if nkind != "points" or npath != path or n_points + nn > _COALESCE_POINTS:
                         break
-                    self._cond.wait(self._heartbeat_s - quiet)
-                if self._queue:
-                    message = self._take_locked()
-                elif self._stopping:
-                    return
-            try:
-                self._deliver(message or self._heartbeat())
-            finally:
-                with self._cond:
-                    self._inflight = 0
+                    if merged is None:
+                        merged = list(payload["points"])
+                    merged.extend(npayload["points"])
+                    n_points += nn
+                    j += 1
+                if merged is not None:
+                    payload = {"points": merged}
+            self._deliver((kind, path, payload, n_points))
+            i = j
+            self._done = (seq, i)
 
-    def _take_locked(self) -> Message | None:
-        """Pop the next message; consecutive point batches of one run travel as one request."""
-        first = self._queue.pop()
-        if first is None:
+    def idle(self) -> float | None:
+        """The pipe's idle hook: a heartbeat after ``heartbeat_s`` quiet seconds; the time
+        until the next one (``None`` once the key was rejected: nothing more is sent)."""
+        if self._auth_failed:
             return None
-        kind, path, payload, n_points = first
-        if kind == "points":
-            merged = None
-            while n_points < _COALESCE_POINTS:
-                nxt = self._queue.peek()
-                if nxt is None:
-                    break
-                nkind, npath, npayload, nn = nxt
-                if nkind != "points" or npath != path or n_points + nn > _COALESCE_POINTS:
-                    break
-                self._queue.pop()
-                if merged is None:
-                    merged = list(payload["points"])
-                merged.extend(npayload["points"])
-                n_points += nn
-            if merged is not None:
-                payload = {"points": merged}
-        self._inflight = n_points
-        return kind, path, payload, n_points
+        quiet = time.monotonic() - self._last_sent
+        if quiet >= self._heartbeat_s:
+            self._deliver(self._heartbeat())
+            return self._heartbeat_s
+        return self._heartbeat_s - quiet
 
     def _deliver(self, message: Message) -> None:
         kind, path, payload, n_points = message
-        if self._auth_failed or self._give_up.is_set():
-            if self._auth_failed:
-                self.rejected_points += n_points
-            else:
-                self.lost_points += n_points
+        if self._auth_failed:
+            self.rejected_points += n_points
             return
         if kind == "points":
             self._deliver_points(path, encode_points(payload["points"], self.seq_base))
@@ -297,12 +228,11 @@ class Sender:
             self._deliver_points(path, rest)
 
     def _exchange(self, kind: str, path: str, body: bytes, n_points: int) -> tuple[int, str]:
-        """POST until an answer that is not transient; ``(0, "")`` when given up (counted lost).
+        """POST once; raise :class:`SinkDown` on a transient failure (the pipe retries).
 
         A 2xx counts the points sent; a 4xx (other than 429) is returned for the caller to
         handle; a 404 for an unknown run registers it again and retries once.
         """
-        delay = _BACKOFF_START_S
         reregistered = False
         while True:
             try:
@@ -319,18 +249,15 @@ class Sender:
                 continue
             if 400 <= status < 500 and status != 429:
                 return status, reply
-            self._close_conn()
+            self.close()
             self.report_once(
                 "transient",
                 "remote collector unreachable or failing (%s); retrying with backoff, training "
-                "continues and full batches are refused",
+                "continues and points wait in memory, then on disk",
                 f"HTTP {status}" if status else reply,
             )
-            if self._give_up.wait(delay):
-                self.lost_points += n_points
-                return 0, ""
             self.retries += 1
-            delay = min(delay * 2.0, _BACKOFF_MAX_S)
+            raise SinkDown(reply)
 
     def _reject(self, kind: str, status: int, reply: str, n_points: int) -> None:
         self.rejected_points += n_points
@@ -361,7 +288,7 @@ class Sender:
         except _STALE_CONNECTION:
             if not reused:
                 raise
-            self._close_conn()  # the server closed the idle keep-alive connection: reopen once
+            self.close()  # the server closed the idle keep-alive connection: reopen once
             return self._post_once(path, body)
 
     def _post_once(self, path: str, body: bytes) -> tuple[int, str]:
@@ -377,13 +304,14 @@ class Sender:
             response = self._conn.getresponse()
             text = response.read().decode("utf-8", errors="replace")
         except BaseException:
-            self._close_conn()
+            self.close()
             raise
         if response.will_close:
-            self._close_conn()
+            self.close()
         return response.status, text
 
-    def _close_conn(self) -> None:
+    def close(self) -> None:
+        """Close the connection (the next request opens a new one)."""
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()

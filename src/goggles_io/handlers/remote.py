@@ -1,11 +1,11 @@
 """``RemoteHandler``: stream scalars to a dashboard over HTTP without ever stalling training.
 
 The training thread only appends a point to the current batch; a full batch is handed to a
-queue that a background thread sends (see ``_sender.py``, ADR 0008 and ADR 0025). When the
-collector is down or slow the queue grows to its byte budget and then spills to disk, in
-order; batches are refused and counted only when the spool is full too: training never waits
-on the network. ``close()`` flushes, sends the finish, drains the queue within a
-deadline and prints a one-line tally.
+delivery pipe whose worker sends it (``_remote_delivery.py``, ``_sender.py``, ADR 0008 and ADR
+0025). When the collector is down or slow the pipe grows to its byte budget and then spills to
+disk, in order; batches are refused and counted only when the spool is full too: training never
+waits on the network. ``close()`` flushes, sends the finish, drains the pipe while the
+collector makes progress and prints a one-line tally.
 
 Environment (argument first, then the environment, then a ``.env`` file found from the current
 directory upwards; ``os.environ`` is never modified):
@@ -51,9 +51,9 @@ from goggles_io._util.env import (
 from goggles_io._util.report import report
 from goggles_io._util.secret import Secret
 from goggles_io.exceptions import ConfigurationError, InvalidNameError, InvalidPayloadError
-from goggles_io.handlers._point_queue import PointQueue
+from goggles_io.handlers._remote_delivery import RemoteDelivery
 from goggles_io.handlers._remote_run import RunRegistration
-from goggles_io.handlers._sender import Sender
+from goggles_io.handlers._sender import Message, Sender
 from goggles_io.handlers.base import BaseHandler, register_handler
 
 __all__ = ["ENV_API_KEY", "ENV_NO_REMOTE", "ENV_URL", "RemoteHandler"]
@@ -97,7 +97,8 @@ class RemoteHandler(RunRegistration, BaseHandler):
         enabled: ``False`` silences this run; ``None`` honours ``TELEMETRY_NO_REMOTE``.
         run_id: Id to register; default a fresh one, or the one ``register_run`` brings.
         timeout_s: Socket timeout of one HTTP request (on the sender thread only).
-        close_timeout_s: How long ``close()`` may wait for the queue to drain.
+        close_timeout_s: How long ``close()`` waits for the queue to drain without progress
+            (no batch stored for that long: the rest is counted lost).
         max_body_bytes: Largest request body sent; bigger batches are split (keep it under the
             collector's limit, 16 MiB for the reference one).
         config: Run config to register with (merged with :meth:`record_config` calls).
@@ -170,8 +171,8 @@ class RemoteHandler(RunRegistration, BaseHandler):
         self._logged = 0
         self._invalid = 0
         self._registered = False
-        self._sender: Sender | None = None
-        self._closing: Sender | None = None
+        self._delivery: RemoteDelivery | None = None
+        self._closing: RemoteDelivery | None = None
         self._last_stats: dict[str, int] = {}
         if run_info:
             self._adopt_locked(run_info)
@@ -303,19 +304,19 @@ class RemoteHandler(RunRegistration, BaseHandler):
         with self._lock:
             if self._pending:
                 self._flush_locked()
-            sender, self._sender = self._sender, None
-            if sender is not None:
+            delivery, self._delivery = self._delivery, None
+            if delivery is not None:
                 summary = {"points_logged": self._logged}
                 body = {"status": "done", "summary": summary}
-                sender.put(("finish", run_path(self.run_id, "finish"), body, 0), force=True)
+                delivery.put(("finish", run_path(self.run_id, "finish"), body, 0), force=True)
             self._registered = False
-        if sender is None:
+        if delivery is None:
             return
-        self._closing = sender  # losses() keeps seeing its queue while it drains
+        self._closing = delivery  # losses() keeps seeing its queue while it drains
         try:
-            sender.shutdown(self.close_timeout_s)
+            delivery.close(self.close_timeout_s)
         finally:
-            self._last_stats = sender.stats()
+            self._last_stats = delivery.stats()
             self._closing = None
         s = self._last_stats
         report(
@@ -330,49 +331,51 @@ class RemoteHandler(RunRegistration, BaseHandler):
         collector), ``invalid`` (not sendable), ``lost`` (close deadline), ``unsent`` (still
         queued or in flight: ``finish()`` timed out while the sender was draining)."""
         with self._lock:
-            sender, invalid = self._sender or self._closing, self._invalid
-        stats = sender.stats() if sender is not None else dict(self._last_stats)
+            delivery, invalid = self._delivery or self._closing, self._invalid
+        stats = delivery.stats() if delivery is not None else dict(self._last_stats)
         counts = {
             "refused": stats.get("refused_points", 0),
             "rejected": stats.get("rejected_points", 0),
             "invalid": invalid,
             "lost": stats.get("lost_points", 0),
-            "unsent": sender.unsent_points() if sender is not None else 0,
+            "unsent": delivery.unsent_points() if delivery is not None else 0,
         }
         return {reason: n for reason, n in counts.items() if n}
 
     def stats(self) -> dict[str, int]:
         """Counters: points sent / refused / rejected / lost, batches refused, retries, queued."""
         with self._lock:
-            sender = self._sender
-        return sender.stats() if sender is not None else dict(self._last_stats)
+            delivery = self._delivery
+        return delivery.stats() if delivery is not None else dict(self._last_stats)
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _sender_locked(self) -> Sender:
-        if self._sender is None:
+    def _put_locked(self, message: Message, *, force: bool = False) -> bool:
+        """Queue ``message`` for the sender (made with the first one); ``False``: refused."""
+        if self._delivery is None:
             headers = {"Content-Type": "application/json", "Connection": "keep-alive"}
             if self._api_key:
                 headers["Authorization"] = f"Bearer {self._api_key.reveal()}"
             policy = read_delivery_policy()
             if self.when_full is not None:
                 policy = policy.stricter(check_when_full(self.when_full))
-            queue = PointQueue(self.queue_bytes, self.queue_batches, policy)
-            self._sender = Sender(
+            sender = Sender(
                 self._url,
                 headers,
-                queue,
                 self.timeout_s,
                 self.heartbeat_s,
                 self._heartbeat_message,
                 self._register_message,
                 self.max_body_bytes,
             )
-        return self._sender
+            self._delivery = RemoteDelivery(
+                sender, policy, self.queue_bytes, self.queue_batches, _logger
+            )
+        return self._delivery.put(message, force=force)
 
     def _flush_locked(self) -> None:
         if not self._registered:
             self._register_locked()  # lazy registration on the first flush
         batch, self._pending = self._pending, []  # tuples: the sender thread encodes them
         path = run_path(self.run_id, "points")
-        self._sender_locked().put(("points", path, {"points": batch}, len(batch)))
+        self._put_locked(("points", path, {"points": batch}, len(batch)))

@@ -1,4 +1,4 @@
-"""RemoteHandler's queue past its memory budget: spilled to disk in order, refused only when the
+"""RemoteHandler's pipe past its memory budget: spilled to disk in order, refused only when the
 spool is full (ADR 0025), against the real collector on 127.0.0.1."""
 
 from __future__ import annotations

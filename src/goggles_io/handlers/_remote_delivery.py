@@ -1,0 +1,133 @@
+"""What carries a ``RemoteHandler``'s messages: a delivery pipe and the HTTP sender behind it.
+
+Messages wait in a :class:`~goggles_io._delivery.pipe.Pipe` (memory within ``queue_bytes``,
+estimated at ~200 bytes a queued point, then the spool as msgpack records, in order); its worker
+hands each batch to :class:`~goggles_io.handlers._sender.Sender`, and a batch the collector
+stored is acknowledged. The training thread never waits on the network: a message that finds
+memory and spool full is refused at once and counted; control messages (register, finish) are
+never refused. Every count is in points (``units``): refused, lost, unsent.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import attrs
+import msgpack
+
+from goggles_io._delivery.losses import (
+    NOT_DELIVERED,
+    QUEUE_FULL,
+    SPOOL_FULL,
+    SPOOL_UNREADABLE,
+    UNENCODABLE,
+)
+from goggles_io._delivery.pipe import Pipe
+from goggles_io._delivery.policy import DeliveryPolicy
+from goggles_io._delivery.spool import SpoolRecord
+from goggles_io.handlers._sender import _COALESCE_POINTS, Message, Sender
+
+__all__ = ["POINT_BYTES", "RemoteDelivery"]
+
+POINT_BYTES = 200  # one queued point: a 5-tuple, its float and int objects
+_MESSAGE_BYTES = 512
+_REFUSED = (QUEUE_FULL, SPOOL_FULL, UNENCODABLE)
+_LOST = (NOT_DELIVERED, SPOOL_UNREADABLE)
+
+
+class MessageCodec:
+    """Messages as one msgpack record (tuples come back as lists; the sender reads either)."""
+
+    def encode(self, items: list[Message]) -> tuple[bytes, list[bytes]]:
+        return msgpack.packb([list(m) for m in items], use_bin_type=True), []
+
+    def decode(self, record: SpoolRecord) -> list[Message]:
+        found = msgpack.unpackb(record.data, raw=False)
+        if not isinstance(found, list) or not all(
+            isinstance(m, list) and len(m) == 4 for m in found
+        ):
+            msg = "not a list of messages"
+            raise ValueError(msg)
+        return [(m[0], m[1], m[2], m[3]) for m in found]
+
+
+def _points(message: Message) -> int:
+    return message[3]
+
+
+class RemoteDelivery:
+    """One run's outgoing messages: the pipe that keeps them and the sender that posts them."""
+
+    def __init__(
+        self,
+        sender: Sender,
+        policy: DeliveryPolicy,
+        queue_bytes: int,
+        queue_batches: int | None,
+        logger: logging.Logger,
+    ) -> None:
+        self.sender = sender
+        self.refused_batches = 0
+        self._logger = logger
+        self._said: set[str] = set()
+        # The training thread must not wait on the network: "block" is read as "drop".
+        self.pipe: Pipe[Message] = Pipe(
+            sender.send,
+            label="remote",
+            policy=attrs.evolve(policy, block_timeout_s=0.0),
+            max_bytes=queue_bytes,
+            max_items=queue_batches or 1 << 62,
+            batch_items=64,
+            batch_bytes=_COALESCE_POINTS * POINT_BYTES,
+            codec=MessageCodec(),
+            units=_points,
+            ack_on_return=True,
+            on_idle=sender.idle,
+            on_loss=self._said_once,
+            name="goggles-remote-sender",
+        )
+
+    def put(self, message: Message, *, force: bool = False) -> bool:
+        """Queue ``message`` without waiting; ``False`` when refused (counted)."""
+        size = _MESSAGE_BYTES + POINT_BYTES * message[3]
+        taken = self.pipe.put(message, size, force=force)
+        if not taken:
+            self.refused_batches += 1
+        return taken
+
+    def _said_once(self, reason: str, points: int, detail: str) -> None:
+        if reason not in _REFUSED or reason in self._said:
+            return
+        self._said.add(reason)
+        self._logger.warning(
+            "remote queue full (%d bytes in memory, then the spool: %s): refusing batches "
+            "instead of blocking; the tally at close() counts them",
+            self.pipe.max_bytes,
+            detail or "spilling is off",
+        )
+
+    def close(self, stall_s: float) -> None:
+        """Send what is queued while the collector takes it (no progress for ``stall_s``: give
+        up and count the rest lost), then stop."""
+        self.pipe.drain(stall_s)
+        self.pipe.close(join_s=1.0)
+        self.sender.close()
+
+    def stats(self) -> dict[str, int]:
+        """Counters: points sent / refused / rejected / lost, batches refused, retries, queued."""
+        losses = self.pipe.losses()
+        s = self.sender
+        return {
+            "points_sent": s.points_sent,
+            "refused_batches": self.refused_batches,
+            "refused_points": sum(losses.get(r, 0) for r in _REFUSED),
+            "retries": s.retries,
+            "rejected_points": s.rejected_points,
+            "lost_points": sum(losses.get(r, 0) for r in _LOST),
+            "split_requests": s.split_requests,
+            "queued": self.pipe.left(),
+        }
+
+    def unsent_points(self) -> int:
+        """Points queued or in flight: what a close still draining has not got through yet."""
+        return self.pipe.left()
