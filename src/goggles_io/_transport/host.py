@@ -348,11 +348,9 @@ class Host:
             # Close the handlers only when this is the last client; others keep logging.
             with self._lock:
                 last = (self._conns - self._sub_conns) == {conn}
-            if last:  # its report keeps the handlers detached since the last finish
-                done = bus.finish(timeout_s, stall_s=stall_s)
-                timed_out, tallies = done.timed_out, done.handlers
-            else:
-                timed_out, tallies = not bus.flush(timeout_s, stall_s=stall_s), bus.stats()
+            done = bus.finish(timeout_s, stall_s=stall_s) if last else None  # + those detached
+            timed_out = done.timed_out if done else not bus.flush(timeout_s, stall_s=stall_s)
+            tallies = done.handlers if done else bus.stats()
             stats = {  # by position: delivered dropped errors losses failed logged not_in_time
                 n: [s.delivered, s.dropped, s.errors, s.losses, s.failed, s.logged, s.not_in_time]
                 for n, s in tallies.items()
