@@ -170,3 +170,26 @@ def test_the_threads_the_host_offers_from_are_counted_exactly() -> None:
     stats = bus.finish().handlers["many"]
     assert (stats.logged, stats.delivered, stats.dropped) == (8_000, 8_000, 0)
     assert sink.handled == 8_000
+
+
+def test_ctrl_c_abandons_finish_at_once_with_exact_counts() -> None:
+    """A real SIGINT while finish waits on a stuck sink: no traceback, the counts exact."""
+    import os
+    import signal
+
+    sink = _Costly("ctrl_c", 0.0)
+    sink.stall_after = 100
+    bus = _bus(stall_s=60.0)
+    try:
+        bus.attach(sink)
+        for step in range(1_000):
+            bus.emit(_metric(step))
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        start = time.monotonic()
+        report = bus.finish()
+        waited = time.monotonic() - start
+    finally:
+        sink.release.set()
+    stats = report.handlers["ctrl_c"]
+    assert report.abandoned and report.timed_out and waited < 30
+    assert (stats.logged, stats.delivered, stats.not_in_time) == (1_000, 100, 900)

@@ -133,6 +133,7 @@ class Lane:
     def restart_after_fork(self) -> None:
         """Give the child its own lock, queue, spool and thread (the parent's are not copied)."""
         self._lock = threading.Lock()
+        self.tally.after_fork()
         self._thread = None
         self.overflow.forget_after_fork()
         if self.async_mode and not self.broken:

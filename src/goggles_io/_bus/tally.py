@@ -60,6 +60,10 @@ class LaneTally:
         with self._lock:
             self.dropped += n
 
+    def after_fork(self) -> None:
+        """In a forked child: a fresh lock (another thread may have held the parent's)."""
+        self._lock = threading.Lock()
+
     def taken(self) -> int:
         """Events settled so far (delivered, dropped or failed): grows while the lane progresses."""
         return self.delivered + self.dropped + self.failed
