@@ -10,6 +10,7 @@ mutated) on attach/detach, so the hot path takes no lock.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -106,8 +107,9 @@ class EventBus:
             self._routes = {}
 
     def _lane_policy(self, handler: Handler) -> DeliveryPolicy:
-        if self.producers_keep and getattr(handler, "backpressure", True):
-            return self.policy.stricter(WhenFull.BLOCK)
+        keep = self.producers_keep and self.policy.when_full is not WhenFull.DROP
+        if keep and getattr(handler, "backpressure", True):  # wait as long as it takes
+            return attrs.evolve(self.policy, when_full=WhenFull.BLOCK, block_timeout_s=math.inf)
         return self.policy
 
     def _warn_conflict(self, kept: Handler, ignored: Handler) -> None:

@@ -12,6 +12,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -25,6 +26,14 @@ from goggles_io._transport.shm import sweep_dead_segments
 __all__ = ["HostElector"]
 
 _SPAWN_RETRY_S = 3.0
+
+# A fork between taking the election lock and closing it would leave the child holding the lock
+# (flock belongs to the open file, which the child's copy of the fd keeps open): no host could
+# then start until the child exits. Forks wait while a client holds it for that instant.
+_PROBING = threading.Lock()
+os.register_at_fork(
+    before=_PROBING.acquire, after_in_parent=_PROBING.release, after_in_child=_PROBING.release
+)
 
 
 class HostElector:
@@ -47,10 +56,11 @@ class HostElector:
         if spawned is not None and spawned.poll() is None:
             if time.monotonic() - self._spawned_at < _SPAWN_RETRY_S:
                 return  # still starting up
-        lock_fd = acquire_host_lock(self.socket_path)
-        if lock_fd is None:
-            return  # a host holds the lock: it is starting, we will connect shortly
-        os.close(lock_fd)
+        with _PROBING:
+            lock_fd = acquire_host_lock(self.socket_path)
+            if lock_fd is None:
+                return  # a host holds the lock: it is starting, we will connect shortly
+            os.close(lock_fd)
         self._spawn()
 
     def _host_here(self) -> None:

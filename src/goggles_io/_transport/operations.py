@@ -1,6 +1,6 @@
 """Handler operations of the socket client: attach, detach, configure, call_handler, subscribe.
 
-They travel through the client's queue as :class:`Marker` items, in order with the events around
+They travel through the client's pipe as :class:`Marker` items, in order with the events around
 them, and are replayed on a new host (after a host death, or in a forked child). A handler the
 host cannot build runs here instead (see :mod:`goggles_io._transport.placement`).
 """
@@ -18,6 +18,9 @@ from goggles_io._transport.placement import runs_in_attaching_process
 from goggles_io.exceptions import InvalidPayloadError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, get_handler_class
 
+if TYPE_CHECKING:
+    from goggles_io._transport.client import SocketClient
+
 __all__ = ["HandlerOperations", "Marker"]
 
 
@@ -33,39 +36,12 @@ class Marker:
 
 
 class HandlerOperations:
-    """The handler-facing half of :class:`~goggles_io._transport.client.SocketClient`."""
+    """The handler-facing part of :class:`~goggles_io._transport.client.SocketClient`: what this
+    process attached, and the operations it sends (through the client's pipe, in order)."""
 
-    # Provided by SocketClient.
-    _attached: dict[str, tuple[type, set[str]]]
-    _local: Any
-    _queue: Any
-    _spill: Any
-    _running: bool
-    _tokens: Any
-    _wake: threading.Event
-    _elector: Any
-    _sock: Any
-    settings: Any
-    socket_path: str
-
-    if TYPE_CHECKING:  # defined by SocketClient
-
-        def _start(self) -> None: ...
-
-        def _warn_once(self, key: str, message: str) -> None: ...
-
-        def flush(self, timeout_s: float | None = None) -> bool: ...
-
-    def _control(self, op: str, args: dict[str, Any]) -> Marker:
-        if not self._running:
-            self._start()
-        marker = Marker(Call(next(self._tokens), op, args))
-        if self._spill.active:  # after the spilled events, in order
-            self._spill.add_marker(marker)
-        else:
-            self._queue.append(marker)  # control never counts against the bound
-        self._wake.set()
-        return marker
+    def __init__(self, client: SocketClient) -> None:
+        self.client = client
+        self.attached: dict[str, tuple[type, set[str]]] = {}  # name -> (class, scopes), ours
 
     def _spec(self, handler: Handler) -> dict[str, Any]:
         spec = handler.to_dict()
@@ -88,34 +64,34 @@ class HandlerOperations:
         host, so it still sees every process's events (see :mod:`goggles_io._transport.placement`).
         """
         if runs_in_attaching_process(handler):
-            self._local.attach(handler, scopes)
-            cls, known = self._attached.get(handler.name, (type(handler), set()))
-            self._attached[handler.name] = (cls, known | set(scopes))
+            self.client.local.attach(handler, scopes)
+            cls, known = self.attached.get(handler.name, (type(handler), set()))
+            self.attached[handler.name] = (cls, known | set(scopes))
             return
         # Never waits for the host (ADR 0025): events logged before it is up wait in the queue
         # and, past its budget, in the spillover on disk; none is lost to a slow start.
-        self._control("attach", {"spec": self._spec(handler), "scopes": list(scopes)})
-        cls, known = self._attached.get(handler.name, (type(handler), set()))
-        self._attached[handler.name] = (cls, known | set(scopes))  # the first class wins
+        self.client.control("attach", {"spec": self._spec(handler), "scopes": list(scopes)})
+        cls, known = self.attached.get(handler.name, (type(handler), set()))
+        self.attached[handler.name] = (cls, known | set(scopes))  # the first class wins
 
     @property
     def is_host(self) -> bool:
         """Whether the host runs in this process (``GOGGLES_DEDICATED_HOST=0`` and we won the
         election); waits until connected, since the election happens on the first connection."""
-        if not self._running:
-            self._start()
-        self.flush(self.settings.shutdown_timeout_s)
-        return self._elector.host is not None
+        client = self.client
+        client.flush(client.settings.shutdown_timeout_s)
+        return client.elector.host is not None
 
     def open_subscription(self, sub: Any) -> None:
         """Connect a :class:`~goggles_io._api.subscribe.Subscription` to this socket's host."""
-        sub.connect(self.socket_path, self._elect_quietly)
+        sub.connect(self.client.socket_path, self._elect_quietly)
 
     def _elect_quietly(self) -> None:
+        client = self.client
         try:
-            self._elector.elect()
+            client.elector.elect()
         except Exception as exc:
-            self._warn_once("elect", f"cannot start a host on {self.socket_path!r}: {exc}")
+            client.warn_once("elect", f"cannot start a host on {client.socket_path!r}: {exc}")
 
     def detach(self, name: str, scope: str) -> None:
         """Detach on the host, in order with the events around it.
@@ -123,27 +99,27 @@ class HandlerOperations:
         Raises:
             UnknownScopeError: this process attached ``name`` but not on ``scope``.
         """
-        found = self._attached.get(name)
+        found = self.attached.get(name)
         if found is not None and scope not in found[1]:
             msg = f"handler {name!r} is not attached on scope {scope!r} (its scopes: {sorted(found[1])!r})."
             raise UnknownScopeError(msg, name=name, scope=scope)
-        if self._local.has_handler(name):
-            self._local.detach(name, scope)
+        if self.client.local.has_handler(name):
+            self.client.local.detach(name, scope)
         else:
-            self._control("detach", {"name": name, "scope": scope})
+            self.client.control("detach", {"name": name, "scope": scope})
         if found is not None:
             found[1].discard(scope)
             if not found[1]:
-                del self._attached[name]
+                del self.attached[name]
 
     def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None:
         """Last-wins replacement (``configure``) on the host."""
         args = {"spec": self._spec(handler), "scopes": list(scopes), "enable": enable}
-        self._control("replace", args)
-        _, known = self._attached.pop(handler.name, (None, set()))
+        self.client.control("replace", args)
+        _, known = self.attached.pop(handler.name, (None, set()))
         kept = (known - set(scopes)) | (set(scopes) if enable else set())
         if kept:
-            self._attached[handler.name] = (type(handler), kept)
+            self.attached[handler.name] = (type(handler), kept)
 
     def call(self, name: str, method: str, payload: Any) -> None:
         """Run ``method(payload)`` on the host's handler ``name``, after the events queued before.
@@ -151,11 +127,11 @@ class HandlerOperations:
         The method is checked here when this process attached ``name`` (it knows the class);
         otherwise the host checks it and a refusal is counted and reported once on both sides.
         """
-        found = self._attached.get(name)
+        found = self.attached.get(name)
         if found is not None:
             check_remote_method(found[0], method)
-        self._control("call", {"name": name, "method": method, "payload": payload})
+        self.client.control("call", {"name": name, "method": method, "payload": payload})
 
     def has_handler(self, name: str) -> bool:
         """Return whether this process attached a handler named ``name``."""
-        return name in self._attached
+        return name in self.attached

@@ -79,7 +79,7 @@ class TestOversizedEventOverTheSocket:
         log.info("after")
         flushed = gg.flush(timeout_s=60)
         client = gg.get_bus()
-        host_handler = client._elector.host.bus.handlers["mem"]
+        host_handler = client.elector.host.bus.handlers["mem"]
         messages = host_handler.messages()
 
         assert flushed

@@ -18,7 +18,7 @@ import sys
 from _setup import attach_sink, use_socket
 
 import goggles_io as gg
-from goggles_io._transport.client import SocketClient
+from goggles_io._transport.link import HostLink
 
 path, n = sys.argv[1], int(sys.argv[2])
 socket_path = os.environ["GOGGLES_SOCKET"]
@@ -28,20 +28,20 @@ listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 listener.bind(socket_path)
 listener.listen(8)  # never accepts: the connection waits in the backlog, as in a dead host's
 
-real_on_connected = SocketClient._on_connected
+real_handshake = HostLink._handshake
 dying = [True]
 
 
-def host_dies_now(self: SocketClient, sock: socket.socket) -> None:
+def host_dies_now(self: HostLink, sock: socket.socket) -> None:
     """The client has connected; the host is gone before its handshake goes out."""
     if dying and dying.pop():
         listener.close()  # resets the connection waiting in the backlog
         os.unlink(socket_path)
         os.close(lock_fd)  # the election is open again
-    real_on_connected(self, sock)  # sends on the reset connection first: BrokenPipeError
+    real_handshake(self, sock)  # sends on the reset connection first: BrokenPipeError
 
 
-SocketClient._on_connected = host_dies_now  # type: ignore[method-assign]
+HostLink._handshake = host_dies_now  # type: ignore[method-assign]
 use_socket()
 attach_sink(path)
 log = gg.get_logger("reset", with_metrics=True)

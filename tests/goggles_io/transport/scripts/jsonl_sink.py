@@ -32,7 +32,12 @@ class JsonlSink(gg.BaseHandler):
         if self._fh.tell() and not _ends_with_newline(self.path):
             self._fh.write("\n")  # a host SIGKILLed mid-line left it torn: keep ours apart
 
-    def handle(self, event: gg.Event) -> None:
+    def handle_redelivered(self, events: list[gg.Event]) -> None:
+        """A batch a dead host had not acknowledged: its lines say so (tests check repeats)."""
+        for event in events:
+            self.handle(event, redelivered=True)
+
+    def handle(self, event: gg.Event, redelivered: bool = False) -> None:
         if self.delay_s:
             time.sleep(self.delay_s)
         payload = event.payload
@@ -48,6 +53,7 @@ class JsonlSink(gg.BaseHandler):
                     "step": event.step,
                     "kind": event.kind.value,
                     "payload": payload,
+                    **({"redelivered": True} if redelivered else {}),
                 }
             )
             + "\n"

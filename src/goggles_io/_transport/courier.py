@@ -1,0 +1,251 @@
+"""Frames the client pipe's batches onto the link; acknowledges each once the host did.
+
+A pipe batch holds events and handler operations (:class:`Marker`) in the order they were
+logged. Runs of events go as numbered batch frames (:mod:`goggles_io._transport.batching`),
+each operation as its own ``Call`` frame, all in one write. The host acknowledges event frames
+once its handlers took them (``Ack(seq)``, cumulative; ADR 0030) and answers each operation
+(``Reply``); the pipe batch is acknowledged when every frame of it was, in order, and only then
+are its shared-memory slots given back. After a host's death the pipe sends its kept batches
+again, marked redelivered; the slots the encoder made for the dead host are given back then.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import attrs
+
+from goggles_io._event.messages import Ack, Call, Reply
+from goggles_io._event.records import Event, ShmRef, approx_nbytes
+from goggles_io._transport.framing import encode_frame
+from goggles_io._transport.link import HostLink
+from goggles_io._transport.operations import Marker
+from goggles_io._transport.pools import ArrayPools
+
+if TYPE_CHECKING:
+    from goggles_io._event.codec import Encoder
+    from goggles_io._transport.batching import Batcher
+
+__all__ = ["REPLAYED", "Courier", "Item", "load_modules", "loading_modules"]
+
+Item = Event | Marker
+# Operations replayed, in order, on a new host (after a host death, or in a forked child).
+REPLAYED = ("attach", "replace", "detach", "call")
+
+# The codec (numpy, cattrs), the election and the pools are imported by the pipe's worker, so
+# attach() and the first log calls never wait on them (ADR 0025). A fork while that import runs
+# would leave the child with half-imported modules: the fork waits for it to end (bounded).
+_LOADING = threading.Event()
+_LOADED = threading.Event()
+
+
+def loading_modules() -> None:
+    """Say that a worker is about to import (called before it starts)."""
+    if not _LOADED.is_set():
+        _LOADING.set()
+
+
+def load_modules() -> None:
+    """Import what the worker needs; idempotent."""
+    if _LOADED.is_set():
+        return
+    try:
+        import goggles_io._event.codec
+        import goggles_io._transport.batching
+        import goggles_io._transport.election
+        import goggles_io._transport.shm  # noqa: F401
+    finally:
+        _LOADED.set()
+
+
+def _before_fork() -> None:
+    if _LOADING.is_set() and not _LOADED.is_set():
+        _LOADED.wait(10.0)
+
+
+os.register_at_fork(before=_before_fork)
+
+
+_FRAME_HELD_BYTES = 4 * 1024 * 1024
+
+
+def _held_bytes(event: Event) -> int:
+    """What ``event`` will hold in the host: its staged array too (copied out of the pool)."""
+    payload = event.payload
+    if type(payload) is ShmRef:
+        return payload.nbytes
+    return approx_nbytes(event)
+
+
+@attrs.define
+class _Sent:
+    """One pipe batch on the current connection, until every frame of it is acknowledged."""
+
+    seq: int
+    last_frame: int | None  # the last event frame's seq (None: operations only)
+    tokens: set[int]  # operations not answered yet
+    refs: list[ShmRef]  # slots its frames refer to: given back at its acknowledgement
+    created: list[ShmRef]  # of those, the ones the encoder made (given back after a death)
+
+
+class Courier:
+    """The pipe's ``send``: frames on the link, and the bookkeeping of what the host took."""
+
+    def __init__(
+        self, link: HostLink, pools: ArrayPools, *, on_unencodable: Callable[[Exception], None]
+    ) -> None:
+        self.link = link
+        self.pools = pools
+        self.ack_pipe: Callable[[int], object] = lambda seq: None  # set once the pipe exists
+        self.host_dropped = 0  # of ours, refused by a full handler queue in the host
+        self._on_unencodable = on_unencodable
+        self._batcher: Batcher | None = None
+        self._encoder: Encoder | None = None
+        self._sent: deque[_Sent] = deque()
+        self._markers: dict[int, Marker] = {}
+        self._answered: set[int] = set()
+        self._acked_frame = 0
+        self._ops: list[Call] = []  # operations sent, replayed on every new host
+        self._op_tokens: set[int] = set()
+        self._lock = threading.Lock()
+
+    # -- the pipe's worker ------------------------------------------------------------------
+    def send(self, seq: int, items: list[Item], redelivered: bool) -> None:
+        """Write pipe batch ``seq`` in one go; raises ``OSError`` when the host is gone."""
+        encoder, batcher = self._codec()
+        data: list[bytes] = []
+        sent = _Sent(seq, None, set(), [], [])
+        events: list[Event] = []
+        held = 0  # bytes the host will hold for ``events`` once it copied their arrays out
+        for item in items:
+            if type(item) is Marker:
+                self._frame_events(events, redelivered, batcher, sent, data)
+                events, held = [], 0
+                self._frame_call(item, encoder, sent, data)
+                continue
+            events.append(item)
+            held += _held_bytes(item)
+            if held >= _FRAME_HELD_BYTES:
+                # A frame's arrays all live in the host at once: it waits for room per frame.
+                self._frame_events(events, redelivered, batcher, sent, data)
+                events, held = [], 0
+        self._frame_events(events, redelivered, batcher, sent, data)
+        with self._lock:
+            self._sent.append(sent)
+        try:
+            self.link.send(b"".join(data))
+        except OSError:
+            self.link.disconnect()  # tells the pipe: every kept batch goes again
+            self._forget(sent)
+            raise
+        self._settle()  # a batch of nothing (all unencodable) is through at once
+
+    def _codec(self) -> tuple[Encoder, Batcher]:
+        load_modules()
+        from goggles_io._event.codec import Encoder
+        from goggles_io._transport.batching import Batcher
+
+        if self._batcher is None or self._encoder is None:
+            self._encoder = Encoder(self.pools.threshold, self.pools.shm())
+            self._batcher = Batcher(self.pools.release, self._on_unencodable)
+            self._batcher.encoder = self._encoder
+        return self._encoder, self._batcher
+
+    def _frame_events(
+        self,
+        events: list[Event],
+        redelivered: bool,
+        batcher: Batcher,
+        sent: _Sent,
+        data: list[bytes],
+    ) -> None:
+        if not events:
+            return
+        staged = {id(e.payload) for e in events if type(e.payload) is ShmRef}
+        for frame_seq, frame, _, refs in batcher.frames(events, redelivered):
+            data.append(frame)
+            sent.last_frame = frame_seq
+            sent.refs += refs
+            sent.created += [ref for ref in refs if id(ref) not in staged]
+
+    def _frame_call(self, marker: Marker, encoder: Encoder, sent: _Sent, data: list[bytes]) -> None:
+        call = marker.call
+        with self._lock:
+            self._markers[call.token] = marker
+            sent.tokens.add(call.token)
+            if call.op in REPLAYED and call.token not in self._op_tokens:
+                self._op_tokens.add(call.token)
+                self._ops.append(call)
+        data.append(encode_frame(encoder.encode(call)))
+
+    # -- the link's receiver ----------------------------------------------------------------
+    def on_ack(self, ack: Ack) -> None:
+        """The host's handlers took every event frame up to ``ack.seq``."""
+        if type(ack.dropped) is int and ack.dropped > 0:
+            self.host_dropped += ack.dropped
+        with self._lock:
+            self._acked_frame = max(self._acked_frame, ack.seq)
+        self._settle()
+
+    def on_reply(self, reply: Reply) -> None:
+        """The host ran an operation (or refused it, said once by the link)."""
+        with self._lock:
+            marker = self._markers.pop(reply.token, None)
+            self._answered.add(reply.token)
+        if marker is not None:
+            marker.result = reply
+            marker.done.set()
+        self._settle()
+
+    def _settle(self) -> None:
+        """Acknowledge, in order, every pipe batch whose frames were all acknowledged."""
+        done: list[_Sent] = []
+        with self._lock:
+            sent = self._sent
+            while sent:
+                head = sent[0]
+                if head.last_frame is not None and head.last_frame > self._acked_frame:
+                    break
+                if not head.tokens <= self._answered:
+                    break
+                self._answered -= head.tokens
+                done.append(sent.popleft())
+        for each in done:
+            self.pools.release(each.refs)
+        if done:
+            self.ack_pipe(done[-1].seq)
+
+    # -- deaths, forks ----------------------------------------------------------------------
+    def link_lost(self) -> None:
+        """The host died: what was sent is the pipe's to send again; the encoder's slots go."""
+        with self._lock:
+            lost, self._sent = list(self._sent), deque()
+            self._answered.clear()
+        for each in lost:
+            self.pools.release(each.created)
+
+    def _forget(self, sent: _Sent) -> None:
+        with self._lock:
+            if sent in self._sent:
+                self._sent.remove(sent)
+        self.pools.release(sent.created)
+
+    def replay(self) -> list[Call]:
+        """The operations to replay on a new host, in the order they were sent."""
+        with self._lock:
+            return list(self._ops)
+
+    def pending_markers(self) -> list[Marker]:
+        """Operations sent and not answered (released when the client closes)."""
+        with self._lock:
+            return list(self._markers.values())
+
+    def adopt_ops(self, ops: list[Call]) -> None:
+        """A forked child's first host gets the parent's operations before its own."""
+        with self._lock:
+            self._ops = list(ops)
+            self._op_tokens = {call.token for call in ops}
