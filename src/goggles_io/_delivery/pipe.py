@@ -343,6 +343,14 @@ class Pipe(Generic[T]):
         count = len(queued) if self._units is None else sum(self._units(i) for i, _ in queued)
         return count + self._waiting.units + self._kept.units
 
+    def memory_bytes(self) -> int:
+        """Bytes in memory now (queued or kept), read without the lock: for backpressure."""
+        return self._bytes_in - self._bytes_out
+
+    def idle(self) -> bool:
+        """Whether nothing waits to be batched (memory or spool), read without the lock."""
+        return not self._queue and not self._waiting.active
+
     def wait_progress(self, timeout_s: float) -> bool:
         """Wait until a batch is acknowledged or a loss counted (or :meth:`wake`); ``True``
         when something progressed."""
