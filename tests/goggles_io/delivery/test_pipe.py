@@ -549,6 +549,31 @@ class TestLane:
         assert 9 == len(handler.events)
         assert 0 == lane.backlog()
 
+    def test_a_forked_child_lane_delivers_its_own_events(self) -> None:
+        """restart_after_fork(): the child's lane has its own pipe and worker; the parent's
+        still works."""
+        handler = MemoryHandler(name="mem")
+        lane = Lane(handler, async_mode=True, queue_size=100)
+        lane.start()
+        lane.offer_many(_events(0, 5))
+        assert lane.flush(30)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                lane.restart_after_fork()
+                lane.offer_many(_events(100, 10))
+                ok = lane.close(30)
+                got = [e.step for e in handler.events]
+                code = 0 if ok and got == [*range(5), *range(100, 110)] else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        lane.offer_many(_events(5, 5))
+        assert lane.close(30)
+        assert 0 == os.waitstatus_to_exitcode(status)
+        assert list(range(10)) == [e.step for e in handler.events]
+
     def test_a_subscriber_lane_never_blocks_its_producer(self) -> None:
         """backpressure=False (a live subscriber): 'block' drops at once instead of waiting."""
         policy = DeliveryPolicy(when_full=WhenFull.BLOCK, block_timeout_s=30.0)
