@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from goggles_io._event.records import Kind
+from goggles_io._event.records import Event, Kind
 
 __all__ = [
     "Call",
@@ -19,6 +19,7 @@ __all__ = [
     "HeldTickets",
     "Redelivered",
     "Ticket",
+    "event_count",
     "handler_kinds",
     "optional_method",
 ]
@@ -92,6 +93,10 @@ class HeldTickets:
         if idle or len(self._held) >= _HELD_MAX:
             self.settle()
 
+    def waiting(self) -> bool:
+        """Whether a ticket waits for the next flush."""
+        return bool(self._held)
+
     def settle(self) -> None:
         """Flush the handler, then settle every ticket held."""
         self._flush()
@@ -115,6 +120,14 @@ class Call:
     def __init__(self, method: str, payload: Any) -> None:
         self.method = method
         self.payload = payload
+
+
+def event_count(item: object) -> int:
+    """The events a lane item holds: one event, a list's length, none for the others."""
+    cls = item.__class__
+    if cls is Event:
+        return 1
+    return len(item) if cls is list or cls is Redelivered else 0  # type: ignore[arg-type]
 
 
 def _noop() -> None:

@@ -1,12 +1,13 @@
-"""One handler's delivery lane: a bounded queue drained by its own worker thread.
+"""One handler's delivery lane: a :class:`~goggles_io._delivery.pipe.Pipe` and the handler call.
 
-One lane per handler means a slow handler only ever delays itself. The queue is a C
-``SimpleQueue`` (cheap ``put``, blocking ``get``) bounded in events and bytes by checks before the
-put. When it is full the lane follows the delivery policy (ADR 0025): the events go to the lane's
-spool (:mod:`goggles_io._bus.overflow`), a mark keeping their place in the queue; with no room
-there the caller waits (bounded per burst; only callers that may: the in-process bus), then the
-events are dropped and counted. The socket host offers whole lists (:meth:`Lane.offer_many`):
-one put per batch, counted per event.
+One lane per handler means a slow handler only ever delays itself. What is offered goes into
+the lane's pipe, the one delivery engine: memory within ``queue_size`` items and
+``queue_bytes``, then the lane's spool in order, then a bounded wait (only for callers that may:
+not a live subscriber's), then a counted drop (ADR 0025). The pipe's worker hands each batch to
+:meth:`Lane._send`, which calls the handler item by item; the batch is acknowledged when that
+returns. Flush, close, ``call_handler`` and the socket host's tickets travel in the same pipe,
+forced (never dropped), so each runs after every event offered before it. The socket host
+offers whole lists (:meth:`Lane.offer_many`): one put per list, counted per event.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from __future__ import annotations
 import math
 import re
 import threading
-from queue import SimpleQueue
 from typing import Any
+
+import attrs
 
 from goggles_io._bus.calls import HandlerCalls
 from goggles_io._bus.items import (
@@ -24,13 +26,16 @@ from goggles_io._bus.items import (
     HeldTickets,
     Redelivered,
     Ticket,
+    event_count,
     handler_kinds,
     optional_method,
 )
-from goggles_io._bus.overflow import SPOOLED, Overflow
+from goggles_io._bus.spilled_items import LaneCodec
 from goggles_io._bus.tally import NOT_HANDLED_IN_TIME, LaneTally
 from goggles_io._bus.transport import HandlerStats, handler_losses
 from goggles_io._delivery.drain import DrainOutcome, wait_while_progressing
+from goggles_io._delivery.losses import NOT_DELIVERED, LossReport
+from goggles_io._delivery.pipe import Pipe
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, advice, check_when_full
 from goggles_io._event.records import (
     EVENT_OVERHEAD_BYTES,
@@ -65,8 +70,6 @@ class Lane:
         self.queue_bytes = queue_bytes
         # False for live subscribers: a stalled reader must never make the host stop reading.
         self.backpressure = backpressure
-        self._bytes_in = 0  # bytes queued, ever (producer side)
-        self._bytes_out = 0  # bytes taken by the worker, ever
         self.name: str = handler.name
         self.kinds = handler_kinds(handler)
         # Only ``name`` and ``handle`` are required; the rest of the lifecycle is optional.
@@ -83,16 +86,16 @@ class Lane:
         except ValueError:
             own = None
         self.policy = base.stricter(own)
-        self.overflow = Overflow(f"lane-{_LABEL.sub('_', self.name)[:40]}", self.policy)
+        self.label = f"lane-{_LABEL.sub('_', self.name)[:40]}"
         self.tally = LaneTally()
         self.last_wait: DrainOutcome | None = None  # how the last close or flush wait ended
         self.broken = False  # open() failed: every event is a counted drop
-        self._queue: SimpleQueue[Any] = SimpleQueue()
-        self._batched = 0  # events queued inside lists, beyond the one item each list counts as
-        self._marks = 0  # SPOOLED marks in the queue (not events held in memory)
-        self._thread: threading.Thread | None = None
+        self._pipe: Pipe[Any] | None = None  # async and open: where offers go
+        self._worker: threading.Thread | None = None  # the pipe's worker, once it sent
+        self._handler_closed = False  # the worker passed a close: it handles nothing more
         self._lock = threading.Lock()
         self._report_once = ReportOnce()
+        self._losses = LossReport(f"handler {self.name!r}")
         self._calls = calls = HandlerCalls(handler, self.name, self.tally, self._report_once)
         self._deliver, self._deliver_many = calls.one, calls.many
         self._deliver_redelivered, self._invoke, self._safe = (
@@ -118,26 +121,36 @@ class Lane:
         self.broken = False
         self.tally.reopen()
         if self.async_mode:
-            self._fresh_queue()
+            self._fresh_pipe()
         return True
 
-    def _fresh_queue(self) -> None:
-        self._queue = SimpleQueue()
-        self._batched = self._marks = 0
-        self._bytes_in = self._bytes_out = 0
-        self._thread = threading.Thread(
-            target=self._run, name=f"goggles_io:{self.name}", daemon=True
+    def _fresh_pipe(self) -> None:
+        """A new pipe (its worker starts with the first put) and a new spool codec."""
+        self._handler_closed = False
+        self._worker = None
+        policy = self.policy
+        if not self.backpressure:  # a live subscriber's reader never makes its producer wait
+            policy = attrs.evolve(policy, block_timeout_s=0.0)
+        self._pipe = Pipe(
+            self._send,
+            label=self.label,
+            policy=policy,
+            max_bytes=self.queue_bytes,
+            max_items=self.queue_size,
+            codec=LaneCodec(),
+            units=event_count,
+            ack_on_return=True,
+            on_idle=self._idle,
+            on_loss=self._lost,
+            name=f"goggles_io:{self.name}",
         )
-        self._thread.start()
 
     def restart_after_fork(self) -> None:
-        """Give the child its own lock, queue, spool and thread (the parent's are not copied)."""
+        """Give the child its own lock, pipe, spool and thread (the parent's are not copied)."""
         self._lock = threading.Lock()
         self.tally.after_fork()
-        self._thread = None
-        self.overflow.forget_after_fork()
-        if self.async_mode and not self.broken:
-            self._fresh_queue()
+        if self._pipe is not None:
+            self._fresh_pipe()
 
     def flush(self, timeout_s: float | None = None, *, stall_s: float | None = None) -> bool:
         """Wait until every event offered so far was handled and the handler flushed.
@@ -154,12 +167,14 @@ class Lane:
         once, as dropped ``not handled in time``, and the worker stops handling and counting.
         """
         outcome = self._control(close=True, timeout_s=timeout_s, stall_s=stall_s)
-        thread = self._thread
-        if outcome.drained and thread is not None:
-            thread.join(timeout_s)
+        pipe = self._pipe
+        if pipe is None:
+            return outcome.drained
         # What is still not settled: left by a worker given up on, or offered behind the close.
-        if (not outcome.drained or self.tally.pending()) and thread is not None:
-            self._calls.orphans = self._calls.orphans | {thread}
+        if not outcome.drained or self.tally.pending():
+            worker = self._worker
+            if worker is not None:
+                self._calls.orphans = self._calls.orphans | {worker}
             pending = self.tally.give_up(handler_losses(self.handler))
             if pending:
                 if outcome.stalled:
@@ -173,8 +188,8 @@ class Lane:
                     f"handler {self.name!r}: {pending} events counted as lost "
                     f"({NOT_HANDLED_IN_TIME}: {why})",
                 )
-        self.overflow.close()
-        self._thread = None
+        pipe.close(join_s=1.0 if outcome.drained else 0.0)  # removes the spool
+        self._pipe = None
         return outcome.drained
 
     def _control(
@@ -182,14 +197,15 @@ class Lane:
     ) -> DrainOutcome:
         if self.broken:
             return DrainOutcome(left=0, elapsed_s=0.0)
-        if self._thread is None or not self.async_mode:
+        pipe = self._pipe
+        if pipe is None:
             with self._lock:
                 self._safe(self._flush_handler)
                 if close:
                     self._safe(self._close_handler)
             return DrainOutcome(left=0, elapsed_s=0.0)
         request = Control(close)
-        self._queue.put(request)
+        pipe.put(request, 0, force=True)
         done = request.done.is_set
         tally = self.tally
         outcome = wait_while_progressing(
@@ -207,23 +223,16 @@ class Lane:
 
     # -- hot path ---------------------------------------------------------------------------
     def offer(self, event: Event) -> None:
-        """Queue (async) or handle (sync) one event; a full queue spills, waits or drops."""
+        """Queue (async) or handle (sync) one event; a full pipe spills, waits or drops."""
         self.tally.offer()
-        if self._thread is not None:
+        pipe = self._pipe
+        if pipe is not None:
             payload = event.payload
             # A metric's dict is the hot case: its estimate inline, the rest via approx_nbytes.
             if payload.__class__ is dict:
-                size = EVENT_OVERHEAD_BYTES + METRIC_ENTRY_BYTES * len(payload)
+                pipe.put(event, EVENT_OVERHEAD_BYTES + METRIC_ENTRY_BYTES * len(payload))
             else:
-                size = approx_nbytes(event)
-            if (
-                self._queue.qsize() - self._marks >= self.queue_size
-                or self._bytes_in - self._bytes_out + size > self.queue_bytes
-            ):
-                self._full([event], may_block=self.backpressure)
-                return
-            self._bytes_in += size
-            self._queue.put((event, size))
+                pipe.put(event, approx_nbytes(event))
         elif self.broken:
             self._drop("handler could not be opened")
         else:
@@ -231,40 +240,45 @@ class Lane:
                 self._deliver(event)
 
     def backlog(self) -> int:
-        """Events queued in memory and not yet taken by the worker (0 for a synchronous lane)."""
-        return self._queue.qsize() + self._batched - self._marks
+        """Events offered and not yet handled (queued, spilled or in the handler's hands);
+        0 for a synchronous lane."""
+        return 0 if self._pipe is None else self.tally.pending()
 
     def backlog_bytes(self) -> int:
-        """Approximate bytes queued in memory and not yet taken by the worker."""
-        return self._bytes_in - self._bytes_out
+        """Approximate bytes the lane holds in memory (queued, or in the handler's hands)."""
+        pipe = self._pipe
+        return 0 if pipe is None else pipe.memory_bytes()
 
     def congested(self, room: int) -> bool:
         """Whether this lane is within ``room`` events (or half its bytes) of full and cannot
         spill: the socket host then stops reading producers for a while (backpressure)."""
-        if not self.backpressure or self._thread is None:
+        if not self.backpressure or self._pipe is None:
             return False
         room = min(room, self.queue_size // 2)  # a queue smaller than a batch: half of it
         full = self.backlog() > self.queue_size - room or (
             self.backlog_bytes() > self.queue_bytes // 2
         )
-        return full and not self.overflow.can_spill()
+        return full and not self.policy.spills
 
     def offer_many(self, events: list[Event], *, redelivered: bool = False) -> int:
-        """Queue a whole list as one item (async) or handle it now (sync); spill what has no room.
+        """Queue a whole list as one item (async) or handle it now (sync).
 
-        Returns how many of ``events`` were dropped (and counted). The lane owns ``events``
-        afterwards: the caller must not reuse the list. ``redelivered``: the list was sent before
-        to a host that died (the handler's ``handle_redelivered`` gets it, when it has one).
+        Returns how many of ``events`` were dropped (and counted): all or none. The lane owns
+        ``events`` afterwards: the caller must not reuse the list. ``redelivered``: the list was
+        sent before to a host that died (the handler's ``handle_redelivered`` gets it, when it
+        has one).
         """
         if not events:
             return 0
-        self.tally.offer(len(events))
-        if self._thread is not None:
-            rest = self._queue_what_fits(events, redelivered)
-            return self._full(rest, self.backpressure, redelivered) if rest else 0
+        n = len(events)
+        self.tally.offer(n)
+        pipe = self._pipe
+        if pipe is not None:
+            item = Redelivered(events) if redelivered else events
+            return 0 if pipe.put(item, sum(map(approx_nbytes, events))) else n
         if self.broken:
-            self._drop("handler could not be opened", len(events))
-            return len(events)
+            self._drop("handler could not be opened", n)
+            return n
         with self._lock:
             if redelivered:
                 self._deliver_redelivered(Redelivered(events))
@@ -273,69 +287,24 @@ class Lane:
         return 0
 
     def offer_ticket(self, ticket: Ticket) -> None:
-        """Settle ``ticket`` once the worker got past everything offered before it."""
-        if self._thread is not None:
+        """Settle ``ticket`` once the worker got past everything offered before it (and the
+        handler flushed)."""
+        pipe = self._pipe
+        if pipe is not None:
             ticket.hold()
-            self._queue.put(ticket)
-
-    def _queue_what_fits(self, events: list[Event], redelivered: bool = False) -> list[Event]:
-        """Queue the longest head of ``events`` that fits the bounds; return the rest."""
-        room = max(self.queue_size - self.backlog(), 0)
-        rest: list[Event] = events[room:]
-        events = events[:room]
-        budget = self.queue_bytes - (self._bytes_in - self._bytes_out)
-        size = 0
-        for i, event in enumerate(events):
-            grown = size + approx_nbytes(event)
-            if grown > budget:
-                rest = events[i:] + rest
-                events = events[:i]
-                break
-            size = grown
-        if events:
-            with self._lock:
-                self._batched += len(events) - 1
-                self._bytes_in += size
-            self._queue.put((Redelivered(events) if redelivered else events, size))
-        return rest
-
-    def _full(self, events: list[Event], may_block: bool, redelivered: bool = False) -> int:
-        """The memory budget is full: spill ``events``, else wait for room, else drop them.
-
-        Returns how many were dropped.
-        """
-        overflow = self.overflow  # a redelivered list never spills: it would lose its mark
-        if not redelivered and overflow.can_spill() and overflow.spill(events):
-            with self._lock:
-                self._marks += 1
-            self._queue.put(SPOOLED)  # its place in the queue: delivered in order
-            return 0
-        if may_block and self.policy.blocks:
-            want = min(len(events), self.queue_size)
-            size = sum(map(approx_nbytes, events[:want]))
-            if overflow.allowance.wait(lambda: self._has_room(want, size)):
-                events = self._queue_what_fits(events, redelivered)
-                if not events:
-                    return 0
-        why = overflow.failure or "queue full"
-        self._drop(why, len(events))
-        return len(events)
-
-    def _has_room(self, n: int, size: int) -> bool:
-        return (
-            self.backlog() + n <= self.queue_size
-            and self._bytes_in - self._bytes_out + size <= self.queue_bytes
-        )
+            if not pipe.put(ticket, 0, force=True):  # closed: what it followed was counted
+                ticket.settle()
 
     def offer_call(self, method: str, payload: Any) -> None:
         """Run ``handler.<method>(payload)`` after every event offered so far; never blocks.
 
-        Calls are control items: they never count against the queue bound, so a full queue
-        cannot lose a config recording. Failures are counted as errors and reported once.
+        Calls are forced items: never dropped and never waiting, so a full pipe cannot lose a
+        config recording. Failures are counted as errors and reported once.
         """
         call = Call(method, payload)
-        if self._thread is not None:
-            self._queue.put(call)
+        pipe = self._pipe
+        if pipe is not None:
+            pipe.put(call, 0, force=True)
         elif self.broken:
             self._drop("handler could not be opened")
         else:
@@ -348,47 +317,61 @@ class Lane:
             why, advice(f"handler {self.name!r}: {why}; dropping events and counting them")
         )
 
-    def _run(self) -> None:
-        queue = self._queue
-        while True:
-            item = queue.get()
-            if self._calls.orphans and self._calls.orphaned():
-                return  # given up on: what is left was counted, the lane may have a new worker
+    def _lost(self, reason: str, units: int, detail: str) -> None:
+        """The pipe lost ``units`` events (under its lock): count them, say each reason once.
+        What a close left behind is the close's to report."""
+        self.tally.lose(units, not_in_time=reason == NOT_DELIVERED)
+        if reason != NOT_DELIVERED:
+            self._losses(reason, units, detail)
+
+    # -- the worker -------------------------------------------------------------------------
+    def _send(self, _seq: int, items: list[Any], _again: bool) -> None:
+        """Hand a batch to the handler, item by item; the pipe then acknowledges it (each
+        event was handled, or its failure counted)."""
+        self._worker = threading.current_thread()
+        calls = self._calls
+        last = items[-1]
+        for item in items:
+            if self._handler_closed or (calls.orphans and calls.orphaned()):
+                self._skipped(items, item)
+                return
             cls = item.__class__
-            if cls is tuple:
-                item, size = item
-                if item.__class__ is not Event:
-                    with self._lock:
-                        self._batched -= len(item) - 1
-                        self._bytes_out += size
-                    if item.__class__ is Redelivered:
-                        self._deliver_redelivered(item)
-                    else:
-                        self._deliver_many(item)
-                else:
-                    self._bytes_out += size  # only this thread writes it: no lock needed
-                    self._deliver(item)
-                if not queue.qsize():
-                    self.overflow.allowance.refill()  # drained: the burst is over
-            elif item is SPOOLED:
-                with self._lock:
-                    self._marks -= 1
-                n, events = self.overflow.take()
-                if n > len(events):
-                    self._drop("spool record unreadable", n - len(events))
-                if events:
-                    self._deliver_many(events)
+            if cls is Event:
+                self._deliver(item)
             elif cls is Ticket:
-                self._held.passed(item, idle=not queue.qsize())
+                pipe = self._pipe
+                self._held.passed(item, idle=item is last and (pipe is None or pipe.idle()))
+            elif cls is Redelivered:
+                self._deliver_redelivered(item)
             elif cls is Call:
                 self._invoke(item)
             elif cls is Control:
                 self._held.settle()  # flushes the handler
                 if item.close:
+                    self._handler_closed = True
                     self._safe(self._close_handler)
-                    item.done.set()
-                    return
                 item.done.set()
+            else:
+                self._deliver_many(item)
+
+    def _skipped(self, items: list[Any], first: Any) -> None:
+        """The handler is closed (or the worker given up on): nothing from ``first`` on is
+        handled. Its events count as not handled in time (unless a give-up counted them);
+        its tickets settle and its flushes end (what they wait for is counted)."""
+        rest = items[next(i for i, item in enumerate(items) if item is first) :]
+        n = sum(map(event_count, rest))
+        if n and not (self._calls.orphans and self._calls.orphaned()):
+            self.tally.lose(n, not_in_time=True)
+        for item in rest:
+            if item.__class__ is Ticket:
+                item.settle()
+            elif item.__class__ is Control:
+                item.done.set()
+
+    def _idle(self) -> None:
+        """The worker is about to sleep: settle the tickets it passed (flushing the handler)."""
+        if self._held.waiting() and not self._handler_closed:
+            self._held.settle()
 
     # -- diagnostics ------------------------------------------------------------------------
     @property

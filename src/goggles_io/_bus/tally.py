@@ -64,6 +64,15 @@ class LaneTally:
         """In a forked child: a fresh lock (another thread may have held the parent's)."""
         self._lock = threading.Lock()
 
+    def lose(self, n: int, *, not_in_time: bool = False) -> None:
+        """``n`` offered events were lost on the way (the lane's pipe counted them); nothing
+        once a give-up froze the tally (it counted them already)."""
+        with self._lock:
+            if self.frozen is None:
+                self.dropped += n
+                if not_in_time:
+                    self.given_up += n
+
     def taken(self) -> int:
         """Events settled so far (delivered, dropped or failed): grows while the lane progresses."""
         return self.delivered + self.dropped + self.failed

@@ -164,9 +164,11 @@ class Pipe(Generic[T]):
         """Put ``item`` in memory or behind what is spilled; the loss reason when it cannot."""
         waiting = self._waiting
         if not waiting.active:
+            held = self._bytes_in - self._bytes_out
+            # An item over the whole budget goes alone into empty memory (else it never fits).
             if force or (
                 len(self._queue) < self.max_items
-                and self._bytes_in - self._bytes_out + size <= self.max_bytes
+                and (held + size <= self.max_bytes or (held == 0 and not self._queue))
             ):
                 self._bytes_in += size
                 self._queue.append((item, size))
@@ -342,6 +344,14 @@ class Pipe(Generic[T]):
         queued = self._queue.copy()  # atomic: producers append without the lock
         count = len(queued) if self._units is None else sum(self._units(i) for i, _ in queued)
         return count + self._waiting.units + self._kept.units
+
+    def memory_bytes(self) -> int:
+        """Bytes in memory now (queued or kept), read without the lock: for backpressure."""
+        return self._bytes_in - self._bytes_out
+
+    def idle(self) -> bool:
+        """Whether nothing waits to be batched (memory or spool), read without the lock."""
+        return not self._queue and not self._waiting.active
 
     def wait_progress(self, timeout_s: float) -> bool:
         """Wait until a batch is acknowledged or a loss counted (or :meth:`wake`); ``True``
