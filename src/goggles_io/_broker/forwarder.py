@@ -176,8 +176,8 @@ class BrokerForwarder(BaseHandler):
         """Queue ``events`` for the stream; past memory and spool (and a bounded wait) they
         are dropped and counted."""
         pipe = self._pipe
-        if pipe is None:
-            self._count(NO_CLIENT, len(events))
+        if pipe is None:  # no redis package (or not open)
+            self._count(NO_CLIENT if self._no_client else NOT_DELIVERED, len(events))
             return
         put = pipe.put
         for event in events:
