@@ -1,68 +1,68 @@
 """``BrokerForwarder``: the host-side handler that forwards every event to a Redis stream.
 
 Attached on every scope (``"*"``) when ``GOGGLES_BROKER`` is set (or ``configure(broker=...)``),
-so it runs in each machine's host. Each batch the bus hands it becomes one stream entry
-(``XADD <stream> MAXLEN ~ N``; see :mod:`goggles_io._broker.entries`), numbered per producer so
-consumers de-duplicate. Entries wait in the forwarder's buffer (:mod:`goggles_io._broker.outbox`:
-``GOGGLES_BROKER_BYTES`` in memory, then the spool on disk) for a sender thread that pipelines them
-to Redis, and stay kept after the ``XADD`` until the consumer group has recorded them as handled
-(each pipeline also reads the group's high-water mark for this producer). When Redis is down or
-restarts, the sender reconnects with backoff and sends every kept entry again, in order: a Redis
-that came back without its data gets them again, and consumers skip the repeats (ADR 0029). Past
-memory and spool the lane's worker waits (``GOGGLES_BLOCK_TIMEOUT`` per burst, the producers
-never do), then the entry is dropped and counted (``losses()``), reported once on stderr.
+so it runs in each machine's host. Events wait in a :class:`~goggles_io._delivery.pipe.Pipe`
+(``GOGGLES_BROKER_BYTES`` in memory, then the spool on disk, in order); its worker gathers what
+waits while Redis is busy into one numbered batch (at most 1024 events) and
+:class:`~goggles_io._broker.stream.StreamWriter` adds it as one stream entry (``XADD <stream>
+MAXLEN ~ N``; :mod:`goggles_io._broker.entries`), numbered per producer so consumers
+de-duplicate. The pipe keeps each entry after the ``XADD`` until the consumer group has recorded
+it as handled (every send reads the group's mark: an acknowledgement), or until it needs the
+room (:mod:`goggles_io._broker.outbox`: released). When Redis is down the pipe retries with
+backoff; when it came back without its data every kept entry is sent again, in order, and
+consumers skip the repeats (ADR 0029). Past memory and spool the lane's worker waits
+(``GOGGLES_BLOCK_TIMEOUT`` per burst, the producers never do), then events are dropped and
+counted (``losses()``, the pipe's words: :mod:`goggles_io._delivery.losses`), said on stderr.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
-import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, ClassVar
 
-from goggles_io._broker.entries import encode_entry
-from goggles_io._broker.outbox import Entry, Outbox
+from goggles_io._broker.outbox import Outbox
 from goggles_io._broker.preflight import redis_missing
 from goggles_io._broker.settings import check_url, read_broker_settings, seen_key, stream_name
-from goggles_io._delivery.policy import (
-    BlockAllowance,
-    advice,
-    check_when_full,
-    read_delivery_policy,
+from goggles_io._broker.stream import StreamWriter
+from goggles_io._delivery.losses import (
+    LOST_BY_SINK,
+    NO_CLIENT,
+    NOT_DELIVERED,
+    QUEUE_FULL,
+    SPOOL_FULL,
+    UNENCODABLE,
 )
-from goggles_io._event.codec import Encoder
-from goggles_io._event.records import Event
-from goggles_io._util.report import ReportOnce, report
+from goggles_io._delivery.pipe import Pipe
+from goggles_io._delivery.policy import advice, check_when_full, read_delivery_policy
+from goggles_io._delivery.spool import SpoolRecord
+from goggles_io._event.records import Event, approx_nbytes
+from goggles_io._event.spilled import SpillEncoder, decode_spilled
+from goggles_io._util.report import report
 from goggles_io._util.secret import Secret
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
 
 __all__ = ["BROKER_HANDLER_NAME", "BrokerForwarder"]
 
 BROKER_HANDLER_NAME = "goggles_io.broker"
-_PIPELINE_ENTRIES = 256
-_ENTRY_EVENTS = 1024  # pending events sealed into one stream entry at most
-_BACKOFF_MAX_S = 1.0
-_POLL_S = 0.05  # how often kept entries ask whether a consumer has passed them
-_CONSUMER_IDLE_MS = 2000  # a consumer this quiet is not waited for at close
+_ENTRY_EVENTS = 1024  # events in one stream entry at most
+_ENTRY_BYTES = 4 << 20  # ... and about this many bytes (one spool record too)
 
-# KEYS: this producer's marker, the stream, the group's seen-hash. ARGV: producer, maxlen,
-# first (1 on a fresh start), then seq, payload per entry. The marker says Redis still holds
-# what we wrote: when it is gone (Redis came back without its data) nothing is added and the
-# caller sends every kept entry again, oldest first, so the stream keeps each producer's order.
-# The marker lives a day past the producer's last XADD. Returns {1, the group's mark for this
-# producer} or {0} (lost).
-_ADD_IF_KEPT = """
-if ARGV[3] == '0' and redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
-redis.call('SET', KEYS[1], '1', 'EX', 86400)
-for i = 4, #ARGV, 2 do
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'p', ARGV[1], 's', ARGV[i],
-             'd', ARGV[i + 1])
-end
-return {1, tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')}
-"""
+
+class _EventCodec:
+    """Events as spool records (the wire codec, big arrays beside it)."""
+
+    def __init__(self) -> None:
+        self._encoder = SpillEncoder()
+
+    def encode(self, items: list[Event]) -> tuple[bytes, list[memoryview]]:
+        return self._encoder.encode(items)
+
+    def decode(self, record: SpoolRecord) -> list[Event]:
+        return decode_spilled(record)
 
 
 @register_handler
@@ -75,7 +75,7 @@ class BrokerForwarder(BaseHandler):
         run: names the stream (``goggles_io:<run>``); default ``GOGGLES_BROKER_RUN``.
         maxlen: approximate stream bound (``MAXLEN ~``); default ``GOGGLES_BROKER_MAXLEN``.
         buffer_bytes: what may wait here in memory while Redis is slow or away (then the spool).
-        close_timeout_s: how long ``close()`` keeps sending what is buffered.
+        close_timeout_s: how long ``close()`` waits without progress for what is buffered.
         when_full: a stricter policy than ``GOGGLES_WHEN_FULL`` for this buffer.
     """
 
@@ -105,29 +105,14 @@ class BrokerForwarder(BaseHandler):
         self.close_timeout_s = float(close_timeout_s)
         self.stream = stream_name(self.run)
         self.group = settings.group
-        self.buffer_full = 0  # events dropped: the buffer was over its byte budget
-        self.unsent = 0  # events still buffered when close() gave up
-        self.unencodable = 0
-        self.lost_in_restart = 0  # events Redis lost past the retention budget (see Outbox)
-        self.no_client = 0  # events dropped: the redis package is not installed
         self._no_client: str | None = None
-        self.sent = 0
-        self._reset()
-
-    def _reset(self) -> None:
-        policy = read_delivery_policy().stricter(check_when_full(self.when_full))
-        self._policy = policy
-        self._buffer = Outbox(self.buffer_bytes, policy)
-        self._allowance = BlockAllowance(policy.block_timeout_s)
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._stop = False
+        self._pipe: Pipe[Event] | None = None
+        self._writer: StreamWriter | None = None
+        self._own: dict[str, int] = {}  # losses outside the pipe, by reason
+        self._final: dict[str, int] | None = None  # every loss, once closed
+        self._said: set[str] = set()
         self._gave_up = False
-        self._released_gone = False  # Redis came back without entries left to it alone
-        self._pending: list[Event] = []  # handed to us, not yet sealed into an entry
-        self._seal_lock = threading.Lock()  # entries are numbered and queued in one order
-        self._last_progress = time.monotonic()
-        self._report_once = ReportOnce()
+        self._outbox = Outbox(self.buffer_bytes // 2)
 
     def config(self) -> dict[str, Any]:
         """Spec data; the URL travels under ``secrets``."""
@@ -149,286 +134,146 @@ class BrokerForwarder(BaseHandler):
 
     # -- lifecycle --------------------------------------------------------------------------
     def open(self) -> None:
-        """Start a new producer id (consumers de-duplicate per id) and the sender thread.
+        """Start a new producer id (consumers de-duplicate per id) and its pipe.
 
-        Without the ``redis`` package there is no sender: one line says what to install, and
-        every event handed here is counted lost as "redis package missing".
+        Without the ``redis`` package there is no pipe: one line says what to install, and
+        every event handed here is counted lost (``no client library``).
         """
-        self._reset()
-        self.producer = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-        self._seen = seen_key(self.stream, self.group)
-        self._seq = 0
-        self._encoder = Encoder()
+        self._own, self._final, self._said = {}, None, set()
+        self._gave_up = False
         self._no_client = redis_missing()
         if self._no_client:
             report(f"broker: {self._no_client}; events for {self.stream!r} are counted as lost")
             return
-        self._thread = threading.Thread(
-            target=self._send_loop, name="goggles_io:broker", daemon=True
+        producer = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.producer = producer
+        # Kept entries hold at most half the budget: new ones always find room (ADR 0029).
+        self._outbox = Outbox(self.buffer_bytes // 2)
+        writer = StreamWriter(
+            self._url,
+            self.stream,
+            seen_key(self.stream, self.group),
+            producer,
+            self.maxlen,
+            self._outbox,
+            self.buffer_bytes,
         )
-        self._thread.start()
+        self._writer = writer
+        self._pipe = writer.pipe = Pipe(
+            writer.send,
+            label="broker",
+            policy=read_delivery_policy().stricter(check_when_full(self.when_full)),
+            max_bytes=self.buffer_bytes,
+            batch_items=_ENTRY_EVENTS,
+            batch_bytes=_ENTRY_BYTES,
+            codec=_EventCodec(),
+            on_idle=writer.idle,
+            on_loss=self._said_once,
+            name="goggles_io:broker",
+        )
 
     def handle_batch(self, events: list[Event]) -> None:
-        """Queue ``events`` for the next stream entry; past the byte budget drop and count them.
-
-        Events wait in ``_pending`` until the sender is free (or 1024 have gathered) and are
-        then sealed into one entry: while Redis is slow or away, many small bus batches become
-        few large entries, so the backlog flows at the consumer's per-entry rate x 1024.
-        """
-        if self._no_client:
-            self.no_client += len(events)
+        """Queue ``events`` for the stream; past memory and spool (and a bounded wait) they
+        are dropped and counted."""
+        pipe = self._pipe
+        if pipe is None:  # no redis package (or not open)
+            self._count(NO_CLIENT if self._no_client else NOT_DELIVERED, len(events))
             return
-        with self._cond:
-            self._pending.extend(events)
-            full = len(self._pending) >= _ENTRY_EVENTS
-            self._cond.notify()
-        if full:
-            self._seal(wait=True)
-
-    def _seal(self, *, wait: bool) -> None:
-        """Turn the pending events into the next numbered entry (only the lane's worker waits
-        for room; the sender, which makes the room, never does)."""
-        if not self._seal_lock.acquire(blocking=wait):
-            return
-        try:
-            with self._cond:
-                events, self._pending = self._pending, []
-            if events:
-                self._add_entry(events, may_wait=wait)
-        finally:
-            self._seal_lock.release()
-
-    def _add_entry(self, events: list[Event], *, may_wait: bool) -> None:
-        try:
-            fields = encode_entry(self._encoder, self.producer, self._seq + 1, events)
-        except (TypeError, ValueError, OverflowError):
-            if len(events) > 1:  # keep every event that can be encoded, in order
-                for event in events:
-                    self._add_entry([event], may_wait=may_wait)
-                return
-            self.unencodable += 1
-            self._report_once("enc", f"broker: an event cannot be encoded ({events[0]!r:.200})")
-            return
-        size = len(fields["d"]) + 64
-        entry = (fields, size, len(events))
-        with self._cond:
-            added = self._buffer.add(entry)
-            if not added and may_wait and self._policy.blocks:
-                # Only this handler's lane waits (it then spills); the producers never do.
-                self._cond.release()
-                try:
-                    self._allowance.wait(lambda: self._buffer.has_room(size))
-                finally:
-                    self._cond.acquire()
-                added = self._buffer.add(entry)
-            if added:
-                self._seq += 1
-                self._cond.notify()
-            else:
-                self.buffer_full += len(events)
-            why = self._buffer.failure
-        if not added:
-            self._report_once(
-                "full",
-                advice(
-                    f"broker: buffer of {self.buffer_bytes} bytes full and {why or 'no spool'} "
-                    "(Redis slow or away); dropping events and counting them"
-                ),
-            )
+        put = pipe.put
+        for event in events:
+            put(event, approx_nbytes(event))
 
     def handle(self, event: Event) -> None:
         """One event is a batch of one."""
         self.handle_batch([event])
 
+    def _count(self, reason: str, n: int) -> None:
+        if n > 0:
+            self._own[reason] = self._own.get(reason, 0) + n
+
+    def _said_once(self, reason: str, units: int, detail: str) -> None:
+        """Say each loss reason of the pipe once (the counts are in ``losses()``)."""
+        if reason in self._said or reason == NOT_DELIVERED:  # close() says that one
+            return
+        self._said.add(reason)
+        if reason in (QUEUE_FULL, SPOOL_FULL):
+            report(
+                advice(
+                    f"broker: buffer of {self.buffer_bytes} bytes full and {detail or 'no spool'}"
+                    " (Redis slow or away); dropping events and counting them"
+                )
+            )
+        else:
+            report(f"broker: {reason} ({detail}); {units} events dropped and counted")
+
     def flush(self) -> None:
-        """Wait until the buffer reached Redis, then until a live consumer passed it.
+        """Wait until what is buffered reached Redis, then until a live consumer passed it.
 
         Each wait lasts as long as it makes progress: it gives up once ``close_timeout_s``
         passed without an entry reaching Redis (it is down) or without a consumer recording one
         (it is stuck); it does not wait for consumers when none is reading the stream.
         """
-        self._seal(wait=True)
-        with self._cond:
-            self._last_progress = time.monotonic()
-            while (self._buffer.unsent or self._pending) and self._thread is not None:
-                if time.monotonic() - self._last_progress > self.close_timeout_s:
-                    break
-                self._cond.wait(0.05)
-            self._gave_up = self._buffer.unsent or bool(self._pending)
-            if self._gave_up or not self._buffer or self._thread is None:
-                return
-        if not self._consumers_reading():
+        pipe, writer = self._pipe, self._writer
+        if pipe is None or writer is None:
             return
-        with self._cond:
-            self._last_progress = time.monotonic()
-            while self._buffer and self._thread is not None:
-                if time.monotonic() - self._last_progress > self.close_timeout_s:
-                    break
-                self._cond.wait(0.05)
+        outbox = self._outbox
+        reached = self._wait(lambda: max(pipe.left() - outbox.kept_units, 0), outbox.wait)
+        self._gave_up = not reached
+        if reached and pipe.left() and writer.consumers_reading(self.group):
+            pipe.drain(self.close_timeout_s)
 
-    def _consumers_reading(self) -> bool:
-        """Whether some consumer of our group read the stream within the last two seconds."""
-        import redis
-
-        try:
-            client = self._client()
-            try:
-                found = client.xinfo_consumers(self.stream, self.group)
-            finally:
-                client.close()
-        except (redis.RedisError, OSError):
-            return False
-        return any(int(c.get("idle", 1 << 62)) < _CONSUMER_IDLE_MS for c in found)
+    def _wait(self, left: Callable[[], int], wait: Callable[[float], object]) -> bool:
+        """Wait while ``left()`` changes at least every ``close_timeout_s``; ``True`` at 0."""
+        last, since = left(), time.monotonic()
+        while last:
+            wait(0.05)
+            now, found = time.monotonic(), left()
+            if found != last:
+                last, since = found, now
+            elif now - since > self.close_timeout_s:
+                return False
+        return True
 
     def close(self) -> None:
-        """Send what is buffered (bounded), stop the sender; what is left is counted unsent."""
+        """Send what is buffered (bounded), stop; what never reached Redis is counted lost."""
+        pipe, writer = self._pipe, self._writer
+        if pipe is None or writer is None:
+            return
         if not self._gave_up:  # the lane flushes right before closing: wait once, not twice
             self.flush()
-        with self._cond:
-            self._stop = True
-            kept = self._buffer.kept_events
-            left = self._buffer.released_unsafe()
-            if self._released_gone:
-                self.lost_in_restart += left
-                left = 0
-            self.unsent += self._buffer.clear() + self._buffer.lost + len(self._pending)
-            self._pending = []
-            forgotten = self._buffer.released_forgotten
-            self._cond.notify_all()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(self.close_timeout_s)
-        if self.unsent:
-            report(f"broker: {self.unsent} events were not sent to {self.stream!r} before close")
-        if self.lost_in_restart:
+        last = writer.close(self.close_timeout_s)
+        if last:
+            pipe.ack(last)  # in the stream: no longer ours to count
+        unsent = pipe.close(join_s=self.close_timeout_s)
+        left = self._outbox.close()
+        self._count(UNENCODABLE, writer.unencodable)
+        self._count(LOST_BY_SINK, left.lost)
+        self._final = _merged(pipe.losses(), self._own)
+        self._pipe = self._writer = None
+        if unsent:
+            report(f"broker: {unsent} events were not sent to {self.stream!r} before close")
+        if left.lost:
             report(
-                f"broker: {self.lost_in_restart} events were lost by Redis (restarted without "
-                "its data, or trimmed) before a consumer read them: they were past the "
-                f"retention budget of {self.buffer_bytes} bytes, so not kept here to send again"
+                f"broker: {left.lost} events were lost by Redis (restarted without its data, or "
+                "trimmed) before a consumer read them: they were past the retention budget of "
+                f"{self.buffer_bytes} bytes, so not kept here to send again"
             )
-        if kept + left + forgotten:
+        waiting = left.kept + left.released + left.forgotten
+        if waiting:
             report(
-                f"broker: {kept + left + forgotten} events are in {self.stream!r} and no consumer "
-                "has handled them yet; a Redis restart without its data before one reads them "
-                "would lose them"
+                f"broker: {waiting} events are in {self.stream!r} and no consumer has handled "
+                "them yet; a Redis restart without its data before one reads them would lose them"
             )
 
     def losses(self) -> dict[str, int]:
         """Events this forwarder could not deliver to Redis, by reason."""
-        found = {
-            "buffer full": self.buffer_full,
-            "unsent at close": self.unsent,
-            "unencodable": self.unencodable,
-            "lost by Redis": self.lost_in_restart,
-            "redis package missing": self.no_client,
-        }
-        return {k: v for k, v in found.items() if v}
+        pipe, writer = self._pipe, self._writer
+        if self._final is not None or pipe is None or writer is None:
+            return dict(self._own if self._final is None else self._final)
+        return _merged(pipe.losses(), {**self._own, UNENCODABLE: writer.unencodable})
 
-    # -- sender -----------------------------------------------------------------------------
-    def _client(self) -> Any:
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
 
-        # No silent retries inside redis-py: a broken connection must reach _send_loop, which
-        # sends every kept entry again on the new one (a restarted Redis may have lost them).
-        return redis.Redis.from_url(
-            self._url.reveal(),
-            socket_connect_timeout=2.0,
-            socket_timeout=5.0,
-            retry=Retry(NoBackoff(), 0),
-        )
-
-    def _next_chunk(self) -> list[Entry] | None:
-        """Wait for entries to send, or for a poll of the group's mark; None: stop."""
-        with self._cond:
-            while not self._buffer.unsent and not self._pending and not self._stop:
-                if self._buffer:  # kept entries: ask again soon whether they are safe
-                    self._cond.wait(_POLL_S)
-                    break
-                self._cond.wait(0.5)
-        self._seal(wait=False)
-        with self._cond:
-            if self._stop and not self._buffer.unsent:
-                return None
-            return self._buffer.take(_PIPELINE_ENTRIES)
-
-    def _send_loop(self) -> None:
-        import redis
-
-        client = self._client()
-        add = client.register_script(_ADD_IF_KEPT)
-        marker = f"{self.stream}:producer:{self.producer}"
-        first = True  # Redis has nothing of ours yet: the marker is set, not checked
-        backoff = 0.05
-        down = False
-        while True:
-            chunk = self._next_chunk()
-            if chunk is None:
-                break
-            args: list[Any] = [self.producer, self.maxlen, int(first)]
-            for fields, _, _ in chunk:
-                args += [fields["s"], fields["d"]]
-            try:
-                reply = add(keys=[marker, self.stream, self._seen], args=args, client=client)
-            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-                if not down:
-                    report(
-                        f"broker: Redis unreachable ({type(exc).__name__}); buffering up to "
-                        f"{self.buffer_bytes} bytes and retrying (losses beyond are counted)"
-                    )
-                    down = True
-                with self._cond:
-                    self._buffer.resend(len(chunk))  # it may not have arrived: again, first
-                    if self._stop:
-                        break
-                    self._cond.wait(backoff)
-                backoff = min(backoff * 2, _BACKOFF_MAX_S)
-                with contextlib.suppress(Exception):
-                    client.close()
-                client = self._client()
-                continue
-            except redis.RedisError as exc:  # refused by the server (auth, OOM...): count, go on
-                self._report_once("refused", f"broker: Redis refused entries: {exc}")
-                with self._cond:
-                    self.unsent += self._buffer.drop_sent(len(chunk))
-                    self._cond.notify_all()
-                continue
-            if not int(reply[0]):
-                self._lost_by_redis()
-                first = True
-                continue
-            first = False
-            self.sent += sum(n for _, _, n in chunk)
-            if down:
-                report("broker: Redis reachable again; buffered events sent")
-                down = False
-            backoff = 0.05
-            with self._cond:
-                self._buffer.accepted()
-                confirmed = self._buffer.confirm_upto(int(reply[1]))
-                if chunk or confirmed:
-                    self._last_progress = time.monotonic()
-                if not self._buffer.unsent:
-                    self._allowance.refill()
-                self._cond.notify_all()
-        with contextlib.suppress(Exception):
-            client.close()
-
-    def _lost_by_redis(self) -> None:
-        """Redis came back without our entries: send every kept one again, oldest first."""
-        with self._cond:
-            again = self._buffer.resend()
-            at_risk = self._buffer.released_unsafe()
-            if at_risk:
-                self._released_gone = True
-        report(
-            f"broker: Redis came back without its data; sending the {again} entries no consumer "
-            "had passed again (consumers skip repeats)"
-            + (
-                f"; up to {at_risk} events past the retention budget were not kept here and "
-                "are counted as lost at close unless a consumer had handled them"
-                if at_risk
-                else ""
-            )
-        )
+def _merged(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    """``a`` + ``b`` by reason, the reasons with a count only."""
+    found = {k: a.get(k, 0) + b.get(k, 0) for k in {*a, *b}}
+    return {k: v for k, v in found.items() if v}

@@ -1,184 +1,123 @@
-"""The broker forwarder's buffer: entries until they are *safe*, in memory then on disk.
+"""What the broker forwarder knows beyond its pipe: which entries Redis holds, and which it
+left to Redis alone (ADR 0029's sent → kept → released).
 
-Entries are ``{p, s, d}`` field maps (:mod:`goggles_io._broker.entries`). An entry moves
-through three states (ADR 0029):
+The forwarder's :class:`~goggles_io._delivery.pipe.Pipe` keeps every entry (one numbered batch
+of events; its sequence number is the stream entry's) until it is acknowledged. The outbox
+records what the pipe cannot see:
 
-    waiting --take()--> sent --confirm_upto(seq)--> gone (safe)
-                          \\--resend()--> waiting again, in front, in order
+    sent (the XADD answered) --mark >= seq--> confirmed (a consumer recorded it; the pipe acks)
+         \\--room needed--> released (the pipe acks it; remembered as (seq, events))
 
-*Safe* means the consumer group has recorded the entry as handled: its ``seen`` high-water
-mark for this producer reached the entry's sequence number. Until then a sent entry is kept,
-because Redis may lose it (a restart without persistence) before any consumer read it; after a
-reconnect every kept entry is sent again and consumers drop the repeats by ``(producer, seq)``.
-
-One byte budget (``GOGGLES_BROKER_BYTES``) bounds memory for waiting and kept entries together.
-Past it, waiting entries go to a spool on disk (every later entry follows them there, so each
-producer's entries reach the stream in sequence order, ADR 0025). Kept entries never go to
-disk: when new entries need the room, the oldest kept ones are *released*, left to Redis alone.
-Released entries are remembered as ``(seq, events)`` so that a later loss of them (Redis came
-back without them) is counted, not silent.
+*Kept* entries are in Redis and not yet confirmed. They hold at most half the byte budget:
+past it the oldest are *released*, left to Redis alone, so that new entries always have room
+in memory. Released entries are remembered (at most 100,000) so that a Redis that comes back
+without them is counted (``lost by the sink``, unless a consumer's mark shows it had handled
+them), not silent. When Redis comes back without its
+data the kept entries are no longer in it: the pipe sends them again (``link_lost``) and they
+are recorded again as they are sent.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import deque
-from typing import Any
 
-import msgpack
+import attrs
 
-from goggles_io._delivery.policy import DeliveryPolicy
-from goggles_io._delivery.spool import Spool
+__all__ = ["Closing", "Outbox"]
 
-__all__ = ["Entry", "Outbox"]
-
-Entry = tuple[dict[str, Any], int, int]  # fields, bytes, events
 _MAX_RELEASED = 100_000  # released entries remembered (16 bytes each, about); older: uncounted
 
 
+@attrs.frozen
+class Closing:
+    """What the outbox holds when the forwarder closes."""
+
+    last_in_redis: int  # the newest entry Redis holds: the pipe may forget up to it
+    kept: int  # events in Redis, kept here, no consumer has handled yet
+    released: int  # events left to Redis alone, no consumer has handled yet
+    lost: int  # of those, events Redis lost (it came back without its data)
+    forgotten: int  # events released past the memory of releases: a loss would not show
+
+
 class Outbox:
-    """Waiting and sent entries of one forwarder; the caller holds its condition around calls."""
+    """Kept and released entries of one forwarder; thread-safe (the pipe's worker writes,
+    ``flush``/``close`` read)."""
 
-    def __init__(self, max_bytes: int, policy: DeliveryPolicy) -> None:
-        self.max_bytes = max_bytes
-        self.policy = policy
-        self.failure = ""
-        self.lost = 0  # events of spool records that could not be read back
-        self.released_events = 0  # events ever left to Redis alone before a consumer passed them
-        self.released_forgotten = 0  # of those, events past _MAX_RELEASED: a loss would not show
-        self._waiting: deque[Entry] = deque()
-        self._sent: deque[Entry] = deque()
-        self._in_flight = 0  # of the newest sent entries: taken, Redis has not answered yet
+    def __init__(self, max_kept_bytes: int) -> None:
+        self.max_kept_bytes = max_kept_bytes
+        self.changed = threading.Condition()
+        self.kept_units = 0
+        self.kept_bytes = 0
+        self.mark = 0  # the consumer group's high-water mark for this producer
+        self.released_events = 0  # ever left to Redis alone before a consumer passed them
+        self.released_forgotten = 0  # of those, events past _MAX_RELEASED
+        self._kept: deque[tuple[int, int, int]] = deque()  # (seq, events, bytes), oldest first
+        self._top = 0  # the newest entry recorded in Redis since its data was last lost
         self._released: deque[tuple[int, int]] = deque()  # (seq, events), oldest first
-        self._bytes = 0  # of waiting and sent entries in memory
-        self._spooled: deque[int] = deque()  # events of each spooled entry, in order
-        self._spool: Spool | None = None
+        self._gone: deque[tuple[int, int]] = deque()  # released, then Redis lost its data
 
-    def __bool__(self) -> bool:
-        """Whether anything is waiting, on disk or sent and not yet safe."""
-        return bool(self._waiting or self._spooled or self._sent)
+    def sent(self, seq: int, units: int, nbytes: int) -> int:
+        """Redis took entry ``seq``; the newest entry to release for room (0: none)."""
+        with self.changed:
+            if seq > max(self._top, self.mark):  # a repeat of one recorded is in Redis once
+                self._top = seq
+                self._kept.append((seq, units, nbytes))
+                self.kept_units += units
+                self.kept_bytes += nbytes
+            release = 0
+            while self._kept and self.kept_bytes > self.max_kept_bytes:
+                release, units, nbytes = self._kept.popleft()
+                self.kept_units -= units
+                self.kept_bytes -= nbytes
+                self.released_events += units
+                self._released.append((release, units))
+                if len(self._released) > _MAX_RELEASED:
+                    self.released_forgotten += self._released.popleft()[1]
+            self.changed.notify_all()
+            return release
 
-    @property
-    def unsent(self) -> bool:
-        """Whether anything has not reached Redis yet (waiting in memory or on disk)."""
-        return bool(self._waiting or self._spooled)
+    def confirm(self, mark: int) -> None:
+        """The consumer group recorded every entry up to ``mark``: forget them."""
+        with self.changed:
+            if mark <= self.mark:
+                return
+            self.mark = mark
+            kept, released = self._kept, self._released
+            while kept and kept[0][0] <= mark:
+                _, units, nbytes = kept.popleft()
+                self.kept_units -= units
+                self.kept_bytes -= nbytes
+            for found in (released, self._gone):
+                while found and found[0][0] <= mark:
+                    found.popleft()
+            self.changed.notify_all()
 
-    @property
-    def kept_events(self) -> int:
-        """Events in Redis and kept here until a consumer passes them."""
-        return sum(e[2] for e in list(self._sent)[: len(self._sent) - self._in_flight])
+    def lost(self) -> tuple[int, int]:
+        """Redis came back without its data: what it held of ours is gone; ``(entries kept
+        here, to send again; events released and not yet confirmed, at risk)``."""
+        with self.changed:
+            again = len(self._kept)
+            self._kept.clear()
+            self.kept_units = self.kept_bytes = 0
+            self._top = 0
+            self._gone.extend(self._released)
+            self._released.clear()
+            while len(self._gone) > _MAX_RELEASED:
+                self.released_forgotten += self._gone.popleft()[1]
+            at_risk = sum(units for _, units in self._gone)
+            self.changed.notify_all()
+            return again, at_risk
 
-    def add(self, entry: Entry) -> bool:
-        """Queue ``entry`` after the others; ``False`` when neither memory nor spool has room."""
-        if not self._spooled:
-            self._release_for(entry[1])
-            if self._bytes + entry[1] <= self.max_bytes:
-                self._waiting.append(entry)
-                self._bytes += entry[1]
-                return True
-        if not self.policy.spills:
-            self.failure = "buffer full"
-            return False
-        if self._spool is None:
-            self._spool = Spool("broker", self.policy)
-        if not self._spool.append(msgpack.packb(entry[0], use_bin_type=True)):
-            self.failure = self._spool.failure
-            return False
-        self._spooled.append(entry[2])
-        return True
+    def wait(self, timeout_s: float) -> None:
+        """Wait until something changes (or ``timeout_s``)."""
+        with self.changed:
+            self.changed.wait(timeout_s)
 
-    def has_room(self, size: int) -> bool:
-        """Whether :meth:`add` of ``size`` bytes would go to memory now."""
-        kept = sum(e[1] for e in self._sent)
-        return not self._spooled and self._bytes - kept + size <= self.max_bytes
-
-    def take(self, n: int) -> list[Entry]:
-        """Mark up to ``n`` waiting entries sent and return them (oldest first)."""
-        while len(self._waiting) < n and self._spooled:
-            entry = self._read()
-            if entry is not None:
-                self._release_for(entry[1])
-                self._waiting.append(entry)
-                self._bytes += entry[1]
-        out = [self._waiting.popleft() for _ in range(min(n, len(self._waiting)))]
-        self._sent.extend(out)
-        self._in_flight += len(out)
-        return out
-
-    def accepted(self) -> None:
-        """Redis answered for every entry taken so far: they are in the stream."""
-        self._in_flight = 0
-
-    def _release_for(self, size: int) -> None:
-        """Leave the oldest kept entries to Redis alone until ``size`` more bytes fit."""
-        while len(self._sent) > self._in_flight and self._bytes + size > self.max_bytes:
-            fields, nbytes, events = self._sent.popleft()
-            self._bytes -= nbytes
-            self.released_events += events
-            self._released.append((int(fields["s"]), events))
-            if len(self._released) > _MAX_RELEASED:
-                self.released_forgotten += self._released.popleft()[1]
-
-    def _read(self) -> Entry | None:
-        assert self._spool is not None
-        events = self._spooled.popleft()
-        raw = self._spool.pop()
-        try:
-            fields = msgpack.unpackb(raw, raw=False) if raw else None
-        except (ValueError, TypeError):
-            fields = None
-        if not isinstance(fields, dict) or not isinstance(fields.get("d"), bytes):
-            self.lost += events
-            self.failure = "a spool record could not be read back"
-            return None
-        return fields, len(fields["d"]) + 64, events
-
-    def confirm_upto(self, seq: int) -> int:
-        """Entries up to ``seq`` are safe (a consumer recorded them): forget them; their events."""
-        events = 0
-        while self._sent and int(self._sent[0][0]["s"]) <= seq:
-            _, size, count = self._sent.popleft()
-            self._bytes -= size
-            events += count
-        while self._released and self._released[0][0] <= seq:
-            self._released.popleft()
-        return events
-
-    def drop_sent(self, n: int) -> int:
-        """Forget the newest ``n`` sent entries (Redis refused them); return their events."""
-        events = 0
-        self._in_flight = max(0, self._in_flight - n)
-        for _ in range(min(n, len(self._sent))):
-            _, size, count = self._sent.pop()
-            self._bytes -= size
-            events += count
-        return events
-
-    def released_unsafe(self) -> int:
-        """Events of released entries no consumer has passed yet (at risk in Redis alone)."""
-        return sum(events for _, events in self._released)
-
-    def resend(self, n: int | None = None) -> int:
-        """Put the newest ``n`` (default: every) sent, unsafe entries back in front of the
-        waiting ones, in order; how many."""
-        n = len(self._sent) if n is None else min(n, len(self._sent))
-        for _ in range(n):
-            self._waiting.appendleft(self._sent.pop())
-        self._in_flight = max(0, self._in_flight - n)
-        return n
-
-    def clear(self) -> int:
-        """Forget every entry not yet in Redis (counted by the caller as unsent); their events.
-
-        Kept entries Redis accepted are in the stream: they are forgotten without being counted.
-        """
-        events = sum(e[2] for e in self._waiting) + sum(self._spooled)
-        events += sum(e[2] for e in list(self._sent)[len(self._sent) - self._in_flight :])
-        self._in_flight = 0
-        self._waiting.clear()
-        self._sent.clear()
-        self._spooled.clear()
-        self._bytes = 0
-        if self._spool is not None:
-            self._spool.close()
-            self._spool = None
-        return events
+    def close(self) -> Closing:
+        """What is left at close (kept entries are in Redis: the caller releases them)."""
+        with self.changed:
+            released = sum(units for _, units in self._released)
+            lost = sum(units for _, units in self._gone)
+            last = self._kept[-1][0] if self._kept else 0
+            return Closing(last, self.kept_units, released, lost, self.released_forgotten)

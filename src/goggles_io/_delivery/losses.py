@@ -15,7 +15,9 @@ from goggles_io._delivery.spool import Blob, SpoolRecord
 from goggles_io._util.report import report
 
 __all__ = [
+    "LOST_BY_SINK",
     "NOT_DELIVERED",
+    "NO_CLIENT",
     "QUEUE_FULL",
     "REASONS",
     "SPOOL_FULL",
@@ -38,7 +40,21 @@ UNENCODABLE = "unencodable"
 NOT_DELIVERED = "not delivered"
 """Still waiting (in memory, on disk or unacknowledged) when the pipe was closed."""
 
-REASONS = (QUEUE_FULL, SPOOL_FULL, SPOOL_UNREADABLE, UNENCODABLE, NOT_DELIVERED)
+LOST_BY_SINK = "lost by the sink"
+"""The sink had it and lost it before anyone handled it (a Redis that came back without its
+data), and it was no longer kept here to send again (ADR 0029's released entries)."""
+NO_CLIENT = "no client library"
+"""The sink's client library is not installed in this process: nothing could be sent."""
+
+REASONS = (
+    QUEUE_FULL,
+    SPOOL_FULL,
+    SPOOL_UNREADABLE,
+    UNENCODABLE,
+    NOT_DELIVERED,
+    LOST_BY_SINK,
+    NO_CLIENT,
+)
 
 _FULL = {QUEUE_FULL, SPOOL_FULL}
 

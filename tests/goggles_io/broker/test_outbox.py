@@ -1,113 +1,190 @@
-"""The forwarder's outbox: waiting -> sent (kept) -> safe, within one byte budget (ADR 0029)."""
+"""ADR 0029's bookkeeping beyond the pipe: sent → kept → confirmed or released (the outbox),
+and the forwarder's pipe against a real ``redis-server``: entries kept until a consumer's mark
+passes them, released for room, counted when Redis comes back without them."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from goggles_io._broker.outbox import Entry, Outbox
-from goggles_io._delivery.policy import DeliveryPolicy, WhenFull
+from goggles_io._broker.entries import decode_entry
+from goggles_io._broker.forwarder import BrokerForwarder
+from goggles_io._broker.outbox import Outbox
+from goggles_io._delivery.losses import LOST_BY_SINK, REASONS
+from goggles_io._event.codec import Decoder
+from goggles_io._event.records import Event, Kind
+from redis_server import RedisServer
+from support import wait_until
 
 
-def _entry(seq: int, size: int = 100, events: int = 1) -> Entry:
-    return {"p": "p", "s": seq, "d": b"x" * (size - 64)}, size, events
+class TestOutbox:
+    def test_sent_entries_are_kept_until_a_consumer_passes_them(self) -> None:
+        box = Outbox(1000)
+        for seq in (1, 2, 3):
+            assert 0 == box.sent(seq, 1, 100)
+        assert 3 == box.kept_units
+        box.confirm(2)
+        assert (1, 100) == (box.kept_units, box.kept_bytes)
+        closing = box.close()
+        assert (3, 1, 0) == (closing.last_in_redis, closing.kept, closing.released)
 
+    def test_a_repeat_is_recorded_once(self) -> None:
+        """A batch sent again after a broken connection is in Redis once, kept once."""
+        box = Outbox(1000)
+        box.sent(1, 5, 100)
+        box.sent(1, 5, 100)
+        assert 5 == box.kept_units
 
-def _seqs(entries: list[Entry]) -> list[int]:
-    return [int(fields["s"]) for fields, _, _ in entries]
+    def test_kept_entries_are_released_for_room_and_remembered(self) -> None:
+        """Past half the budget the oldest kept entries are left to Redis alone, remembered."""
+        box = Outbox(300)
+        assert [0, 0, 0, 1] == [box.sent(seq, 10, 100) for seq in (1, 2, 3, 4)]
+        assert (30, 10) == (box.kept_units, box.released_events)
+        assert 10 == box.close().released
+        box.confirm(1)  # a consumer had handled it after all: not at risk any more
+        assert 0 == box.close().released
 
+    def test_redis_without_its_data_loses_only_what_was_released(self) -> None:
+        """Kept entries are sent again (not lost); released unconfirmed ones are counted."""
+        box = Outbox(300)
+        for seq in (1, 2, 3, 4, 5):
+            box.sent(seq, 10, 100)
+        box.confirm(1)
+        assert (3, 10) == box.lost()  # 3..5 kept: sent again; 2 released and unconfirmed
+        assert 0 == box.kept_units
+        box.sent(3, 10, 100)  # the resend is recorded again
+        closing = box.close()
+        assert (3, 10, 10, 0) == (
+            closing.last_in_redis,
+            closing.kept,
+            closing.lost,
+            closing.released,
+        )
 
-def test_sent_entries_are_kept_until_a_consumer_passes_them() -> None:
-    box = Outbox(1000, DeliveryPolicy(when_full=WhenFull.DROP))
-    for seq in (1, 2, 3):
-        assert box.add(_entry(seq))
-    assert [1, 2, 3] == _seqs(box.take(10))
-    assert 0 == box.kept_events  # on their way: not in Redis yet
-    box.accepted()
-    assert not box.unsent and box  # in Redis, not yet safe
-    assert 2 == box.confirm_upto(2)
-    assert 1 == box.kept_events
-    assert 1 == box.resend()  # a reconnect: the unsafe one goes again, first
-    assert box.add(_entry(4))
-    assert [3, 4] == _seqs(box.take(10))
-
-
-def test_resend_of_the_failed_chunk_keeps_order() -> None:
-    box = Outbox(1000, DeliveryPolicy(when_full=WhenFull.DROP))
-    for seq in range(1, 6):
-        box.add(_entry(seq))
-    box.take(2)
-    box.take(2)  # this chunk fails
-    assert 2 == box.resend(2)
-    assert [3, 4, 5] == _seqs(box.take(10))
-
-
-def test_kept_entries_are_released_for_new_ones_and_remembered() -> None:
-    """Past the budget the oldest kept entries are left to Redis alone, never new ones lost."""
-    box = Outbox(300, DeliveryPolicy(when_full=WhenFull.DROP))
-    for seq in (1, 2, 3):
-        box.add(_entry(seq, events=10))
-    box.take(3)
-    box.accepted()
-    assert box.add(_entry(4, events=10))  # room made by releasing entry 1
-    assert (10, 10) == (box.released_events, box.released_unsafe())
-    assert 20 == box.kept_events
-    box.confirm_upto(1)  # a consumer had handled it after all: not at risk any more
-    assert 0 == box.released_unsafe()
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    ops=st.lists(
-        st.one_of(
-            st.tuples(st.just("add"), st.integers(65, 400)),
-            st.tuples(st.just("take"), st.integers(1, 5)),
-            st.tuples(st.just("confirm"), st.integers(0, 3)),
-            st.tuples(st.just("resend"), st.integers(0, 3)),
-            st.tuples(st.just("accept"), st.just(0)),
-        ),
-        max_size=60,
+    @settings(max_examples=200, deadline=None)
+    @given(
+        ops=st.lists(
+            st.one_of(
+                st.tuples(st.just("send"), st.integers(1, 200)),
+                st.tuples(st.just("confirm"), st.integers(0, 3)),
+                st.tuples(st.just("lost"), st.just(0)),
+            ),
+            max_size=60,
+        )
     )
-)
-def test_every_entry_is_sent_in_order_confirmed_or_released(ops: list, tmp_path_factory) -> None:
-    """Whatever happens, what leaves the outbox for the first time does so in seq order, memory
-    stays within the budget (plus one entry), and every entry ends confirmed, released,
-    still held, or refused by ``add``."""
-    spool = Path(tmp_path_factory.mktemp("spool"))
-    box = Outbox(1000, DeliveryPolicy(spool_dir=str(spool)))
-    added: list[int] = []
-    first_sent: list[int] = []
-    confirmed = 0
-    seq = 0
-    for op, arg in ops:
-        if op == "add":
-            seq += 1
-            if box.add(_entry(seq, size=arg)):
-                added.append(seq)
-        elif op == "take":
-            first_sent += [s for s in _seqs(box.take(arg)) if s not in first_sent]
-        elif op == "confirm" and first_sent:
-            confirmed = max(confirmed, first_sent[max(0, len(first_sent) - 1 - arg)])
-            box.confirm_upto(confirmed)
-        elif op == "resend":
-            box.resend(arg)
-        elif op == "accept":
-            box.accepted()
-        assert box._bytes <= 1000 + 400 * 5  # the budget, plus a chunk on its way
-    assert first_sent == sorted(first_sent)
-    assert set(first_sent) <= set(added)
-    held = _seqs(list(box._sent)) + _seqs(list(box._waiting))
-    assert held == sorted(held)
+    def test_every_entry_is_kept_confirmed_released_or_lost(self, ops: list[Any]) -> None:
+        """Whatever happens: kept bytes stay within the budget, releases come oldest first, and
+        every event sent is kept, confirmed, released (remembered) or sent again."""
+        box = Outbox(500)
+        seq = acked = 0
+        sent: dict[int, int] = {}
+        released_upto = 0
+        for op, arg in ops:
+            if op == "send":
+                seq += 1
+                sent[seq] = arg
+                release = box.sent(seq, arg, arg * 2)
+                if release:
+                    assert release > released_upto  # cumulative, oldest first
+                    released_upto = release
+            elif op == "confirm" and seq:
+                acked = max(acked, seq - arg)
+                box.confirm(acked)
+            elif op == "lost":
+                box.lost()
+            assert box.kept_bytes <= 500
+        closing = box.close()
+        unconfirmed = sum(n for s, n in sent.items() if s > acked)
+        assert closing.kept + closing.released + closing.lost <= unconfirmed
+        assert 0 == closing.forgotten
 
 
-def test_clear_counts_what_never_reached_redis() -> None:
-    """At close, entries on their way (no answer yet) are unsent; accepted ones are in Redis."""
-    box = Outbox(1000, DeliveryPolicy(when_full=WhenFull.DROP))
-    for seq in (1, 2, 3):
-        box.add(_entry(seq, events=5))
-    box.take(1)
-    box.accepted()
-    box.take(1)  # on its way when the job closes
-    assert 10 == box.clear()
+@pytest.fixture
+def server() -> Iterator[RedisServer]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    root = Path(tempfile.mkdtemp(prefix="ggo-"))
+    found = RedisServer(root)
+    found.start()
+    yield found
+    found.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _events(start: int, n: int) -> list[Event]:
+    return [
+        Event(kind=Kind.METRIC, scope="s", payload={"x": float(i)}, step=i)
+        for i in range(start, start + n)
+    ]
+
+
+def _stream(server: RedisServer, stream: str) -> list[tuple[int, list[Event]]]:
+    decoder = Decoder()
+    out = []
+    for _, fields in server.client().xrange(stream):
+        _, seq, events = decode_entry(decoder, fields)
+        out.append((seq, events))
+    return out
+
+
+def _consume(server: RedisServer, fwd: BrokerForwarder, upto: int) -> None:
+    """What a consumer's record script does: the group's mark for this producer."""
+    server.client().hset(f"{fwd.stream}:goggles_io:seen", fwd.producer, upto)
+
+
+@pytest.fixture
+def forwarder(server: RedisServer, tmp_path: Path, monkeypatch: Any) -> Iterator[BrokerForwarder]:
+    monkeypatch.setenv("GOGGLES_SPOOL_DIR", str(tmp_path / "spool"))
+    fwd = BrokerForwarder(url=server.url, run="t", buffer_bytes=64 << 10, close_timeout_s=1.0)
+    fwd.open()
+    yield fwd
+    fwd.close()
+
+
+class TestForwarderPipe:
+    def test_entries_are_kept_until_the_mark_passes_them(
+        self, server: RedisServer, forwarder: BrokerForwarder
+    ) -> None:
+        forwarder.handle_batch(_events(0, 10))
+        wait_until(lambda: _stream(server, forwarder.stream), what="an entry in the stream")
+        pipe = forwarder._pipe
+        assert pipe is not None
+        assert 10 == pipe.left()  # in Redis, kept: no consumer passed it
+        _consume(server, forwarder, _stream(server, forwarder.stream)[-1][0])
+        wait_until(lambda: pipe.left() == 0, what="the mark acknowledged the entry")
+        assert {} == forwarder.losses()
+
+    def test_released_entries_lost_by_redis_are_counted(
+        self, server: RedisServer, forwarder: BrokerForwarder
+    ) -> None:
+        """No consumer: kept entries past half the budget are released; Redis restarts empty;
+        the kept ones are sent again, the released ones are counted lost by the sink."""
+        pipe, outbox = forwarder._pipe, forwarder._outbox
+        assert pipe is not None
+        for start in range(0, 600, 50):  # ~230 KiB estimated: past the 32 KiB of kept entries
+            forwarder.handle_batch(_events(start, 50))
+            wait_until(lambda: pipe.left() == outbox.kept_units, what="all in Redis")
+        kept, released = outbox.kept_units, outbox.released_events
+        assert released > 0
+        server.stop()
+        server.start()  # empty
+        forwarder.handle_batch(_events(600, 1))  # the next send finds the marker gone
+        wait_until(
+            lambda: sum(len(e) for _, e in _stream(server, forwarder.stream)) == kept + 1,
+            what="kept entries sent again",
+        )
+        entries = _stream(server, forwarder.stream)
+        steps = [e.step for _, batch in entries for e in batch]
+        assert steps == sorted(steps) and 600 == steps[-1]
+        forwarder.close()
+        losses = forwarder.losses()
+
+        assert {LOST_BY_SINK: released} == losses
+        assert set(losses) <= set(REASONS)

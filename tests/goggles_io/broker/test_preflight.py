@@ -110,6 +110,6 @@ class TestWithoutRedisPackage:
         out = _without_redis(tmp_path, code, GOGGLES_BROKER=f"redis://127.0.0.1:{free_port()}/0")
 
         assert 0 == out.returncode, out.stderr
-        assert "{'redis package missing': 300}" == out.stdout.strip()
+        assert "{'no client library': 300}" == out.stdout.strip()
         assert 1 == out.stderr.count(_INSTALL), out.stderr
         assert "Traceback" not in out.stderr
