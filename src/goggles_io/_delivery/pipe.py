@@ -161,11 +161,11 @@ class Pipe(Generic[T]):
         return placed
 
     def _place_locked(self, item: T, size: int, force: bool) -> str:
-        """Put ``item`` in memory or behind what is spilled; the loss reason when it cannot."""
+        """Put ``item`` in memory or behind what is spilled; the loss reason when it cannot.
+        An item over the whole budget goes alone into empty memory (else it never fits)."""
         waiting = self._waiting
         if not waiting.active:
             held = self._bytes_in - self._bytes_out
-            # An item over the whole budget goes alone into empty memory (else it never fits).
             if force or (
                 len(self._queue) < self.max_items
                 and (held + size <= self.max_bytes or (held == 0 and not self._queue))
