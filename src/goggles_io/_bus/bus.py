@@ -58,9 +58,7 @@ class EventBus:
         self._finished = False
         self._warned: set[tuple[str, str]] = set()
         self._retired: dict[str, HandlerStats] = {}  # detached since the last finish
-        # Set by the socket host: producers keep each batch until its handlers took it, so a
-        # lane the host waits for never spills; live subscribers' lanes do (ADR 0030).
-        self.producers_keep = False
+        self.producers_keep = False  # set by the socket host (see _lane_policy)
 
     # -- configuration ----------------------------------------------------------------------
     def attach(
@@ -107,6 +105,8 @@ class EventBus:
             self._routes = {}
 
     def _lane_policy(self, handler: Handler) -> DeliveryPolicy:
+        """In the socket host, producers keep each batch until its handlers took it: a lane
+        the host waits for never spills nor drops; live subscribers' lanes do (ADR 0030)."""
         keep = self.producers_keep and self.policy.when_full is not WhenFull.DROP
         if keep and getattr(handler, "backpressure", True):  # wait as long as it takes
             return attrs.evolve(self.policy, when_full=WhenFull.BLOCK, block_timeout_s=math.inf)

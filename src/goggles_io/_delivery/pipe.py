@@ -166,10 +166,8 @@ class Pipe(Generic[T]):
         waiting = self._waiting
         if not waiting.active:
             held = self._bytes_in - self._bytes_out
-            if force or (
-                len(self._queue) < self.max_items
-                and (held + size <= self.max_bytes or (held == 0 and not self._queue))
-            ):
+            fits = held + size <= self.max_bytes or (held == 0 and not self._queue)
+            if force or (len(self._queue) < self.max_items and fits):
                 self._bytes_in += size
                 self._queue.append((item, size))
                 return ""
