@@ -354,11 +354,8 @@ class EventBus:
         return any(lane.congested(room) for lane in list(self._lanes.values()))
 
     def backlog(self) -> int:
-        """Return the longest handler queue now (the socket host stops reading when it nears full).
-
-        Lanes without ``backpressure`` (live subscribers) are left out: a stalled reader loses
-        its own events, it never slows the others.
-        """
+        """Return the longest handler queue now (the socket host stops reading when it nears
+        full); live subscribers' lanes left out: a stalled reader never slows the others."""
         return max(
             (lane.backlog() for lane in list(self._lanes.values()) if lane.backpressure),
             default=0,
