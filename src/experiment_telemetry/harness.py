@@ -4,7 +4,8 @@ The experiment is the coordinator: it creates the run (directory, ``run.kv``, re
 config), subscribes recorders, aggregators and transforms, drives epochs and episodes, and
 closes everything it opened on the way out, normal or not. An exception marks the run
 ``failed``, Ctrl-C ``interrupted``; both still close the logs and flush the sinks, so every
-event and stat emitted before the failure stays on disk.
+event and stat emitted before the failure stays on disk. With ``num_workers`` the episode
+loop is ``harness_workers.run_in_workers`` (episodes in worker processes, scored here).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +24,14 @@ from experiment_telemetry._validate import check_int
 from experiment_telemetry.aggregators import STATS_STREAM, Aggregator
 from experiment_telemetry.aggregators.standard import make_aggregators, make_watches
 from experiment_telemetry.context import EpisodeContext
-from experiment_telemetry.exceptions import WorkerError
+from experiment_telemetry.harness_workers import run_in_workers
 from experiment_telemetry.recorder import (
     ALERTS_FILE,
     RUNTIME_EVENTS_FILE,
     STATS_FILE,
     EventRecorder,
 )
-from experiment_telemetry.stats import EpisodeMissing, MetricAlert, StatEvent, WorkerLost
+from experiment_telemetry.stats import MetricAlert, StatEvent
 from experiment_telemetry.transforms import (
     ConsoleTransform,
     CsvTransform,
@@ -39,15 +40,7 @@ from experiment_telemetry.transforms import (
     Transform,
     WandbAlertTransform,
 )
-from experiment_telemetry.workers import (
-    EpisodeOutcome,
-    EpisodeTask,
-    RuntimeSpec,
-    WorkerPool,
-    WorkerReport,
-    check_plain,
-    replay_episode,
-)
+from experiment_telemetry.workers import RuntimeSpec, WorkerReport
 from goggles_io.runs import RunContext, register_run
 from runtime_telemetry import configure, get_telemetry
 
@@ -301,7 +294,7 @@ class Experiment:
         )
         with bar:
             if self.num_workers:
-                self._loop_workers(bar)
+                run_in_workers(self, bar)
                 return
             for epoch in range(self.num_epochs):
                 for context in self.episodes(epoch):
@@ -311,86 +304,6 @@ class Experiment:
                     self.post_episode(context)
                     bar.update(1)
                 self.post_epoch(epoch)
-
-    def _loop_workers(self, bar: Any) -> None:
-        """The same loop with episodes run in worker processes and scored here, in order."""
-        pool = WorkerPool(
-            self.num_workers,
-            self.runtime_spec(),
-            levels=self.telemetry_levels,
-            flush_timeout_s=self.worker_wait_s,
-        )
-        self.worker_report = pool.report
-        try:
-            pool.start()
-            for epoch in range(self.num_epochs):
-                for outcome in pool.run(self._tasks(epoch)):
-                    self._score_outcome(outcome)
-                    bar.update(1)
-                self.post_epoch(epoch)
-        finally:
-            pool.close()
-            report = pool.report
-            if (
-                report.episodes_lost
-                or report.episodes_missing
-                or report.events_missing
-                or report.subscription_dropped
-            ):
-                _logger.warning("%s", report.summary())
-
-    def _tasks(self, epoch: int) -> Iterator[EpisodeTask]:
-        for context in self.episodes(epoch):
-            context = attrs.evolve(context, timestamp=time.time())
-            self.pre_episode(context)
-            kwargs = check_plain(dict(self.episode_kwargs(context)), "episode_kwargs()")
-            yield EpisodeTask(context, self.learns(context), kwargs)
-
-    def _score_outcome(self, outcome: EpisodeOutcome) -> None:
-        """Re-emit a finished episode's events here and score it; report a lost or missing one."""
-        context = outcome.task.context
-        if outcome.error is not None:
-            msg = (
-                f"episode {context.episode} raised in worker {outcome.worker} "
-                f"(pid {outcome.pid}):\n{outcome.error}"
-            )
-            raise WorkerError(msg, outcome.worker, context.episode)
-        if outcome.lost:
-            lost = WorkerLost(
-                mode=context.mode,
-                epoch=context.epoch,
-                episode=context.episode,
-                target=context.target,
-                worker=outcome.worker,
-                pid=outcome.pid,
-                returncode=outcome.returncode,
-            )
-            _logger.warning(
-                "episode %d lost: worker %d (pid %d) ended with code %s; the run goes on",
-                context.episode, outcome.worker, outcome.pid, outcome.returncode,
-            )  # fmt: skip
-            self._publish(lost)
-            return
-        if outcome.undelivered:
-            missing = EpisodeMissing(
-                mode=context.mode,
-                epoch=context.epoch,
-                episode=context.episode,
-                target=context.target,
-                worker=outcome.worker,
-                pid=outcome.pid,
-                sent=outcome.arrived + outcome.missing,
-                arrived=outcome.arrived,
-            )
-            _logger.warning(
-                "episode %d missing: %d of the %d events worker %d sent arrived within %.0f s "
-                "(broker down or away?); not scored, the run goes on",
-                context.episode, missing.arrived, missing.sent, outcome.worker, self.worker_wait_s,
-            )  # fmt: skip
-            self._publish(missing)
-            return
-        replay_episode(outcome.events, outcome.worker)
-        self.post_episode(attrs.evolve(context, timestamp=outcome.start))
 
     def _publish(self, stat: StatEvent) -> None:
         """A stat the harness makes itself: in the event log, the stats, on the stats stream."""

@@ -78,6 +78,21 @@ class WorkerReport:
     episodes_per_worker: dict[int, int] = attrs.field(factory=dict)
     """Worker index -> episodes it completed."""
 
+    def count(self, outcome: EpisodeOutcome) -> None:
+        """Add one episode's outcome, in plan order, to the totals."""
+        self.episodes += 1
+        if outcome.lost:
+            self.episodes_lost += 1
+        elif outcome.undelivered:
+            self.episodes_missing += 1
+            self.events_sent += outcome.arrived + outcome.missing
+            self.events_missing += outcome.missing
+        else:
+            per_worker = self.episodes_per_worker
+            per_worker[outcome.worker] = per_worker.get(outcome.worker, 0) + 1
+            self.events_sent += len(outcome.events) + outcome.missing
+            self.events_missing += outcome.missing
+
     def summary(self) -> str:
         """One line for the end of a run."""
         line = (

@@ -8,14 +8,9 @@ non-learning episode after learning, the learner's memory is dumped (plain data)
 into every worker, and each non-learning episode starts by reloading it: its outcome depends
 only on that memory and its own arguments, whichever worker runs it.
 
-An episode is complete when its worker said ``done`` (after flushing its goggles client) and
-its end marker arrived through the subscription (or, if the marker itself was dropped, after
-``Subscription.sync``); what never arrived is counted. A worker whose pipe closes mid-episode
-(killed, crashed) makes that episode *lost*; the others go on. An episode whose end marker
-did not come within ``flush_timeout_s`` of its worker's ``done`` while events it sent are
-missing (over a broker; locally, when none came) is *undelivered*: reported, never scored
-from what happened to arrive. Over a broker, once one episode is undelivered and nothing at
-all arrived since, the next ones are undelivered without another wait.
+A worker whose pipe closes mid-episode (killed, crashed) makes that episode *lost*; the others
+go on. When an episode is complete (its worker's ``done`` and its end marker, or a bounded wait
+for them) and the outcome it becomes are decided in ``completion.py``.
 """
 
 from __future__ import annotations
@@ -34,6 +29,7 @@ import goggles_io
 from experiment_telemetry._validate import check_int
 from experiment_telemetry.exceptions import ExperimentValueError, WorkerError
 from experiment_telemetry.workers.channel import WorkerChannel, worker_env
+from experiment_telemetry.workers.completion import AGAIN, EpisodeCompletion, Slot
 from experiment_telemetry.workers.inbox import EpisodeInbox
 from experiment_telemetry.workers.outcomes import (
     EpisodeOutcome,
@@ -46,22 +42,6 @@ from experiment_telemetry.workers.spec import RuntimeSpec
 __all__ = ["WorkerPool"]
 
 _START_TIMEOUT_S = 120.0
-_AGAIN = object()
-
-
-class _Slot:
-    """An episode of the plan, from submission to outcome."""
-
-    __slots__ = ("deadline", "done", "done_at", "lost", "synced", "task", "worker")
-
-    def __init__(self, task: EpisodeTask) -> None:
-        self.task = task
-        self.worker: _Worker | None = None
-        self.done: dict[str, Any] | None = None
-        self.done_at = 0.0
-        self.lost = False
-        self.synced = False
-        self.deadline: float | None = None
 
 
 class _Worker(WorkerChannel):
@@ -72,7 +52,7 @@ class _Worker(WorkerChannel):
             index, env, on_reply=partial(pool._on_reply, self), on_exit=partial(pool._on_exit, self)
         )
         self.ready = False
-        self.slot: _Slot | None = None
+        self.slot: Slot | None = None
         self.replies: deque[dict[str, Any]] = deque()
 
 
@@ -112,10 +92,10 @@ class WorkerPool:
         self._version = 0
         self._workers: list[_Worker] = []
         self._inbox: EpisodeInbox | None = None
+        self._completion: EpisodeCompletion | None = None
         self._dirty = True  # the workers' shared memory must come from the learner first
         self._remote_dir: str | None = None  # the workers' own socket dir, via a broker
         self._learner: _Worker | None = None
-        self._silent_at: int | None = None  # inbox arrivals when an episode went undelivered
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> WorkerPool:
@@ -150,6 +130,7 @@ class WorkerPool:
                 msg = f"the workers reach this process only through the broker, but {problem}."
                 raise WorkerError(msg, None, None)
         self._inbox = EpisodeInbox(self.scope, self._cond, from_broker=self._remote_dir is not None)
+        self._completion = EpisodeCompletion(self._inbox, self._cond, self.flush_timeout_s)
         setup = {
             "scope": self.scope,
             "runtime": self.spec.to_dict(),
@@ -193,6 +174,7 @@ class WorkerPool:
             self.report.subscription_dropped = self._inbox.dropped
             self._inbox.close()
             self._inbox = None
+            self._completion = None
         if self._remote_dir is not None:
             shutil.rmtree(self._remote_dir, ignore_errors=True)
             self._remote_dir = None
@@ -207,8 +189,8 @@ class WorkerPool:
             WorkerError: every worker is gone while episodes remain.
         """
         source = iter(tasks)
-        pending: deque[_Slot] = deque()
-        todo: deque[_Slot] = deque()
+        pending: deque[Slot] = deque()
+        todo: deque[Slot] = deque()
         exhausted = False
         while True:
             while not exhausted and len(pending) < 2 * self.num_workers:
@@ -216,7 +198,7 @@ class WorkerPool:
                 if task is None:
                     exhausted = True
                     break
-                slot = _Slot(task)
+                slot = Slot(task)
                 pending.append(slot)
                 todo.append(slot)
             with self._cond:
@@ -224,12 +206,14 @@ class WorkerPool:
             self._dispatch(todo)
             if not pending:
                 return
-            outcome = self._finish(pending[0])
-            if outcome is _AGAIN:
+            completion = self._completion
+            assert completion is not None
+            outcome = completion.settle(pending[0])
+            if outcome is AGAIN:
                 continue
             if isinstance(outcome, EpisodeOutcome):
                 pending.popleft()
-                self._count(outcome)
+                self.report.count(outcome)
                 yield outcome
                 continue
             with self._cond:
@@ -246,22 +230,8 @@ class WorkerPool:
         return self._version + (0 if inbox is None else inbox.arrivals)
 
     @staticmethod
-    def _wait_s(slot: _Slot) -> float | None:
+    def _wait_s(slot: Slot) -> float | None:
         return None if slot.deadline is None else max(0.0, slot.deadline - time.monotonic())
-
-    def _count(self, outcome: EpisodeOutcome) -> None:
-        self.report.episodes += 1
-        if outcome.lost:
-            self.report.episodes_lost += 1
-        elif outcome.undelivered:
-            self.report.episodes_missing += 1
-            self.report.events_sent += outcome.arrived + outcome.missing
-            self.report.events_missing += outcome.missing
-        else:
-            per_worker = self.report.episodes_per_worker
-            per_worker[outcome.worker] = per_worker.get(outcome.worker, 0) + 1
-            self.report.events_sent += len(outcome.events) + outcome.missing
-            self.report.events_missing += outcome.missing
 
     def _live(self) -> list[_Worker]:
         return [w for w in self._workers if w.alive]
@@ -272,7 +242,7 @@ class WorkerPool:
             self._learner = live[0] if live else None
         return self._learner
 
-    def _dispatch(self, todo: deque[_Slot]) -> None:
+    def _dispatch(self, todo: deque[Slot]) -> None:
         """Send episodes in plan order while a suitable worker is idle."""
         while todo:
             slot = todo[0]
@@ -324,60 +294,6 @@ class WorkerPool:
             worker.send({"op": "load", "memory": memory})
         self._dirty = False
         return True
-
-    def _finish(self, slot: _Slot) -> EpisodeOutcome | object | None:
-        """The head slot's outcome once it is complete, ``_AGAIN`` to look again at once,
-        else None (wait for a change)."""
-        inbox = self._inbox
-        assert inbox is not None
-        worker = slot.worker
-        episode = slot.task.context.episode
-        with self._cond:
-            if worker is None:
-                return None
-            if slot.lost:
-                inbox.discard(worker.index, episode)
-                return EpisodeOutcome(
-                    slot.task, worker.index, worker.pid, 0.0, lost=True,
-                    returncode=worker.proc.returncode,
-                )  # fmt: skip
-            done = slot.done
-            if done is None:
-                return None
-            complete = inbox.ended(worker.index, episode)
-        if not complete and not slot.synced:
-            slot.synced = True
-            # The worker flushed before saying done, so the host holds the rest: sync fetches it.
-            inbox.sync(self.flush_timeout_s)
-            if inbox.remote:
-                # Only the end marker tells: wait for it, bounded, from the worker's done (so
-                # the waits of the episodes in flight overlap); none if the broker went silent.
-                silent = self._silent_at is not None and self._silent_at == inbox.arrivals
-                slot.deadline = slot.done_at + (0.0 if silent else self.flush_timeout_s)
-            elif not done.get("flushed"):
-                slot.deadline = time.monotonic() + self.flush_timeout_s
-            return _AGAIN
-        if not complete and slot.deadline is not None and time.monotonic() < slot.deadline:
-            return None
-        sent = int(done["sent"])
-        with self._cond:
-            received = inbox.received(worker.index, episode)
-            if not complete and received < sent and (inbox.remote or received == 0):
-                inbox.discard(worker.index, episode)
-                if inbox.remote:
-                    self._silent_at = inbox.arrivals
-                return EpisodeOutcome(
-                    slot.task, worker.index, worker.pid, float(done["start"]),
-                    missing=sent - received, error=done.get("error"), undelivered=True,
-                    arrived=received,
-                )  # fmt: skip
-            arrived = inbox.take(worker.index, episode)
-        events = arrived.decode()  # here, not on the subscription's reader thread
-        missing = max(0, sent - (len(events) - arrived.loose))
-        return EpisodeOutcome(
-            slot.task, worker.index, worker.pid, float(done["start"]), events=events,
-            missing=missing, error=done.get("error"),
-        )  # fmt: skip
 
     # -- what the reader thread of each worker reports ---------------------------------------
     def _on_reply(self, worker: _Worker, message: dict[str, Any]) -> None:

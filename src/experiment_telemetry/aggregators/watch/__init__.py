@@ -1,9 +1,10 @@
 """Watchers: the logging guide's "What to watch" as ``MetricAlert`` stats (ADR 0020).
 
-One room, three modules, in the order an alert is made: ``configs`` holds the watches (which
+One room, four modules, in the order an alert is made: ``configs`` holds the watches (which
 metrics, by fnmatch pattern, and their thresholds: put specific ones before
-``default_watches()``), ``states`` what each check keeps per (source, metric) and when it fires,
-and ``aggregator`` the ``WatchAggregator`` that runs them on every ``MetricsBundle``.
+``default_watches()``), ``blocks`` the robust block statistics and once-per-failure latch the
+checks share, ``states`` what each check keeps per (source, metric) and when it fires, and
+``aggregator`` the ``WatchAggregator`` that runs them on every ``MetricsBundle``.
 """
 
 from __future__ import annotations

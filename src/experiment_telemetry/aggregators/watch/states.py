@@ -1,16 +1,25 @@
 """Per-series state of the watches: what each check keeps between points, and when it fires.
 
 One state object per (source, metric, check). ``update`` runs for every finite point, so it
-appends and returns until a block is complete; the statistics run once per block.
+appends and returns until a block is complete; the statistics run once per block (their
+building blocks, shared by every check, are in ``blocks.py``).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Protocol
 
+from experiment_telemetry.aggregators.watch.blocks import (
+    MAD_TO_SIGMA,
+    BlockState,
+    OncePerFailure,
+    median_and_mad,
+    median_of,
+    median_sd,
+)
 from experiment_telemetry.aggregators.watch.configs import (
     Collapse,
     CounterStall,
@@ -20,8 +29,6 @@ from experiment_telemetry.aggregators.watch.configs import (
 
 __all__ = ["Finding", "SeriesState", "make_states", "median_and_mad", "median_of"]
 
-_MAD_TO_SIGMA = 1.4826  # MAD of a normal sample -> its standard deviation
-_MEDIAN_SD = 1.2533  # sd of a normal sample's median, in units of sigma / sqrt(n)
 _CLEAR = 3.0  # first block median over its MAD: the window starts clear of its noise
 _KEEPS_PACE = 0.75  # later growth ratios at least this share of the earlier ones
 _PROGRESSED = 3.0  # best - first above this many flat gates: the return has made progress
@@ -43,91 +50,13 @@ class SeriesState(Protocol):
     ) -> Finding | None: ...
 
 
-def median_and_mad(values: list[float]) -> tuple[float, float]:
-    """Median and median absolute deviation of ``values`` (sorted in place)."""
-    values.sort()
-    n = len(values)
-    half = n // 2
-    median = values[half] if n % 2 else 0.5 * (values[half - 1] + values[half])
-    deviations = sorted(abs(v - median) for v in values)
-    mad = deviations[half] if n % 2 else 0.5 * (deviations[half - 1] + deviations[half])
-    return median, mad
-
-
-def median_of(values: Sequence[float]) -> float:
-    """Median of a short sequence."""
-    ordered = sorted(values)
-    n = len(ordered)
-    return ordered[n // 2] if n % 2 else 0.5 * (ordered[n // 2 - 1] + ordered[n // 2])
-
-
-def _median_sd(mads: deque[float], block: int) -> float:
-    """Noise scale of one block median, from the blocks' median absolute deviations."""
-    return _MAD_TO_SIGMA * median_of(mads) * _MEDIAN_SD / math.sqrt(block)
-
-
-class _OncePerFailure:
-    """Fire once per failure: after an alert, re-arm only when the evidence stayed clear for
-    ``needed`` checks in a row (a whole window turned over), so one noisy window inside a failure
-    that goes on is not taken for its end."""
-
-    __slots__ = ("armed", "clear", "needed")
-
-    def __init__(self, needed: int) -> None:
-        self.armed = True
-        self.clear = 0
-        self.needed = needed
-
-    def fire(self) -> bool:
-        """The evidence is there: ``True`` when this is a new failure (alert), else ``False``."""
-        self.clear = 0
-        if not self.armed:
-            return False
-        self.armed = False
-        return True
-
-    def hold(self) -> None:
-        """Not the failure's pattern here, but not its end either: re-arming starts over."""
-        self.clear = 0
-
-    def calm(self) -> None:
-        """The evidence is absent at this check: one step towards re-arming."""
-        if not self.armed:
-            self.clear += 1
-            if self.clear >= self.needed:
-                self.armed, self.clear = True, 0
-
-
-class _BlockState:
-    """What every check on block medians keeps: the open block and the latest blocks' MADs.
-
-    ``update`` appends to ``buf`` itself (the per-point cost stays one append and one length
-    test) and calls ``_close`` once the block is full.
-    """
-
-    __slots__ = ("block", "buf", "check", "mads", "severity", "watch")
-
-    def __init__(self, watch: Growth | Collapse | Divergence, mads: int) -> None:
-        self.watch = watch
-        self.check, self.severity, self.block = watch.check, watch.severity, watch.block
-        self.buf: list[float] = []
-        self.mads: deque[float] = deque(maxlen=mads)
-
-    def _close(self, buf: list[float]) -> float:
-        """Start the next block; keep the MAD of ``buf``, the full one, and return its median."""
-        self.buf = []
-        median, mad = median_and_mad(buf)
-        self.mads.append(mad)
-        return median
-
-
-class _GrowthState(_BlockState):
+class _GrowthState(BlockState):
     __slots__ = ("medians", "once")
     watch: Growth
 
     def __init__(self, watch: Growth) -> None:
         super().__init__(watch, watch.blocks)
-        self.once = _OncePerFailure(watch.blocks)
+        self.once = OncePerFailure(watch.blocks)
         self.medians: deque[float] = deque(maxlen=watch.blocks)
 
     def update(
@@ -151,7 +80,7 @@ class _GrowthState(_BlockState):
         # Geometric growth keeps its pace; a ramp out of a noise floor slows down.
         slowing = min(ratios[half:]) < _KEEPS_PACE * max(ratios[:half])
         rise = medians[-1] - medians[0]
-        noise = _MAD_TO_SIGMA * median_of(self.mads)
+        noise = MAD_TO_SIGMA * median_of(self.mads)
         # The window must start clear of its own noise: |x| of a ramp leaving a noise floor
         # looks geometric for a few blocks; a plateau that starts to explode does not.
         unclear = medians[0] <= _CLEAR * self.mads[0]
@@ -173,7 +102,7 @@ class _GrowthState(_BlockState):
         return message, weakest if math.isfinite(weakest) else None, w.min_ratio, window, None
 
 
-class _CollapseState(_BlockState):
+class _CollapseState(BlockState):
     __slots__ = ("best", "blocks", "initial", "recent", "sign")
     watch: Collapse
 
@@ -204,7 +133,7 @@ class _CollapseState(_BlockState):
             return None
         if self.blocks < w.min_blocks:
             return None
-        gate = w.z * _median_sd(self.mads, w.block)
+        gate = w.z * median_sd(self.mads, w.block)
         progress = self.best - self.initial
         drop = self.best - median
         if progress <= gate or drop <= gate or drop <= w.fraction * progress:
@@ -219,7 +148,7 @@ class _CollapseState(_BlockState):
         return message, drop / progress, w.fraction, tuple(self.recent), None
 
 
-class _LossState(_BlockState):
+class _LossState(BlockState):
     """A loss series: block medians with the arrival number that completed each."""
 
     __slots__ = ("blocks",)
@@ -256,10 +185,10 @@ class _LossState(_BlockState):
             if first_seq >= before:  # the loss began well inside the window
                 return None
             start = first
-        return start, blocks[-1][1], _median_sd(self.mads, self.watch.block)
+        return start, blocks[-1][1], median_sd(self.mads, self.watch.block)
 
 
-class _ProgressState(_BlockState):
+class _ProgressState(BlockState):
     __slots__ = ("best", "first", "losses", "medians", "name", "once", "source", "start", "starts")
     watch: Divergence
 
@@ -270,7 +199,7 @@ class _ProgressState(_BlockState):
         self.source = source
         self.name = name
         self.losses = losses  # shared by every series of this watch
-        self.once = _OncePerFailure(watch.blocks)
+        self.once = OncePerFailure(watch.blocks)
         self.first: float | None = None
         self.best = -math.inf
         self.start = 0
@@ -296,7 +225,7 @@ class _ProgressState(_BlockState):
         self.best = max(self.best, median)
         if len(medians) < w.blocks:
             return None
-        flat = w.z * _median_sd(self.mads, w.block)
+        flat = w.z * median_sd(self.mads, w.block)
         rise = medians[-1] - medians[0]
         # A return that rose earlier and now sits at its ceiling is not "flat": only one that
         # never got clearly above its first block is.
@@ -354,7 +283,7 @@ class _CounterState:
         self.counter0 = 0.0
         self.reference0 = 0.0
         self.baseline: float | None = watch.expected_ratio
-        self.once = _OncePerFailure(_COUNTER_CLEAR_WINDOWS)
+        self.once = OncePerFailure(_COUNTER_CLEAR_WINDOWS)
 
     def update(
         self, seq: int, step: int, value: float, values: Mapping[str, float]
