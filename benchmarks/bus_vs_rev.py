@@ -6,7 +6,8 @@ Run: ``python3 benchmarks/bus_vs_rev.py [--rev 57adf6a] [--workload scalars] [--
 For a "no regression" claim measured side by side: the three sides run alternately in fresh
 processes (``bus._run``, so each cell is exactly a ``bus.py`` cell), the old side being ``--rev``'s
 ``src`` and ``benchmarks`` unpacked from git into a temp dir. Prints each run and the medians:
-events/s (or GB/s) to the last event delivered, the log call's median, and the ratios.
+events/s (or GB/s) to the last event delivered (and, cold, timed from before ``attach``), the
+log call's median, the producer's peak RSS growth over the burst, ``finish()``, and the ratios.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import bus
 r = bus._run(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
 key, scale = ("delivered_bytes", 1e-9) if sys.argv[3] == "images" else ("delivered", 1.0)
 print("RESULT", json.dumps({"rate": r[key] * scale / r["to_last_s"], "median_us": r["median_us"],
+                            "attach_rate": r[key] * scale / r["attach_to_last_s"],
+                            "growth_mib": r["producer_growth_mib"], "finish_ms": r["finish_ms"],
                             "delivered": r["delivered"]}))
 """
 
@@ -71,19 +74,26 @@ def main() -> None:
                 got[side].append(r)
                 print(f"# {repeat} {side}: {r}", file=sys.stderr, flush=True)
     unit = "GB/s" if args.workload == "images" else "events/s"
+    keys = ("rate", "attach_rate", "median_us", "growth_mib", "finish_ms")
+    med = {s: {k: statistics.median(r[k] for r in rs) for k in keys} for s, rs in got.items()}
     print(f"# bus.py {args.workload} {args.regime}, n={args.n:,}, median of {args.repeats} runs")
-    print(f"{'side':<16} {unit + ' to last':>18} {'call median (us)':>17} {'delivered (min)':>16}")
-    med = {s: (statistics.median(r["rate"] for r in rs), statistics.median(r["median_us"] for r in rs))
-           for s, rs in got.items()}  # fmt: skip
-    for side, (rate, call) in med.items():
+    print(f"{'side':<16} {unit + ' to last':>18} {'from attach':>12} {'call median (us)':>17} "
+          f"{'growth (MiB)':>13} {'finish (ms)':>12} {'delivered (min)':>16}")  # fmt: skip
+    for side, m in med.items():
         low = min(int(r["delivered"]) for r in got[side])
-        print(f"{side:<16} {rate:>18,.2f} {call:>17.2f} {low:>16,}")
+        print(f"{side:<16} {m['rate']:>18,.2f} {m['attach_rate']:>12,.2f} {m['median_us']:>17.2f} "
+              f"{m['growth_mib']:>13.2f} {m['finish_ms']:>12.1f} {low:>16,}")  # fmt: skip
     new, base, rg = med["this checkout"], med[args.rev], med["robo-goggles"]
-    print(
-        f"this checkout / {args.rev}: throughput {new[0] / base[0]:.2f}x, call {new[1] / base[1]:.2f}x"
-    )
-    print(f"vs robo-goggles: this checkout throughput {new[0] / rg[0]:.2f}x, call {new[1] / rg[1]:.2f}x; "
-          f"{args.rev} throughput {base[0] / rg[0]:.2f}x, call {base[1] / rg[1]:.2f}x")  # fmt: skip
+
+    def ratio(a: dict[str, float], b: dict[str, float], k: str) -> str:
+        return f"{a[k] / b[k]:.2f}x" if b[k] else "n/a"
+
+    print(f"this checkout / {args.rev}: throughput {ratio(new, base, 'rate')}, from attach "
+          f"{ratio(new, base, 'attach_rate')}, call {ratio(new, base, 'median_us')}, "
+          f"growth {new['growth_mib'] - base['growth_mib']:+.2f} MiB")  # fmt: skip
+    print(f"vs robo-goggles: this checkout throughput {ratio(new, rg, 'rate')}, call "
+          f"{ratio(new, rg, 'median_us')}; {args.rev} throughput {ratio(base, rg, 'rate')}, "
+          f"call {ratio(base, rg, 'median_us')}")  # fmt: skip
 
 
 if __name__ == "__main__":
