@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgpack
 
@@ -19,7 +19,9 @@ from goggles_io.exceptions import InvalidPayloadError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, get_handler_class
 
 if TYPE_CHECKING:
-    from goggles_io._transport.client import SocketClient
+    from goggles_io._bus.settings import Settings
+    from goggles_io._transport.election import HostElector
+    from goggles_io._transport.placement import LocalHandlers
 
 __all__ = ["HandlerOperations", "Marker"]
 
@@ -35,11 +37,28 @@ class Marker:
         self.result: Reply | None = None
 
 
+class OperationsClient(Protocol):
+    """What the operations need of the socket client that holds them."""
+
+    socket_path: str
+    settings: Settings
+    local: LocalHandlers
+
+    @property
+    def elector(self) -> HostElector: ...
+
+    def control(self, op: str, args: dict[str, Any]) -> Marker: ...
+
+    def flush(self, timeout_s: float | None = None) -> bool: ...
+
+    def warn_once(self, key: str, message: str) -> None: ...
+
+
 class HandlerOperations:
     """The handler-facing part of :class:`~goggles_io._transport.client.SocketClient`: what this
     process attached, and the operations it sends (through the client's pipe, in order)."""
 
-    def __init__(self, client: SocketClient) -> None:
+    def __init__(self, client: OperationsClient) -> None:
         self.client = client
         self.attached: dict[str, tuple[type, set[str]]] = {}  # name -> (class, scopes), ours
 
