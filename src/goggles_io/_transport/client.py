@@ -259,10 +259,14 @@ class SocketClient:
         )
         left_s = None if timeout_s is None else max(0.0, timeout_s - (time.monotonic() - start))
         gave_up = drained.stalled or drained.abandoned
-        args: dict[str, Any] = {"timeout_s": left_s, "stall_s": stall_s}
-        marker = self.control("finish", args)
-        wait_s = stall_s * 2 + 5.0 if left_s is None else left_s
-        marker.done.wait(min(wait_s, _LAST_WORD_S) if gave_up else wait_s)
+        if gave_up:  # ahead of what is left: the host's tally of what its handlers took
+            args = {"timeout_s": _LAST_WORD_S, "stall_s": _LAST_WORD_S}
+            marker = Marker(Call(next(self._tokens), "finish", args))
+            if self.courier.send_now(marker, _LAST_WORD_S):
+                marker.done.wait(_LAST_WORD_S * 2)
+        else:
+            marker = self.control("finish", {"timeout_s": left_s, "stall_s": stall_s})
+            marker.done.wait(stall_s * 2 + 5.0 if left_s is None else left_s)
         handlers: dict[str, HandlerStats] = {}
         timed_out = marker.result is None or gave_up
         if marker.result is not None and isinstance(marker.result.result, dict):

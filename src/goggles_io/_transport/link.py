@@ -59,6 +59,7 @@ class HostLink:
         self._sock: socket.socket | None = None
         self._gen = 0
         self._lock = threading.Lock()
+        self._sending = threading.Lock()  # one write at a time: frames never interleave
         self._wake = threading.Event()
         self._closing = False
 
@@ -76,7 +77,23 @@ class HostLink:
         sock = self._sock or self._connect()
         if sock is None:
             raise OSError("the link is closing")
-        sock.sendall(data)
+        with self._sending:
+            sock.sendall(data)
+
+    def send_now(self, data: bytes, wait_s: float) -> bool:
+        """Write ``data`` now if connected and no other write holds the socket for ``wait_s``.
+
+        Raises:
+            OSError: the host is gone.
+        """
+        sock = self._sock
+        if sock is None or not self._sending.acquire(timeout=wait_s):
+            return False
+        try:
+            sock.sendall(data)
+        finally:
+            self._sending.release()
+        return True
 
     def _connect(self) -> socket.socket | None:
         backoff = 0.01
@@ -181,5 +198,6 @@ class HostLink:
             with contextlib.suppress(OSError):
                 sock.close()
         self._lock = threading.Lock()
+        self._sending = threading.Lock()
         self._wake = threading.Event()
         self.host_lost = False
