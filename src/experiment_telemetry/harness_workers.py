@@ -80,16 +80,16 @@ def _score_outcome(experiment: Experiment, outcome: EpisodeOutcome) -> None:
             f"(pid {outcome.pid}):\n{outcome.error}"
         )
         raise WorkerError(msg, outcome.worker, context.episode)
+    where = {  # which episode, on which worker: what a lost and a missing episode both say
+        "mode": context.mode,
+        "epoch": context.epoch,
+        "episode": context.episode,
+        "target": context.target,
+        "worker": outcome.worker,
+        "pid": outcome.pid,
+    }
     if outcome.lost:
-        lost = WorkerLost(
-            mode=context.mode,
-            epoch=context.epoch,
-            episode=context.episode,
-            target=context.target,
-            worker=outcome.worker,
-            pid=outcome.pid,
-            returncode=outcome.returncode,
-        )
+        lost = WorkerLost(**where, returncode=outcome.returncode)
         _logger.warning(
             "episode %d lost: worker %d (pid %d) ended with code %s; the run goes on",
             context.episode, outcome.worker, outcome.pid, outcome.returncode,
@@ -97,16 +97,8 @@ def _score_outcome(experiment: Experiment, outcome: EpisodeOutcome) -> None:
         experiment._publish(lost)
         return
     if outcome.undelivered:
-        missing = EpisodeMissing(
-            mode=context.mode,
-            epoch=context.epoch,
-            episode=context.episode,
-            target=context.target,
-            worker=outcome.worker,
-            pid=outcome.pid,
-            sent=outcome.arrived + outcome.missing,
-            arrived=outcome.arrived,
-        )
+        sent = outcome.arrived + outcome.missing
+        missing = EpisodeMissing(**where, sent=sent, arrived=outcome.arrived)
         _logger.warning(
             "episode %d missing: %d of the %d events worker %d sent arrived within %.0f s "
             "(broker down or away?); not scored, the run goes on",

@@ -11,11 +11,11 @@ losses, totals, ``timed_out``, ``finish_s``).
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
 from recording_sink import RecordingSink, make_image
+from report_line import print_report
 
 import goggles_io as gg
 
@@ -39,20 +39,5 @@ for line in sys.stdin:
         start = time.perf_counter()
         report = gg.finish()
         finish_s = time.perf_counter() - start
-        stats = report.handlers.get("recording")
-        print(
-            json.dumps(
-                {
-                    "transport": dict(report.transport.losses),
-                    "handler": None
-                    if stats is None
-                    else [stats.delivered, stats.dropped, stats.errors, dict(stats.losses)],
-                    "dropped": report.dropped,
-                    "lost": report.lost,
-                    "timed_out": report.timed_out,
-                    "finish_s": round(finish_s, 3),
-                }
-            ),
-            flush=True,
-        )
+        print_report(report, "recording", finish_s=round(finish_s, 3))
         break

@@ -6,11 +6,11 @@ argv: path n
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
 from busy_sink import BusySink
+from report_line import print_report
 
 import goggles_io as gg
 
@@ -23,20 +23,4 @@ for i in range(n):
 loop_s = time.perf_counter() - start
 report = gg.finish()
 finish_s = time.perf_counter() - start - loop_s
-stats = report.handlers.get("busy")
-print(
-    json.dumps(
-        {
-            "transport": dict(report.transport.losses),
-            "handler": None
-            if stats is None
-            else [stats.delivered, stats.dropped, stats.errors, dict(stats.losses)],
-            "dropped": report.dropped,
-            "lost": report.lost,
-            "timed_out": report.timed_out,
-            "loop_s": round(loop_s, 3),
-            "finish_s": round(finish_s, 3),
-        }
-    ),
-    flush=True,
-)
+print_report(report, "busy", loop_s=round(loop_s, 3), finish_s=round(finish_s, 3))

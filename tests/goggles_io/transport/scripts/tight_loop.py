@@ -8,9 +8,10 @@ and finish's times. Leaving the ``with`` block writes ``run.kv``'s final status.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
+
+from report_line import print_report
 
 import goggles_io as gg
 from goggles_io.handlers.storage import LocalStorageHandler
@@ -30,21 +31,6 @@ with RunContext(project="accept", driver=__file__, slug="tight", root=root) as r
     loop_s = time.perf_counter() - start
     report = gg.finish()
     finish_s = time.perf_counter() - start - loop_s
-stats = report.handlers.get("storage")
-print(
-    json.dumps(
-        {
-            "run_dir": str(run.dir),
-            "transport": dict(report.transport.losses),
-            "handler": None
-            if stats is None
-            else [stats.delivered, stats.dropped, stats.errors, dict(stats.losses)],
-            "dropped": report.dropped,
-            "lost": report.lost,
-            "timed_out": report.timed_out,
-            "loop_s": round(loop_s, 3),
-            "finish_s": round(finish_s, 3),
-        }
-    ),
-    flush=True,
+print_report(
+    report, "storage", run_dir=str(run.dir), loop_s=round(loop_s, 3), finish_s=round(finish_s, 3)
 )
