@@ -283,12 +283,12 @@ class SocketClient:
             for name, stats in (marker.result.result.get("handlers") or {}).items():
                 with contextlib.suppress(TypeError, ValueError, AttributeError, IndexError):
                     handlers[str(name)] = HandlerStats.from_wire(stats)
-        self._close(keep=gave_up)
+        tally = self._close(keep=gave_up)
         handlers.update(local.handlers)
         result = FinishReport(
             handlers=handlers,
             timed_out=timed_out or local.timed_out,
-            transport=self._tally(),
+            transport=tally,
             elapsed_s=time.monotonic() - start,
             abandoned=drained.abandoned,
         )
@@ -312,11 +312,11 @@ class SocketClient:
         marker = self.control("flush", {"timeout_s": 0.0})  # answered once all before it arrived
         handed = marker.done.wait(timeout_s)
         left = self.pipe.left() if handed else 0  # read by the host: its handlers will take it
-        self._close()
+        tally = self._close(handed_over=left)
         result = FinishReport(
             handlers=dict(local.handlers),
             timed_out=not handed,
-            transport=self._tally(handed_over=left),
+            transport=tally,
         )
         if result.dropped or result.lost or not handed:
             report(f"pid {os.getpid()}: finish: {result.summary()}")
@@ -334,10 +334,13 @@ class SocketClient:
         dropped = sum(n for reason, n in losses.items() if reason != KEPT_FOR_LATER)
         return HandlerStats(delivered, dropped, 0, losses)
 
-    def _close(self, keep: bool = False) -> None:
+    def _close(self, keep: bool = False, handed_over: int = 0) -> HandlerStats:
+        """Close this process's pipe, link and pools (``keep``: what is left goes on disk for
+        later); the tally of the pipe that closed. A later log call starts afresh."""
         with self._lock:
             self._running = False
         self.pipe.close(keep=self.leftovers.closing(keep, self._issued))
+        tally = self._tally(handed_over)
         self.link.close()
         for marker in self.courier.pending_markers():
             marker.done.set()
@@ -349,6 +352,7 @@ class SocketClient:
         self._fresh()
         self.courier.adopt_ops(issued)
         self._issued = list(issued)
+        return tally
 
     def after_fork_in_child(self) -> None:
         """Start afresh in the child: own pipe, connection, pools; the parent's stay untouched.

@@ -22,8 +22,10 @@ __all__ = ["GatedSink"]
 class GatedSink(RecordingSink):
     """Record events, but only once ``gate`` exists (until then the handler hangs)."""
 
-    def __init__(self, path: str, gate: str, name: str = "gated", level: int = 0) -> None:
-        super().__init__(path, name=name, level=level, image_s=0.0)
+    def __init__(
+        self, path: str, gate: str, name: str = "gated", level: int = 0, image_s: float = 0.0
+    ) -> None:
+        super().__init__(path, name=name, level=level, image_s=image_s)
         self.gate = gate
 
     def config(self) -> dict[str, Any]:
