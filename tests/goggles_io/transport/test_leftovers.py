@@ -15,6 +15,7 @@ import importlib.util
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ import pytest
 from support import wait_until
 
 SCRIPTS = Path(__file__).parent / "scripts"
-_SCALARS, _IMAGES = 3000, 4
+_SCALARS, _IMAGES = 30_000, 4
 _MORE = 500  # the second producer's own scalars, after the leftovers
 
 
@@ -68,6 +69,9 @@ def _produce_and_give_up(bus: Any, finished: Any, path: Path, gate: Path) -> tup
     assert 0o700 == folder.stat().st_mode & 0o777
     assert total == json.loads((folder / "manifest.json").read_text())["events"]
     assert str(folder) in stderr and "kept for later" in stderr, stderr
+    kinds = _record_kinds(folder)
+    print(f"left-over records by kind: {kinds}")
+    assert kinds.get(1) and kinds.get(2), kinds  # spilled and in memory; sent, not acknowledged
     assert not path.exists() or path.read_text() == "", "the gate was shut: nothing handled"
     # The host hangs in the handler for good; the user kills it. Its lane dies with it.
     pid = bus.host_pid()
@@ -78,17 +82,33 @@ def _produce_and_give_up(bus: Any, finished: Any, path: Path, gate: Path) -> tup
     return folder, stderr
 
 
-def _check_arrived(path: Path, want: list[tuple[str, int]]) -> None:
+def _record_kinds(folder: Path) -> dict[int, int]:
+    """How many records of each kind ``events.bin`` holds (0 op, 1 events, 2 events sent)."""
+    head = struct.Struct(">BIQ")
+    data = (folder / "events.bin").read_bytes()
+    kinds: dict[int, int] = {}
+    at = 0
+    while at < len(data):
+        kind, n, blobs = head.unpack_from(data, at)
+        kinds[kind] = kinds.get(kind, 0) + 1
+        at += head.size + n + blobs
+    return kinds
+
+
+def _check_arrived(path: Path, want: list[tuple[str, int]]) -> list[bool]:
+    """Every wanted event once, in order, images intact; the redelivered marks, in order."""
     sink = _recording_sink()
-    got, bad = [], []
+    got, bad, marks = [], [], []
     for raw in path.read_text().splitlines():
         rec = json.loads(raw)
         got.append((rec["k"], rec["i"]))
+        marks.append(rec["re"])
         if rec["k"] == "image" and rec["crc"] != sink.image_checksum(sink.make_image(rec["i"])):
             bad.append(rec["i"])
     assert len(want) == len(got), (len(want), len(got))
     assert want == got, next((w, g) for w, g in zip(want, got, strict=True) if w != g)
     assert [] == bad
+    return marks
 
 
 _ENV = {
@@ -117,7 +137,10 @@ def test_the_command_delivers_what_finish_gave_up_on(bus: Any, finished: Any) ->
     print(f"command: {cmd.stdout.strip()} | {cmd.stderr.strip()}")
     assert 0 == cmd.returncode, (cmd.stdout, cmd.stderr)
     assert f"{_SCALARS + _IMAGES} left-over events from 1 folders" in cmd.stdout, cmd.stdout
-    _check_arrived(path, _expected(_SCALARS, _IMAGES))
+    marks = _check_arrived(path, _expected(_SCALARS, _IMAGES))
+    # What the hung host had been sent comes marked (it might have handled it), then the rest.
+    sent = marks.index(False)
+    assert 0 < sent and not any(marks[sent:]), (sent, marks.count(True))
     assert [] == sorted(folder.parent.glob("leftover-*"))
     again = subprocess.run(
         [sys.executable, "-m", "goggles_io.leftovers"],
@@ -142,7 +165,7 @@ def test_the_next_producer_delivers_them_before_its_own(bus: Any, finished: Any)
     stdout, stderr = finished(proc, timeout_s=120)
     report = _last_json(stdout)
     assert (False, {}) == (report["timed_out"], report["transport"]), (report, stderr)
-    assert "delivering 3004 left-over events" in stderr, stderr
+    assert "delivering 30004 left-over events" in stderr, stderr
     _check_arrived(path, _expected(_SCALARS, _IMAGES) + _expected(_MORE, 0, first=_SCALARS))
     assert [] == sorted(folder.parent.glob("leftover-*"))
 
