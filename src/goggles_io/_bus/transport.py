@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from goggles_io._delivery.losses import KEPT_FOR_LATER
 from goggles_io._event.records import Event
 from goggles_io.exceptions import InvalidNameError
 from goggles_io.handlers.base import Handler
@@ -158,7 +159,8 @@ class FinishReport:
                 part += f" (handler: {own})"
             parts.append(part)
         if self.transport.dropped:
-            why = ", ".join(f"{n} {r}" for r, n in sorted(self.transport.losses.items()))
+            losses = sorted(self.transport.losses.items())
+            why = ", ".join(f"{n} {r}" for r, n in losses if r != KEPT_FOR_LATER)
             parts.append(f"transport: {self.transport.dropped} dropped ({why})")
         line = "; ".join(parts) or "no handlers"
         return f"lost {self.missing} events: {line}" if self.missing else line

@@ -9,6 +9,7 @@ pipe's lock guards every call.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 __all__ = ["Batch", "Kept"]
@@ -51,6 +52,22 @@ class Kept(Generic[T]):
         self.units += units
         return batch
 
+    def add_from(
+        self,
+        queue: deque[tuple[T, int]],
+        max_items: int,
+        max_bytes: int,
+        count: Callable[[list[T]], int],
+    ) -> Batch[T]:
+        """Keep a new batch of the oldest ``(item, bytes)`` of ``queue``, within the bounds."""
+        items: list[T] = []
+        nbytes = 0
+        while queue and len(items) < max_items and nbytes < max_bytes:
+            item, size = queue.popleft()
+            items.append(item)
+            nbytes += size
+        return self.add(items, count(items), nbytes)
+
     def due(self) -> Batch[T] | None:
         """The oldest batch not sent on the current link (a redelivery first), or ``None``."""
         batches = self._batches
@@ -75,6 +92,12 @@ class Kept(Generic[T]):
         """Every kept batch is due again, oldest first."""
         self.gen += 1
         self._next = 0
+
+    def take(self) -> list[tuple[list[T], bool]]:
+        """Forget every batch and return them, oldest first, with whether each was sent."""
+        taken = [(batch.items, batch.attempts > 0) for batch in self._batches]
+        self.clear()
+        return taken
 
     def clear(self) -> None:
         """Forget everything (the pipe closed and counted it)."""

@@ -15,6 +15,7 @@ from goggles_io._delivery.spool import Blob, SpoolRecord
 from goggles_io._util.report import report
 
 __all__ = [
+    "KEPT_FOR_LATER",
     "LOST_BY_SINK",
     "NOT_DELIVERED",
     "NO_CLIENT",
@@ -39,6 +40,10 @@ UNENCODABLE = "unencodable"
 """An item the codec could not encode for the spool."""
 NOT_DELIVERED = "not delivered"
 """Still waiting (in memory, on disk or unacknowledged) when the pipe was closed."""
+
+KEPT_FOR_LATER = "kept for later"
+"""Not a loss: still waiting when ``finish()`` gave up, and stored on disk with its handlers'
+specs for the next process on the machine to deliver (``goggles_io._transport.leftovers``)."""
 
 LOST_BY_SINK = "lost by the sink"
 """The sink had it and lost it before anyone handled it (a Redis that came back without its

@@ -19,6 +19,7 @@ from typing import Generic, TypeVar
 
 from goggles_io._delivery.kept import Batch, Kept
 from goggles_io._delivery.losses import (
+    KEPT_FOR_LATER,
     NOT_DELIVERED,
     QUEUE_FULL,
     SPOOL_FULL,
@@ -29,12 +30,11 @@ from goggles_io._delivery.losses import (
 )
 from goggles_io._delivery.policy import BlockAllowance, DeliveryPolicy
 from goggles_io._delivery.tally import Tally
-from goggles_io._delivery.waiting import Part, Waiting
+from goggles_io._delivery.waiting import Keep, Part, Waiting, left_in_order
 
 __all__ = ["Pipe"]
 
 T = TypeVar("T")
-_ENCODE_ERRORS = (TypeError, ValueError, OverflowError)
 _LINGER_S = 0.002  # how long the worker waits for more before it asks to be woken
 
 
@@ -280,7 +280,9 @@ class Pipe(Generic[T]):
         if self.max_unacked is not None and len(kept) >= self.max_unacked:
             return None, None
         if self._queue:
-            return self._batch_from_queue_locked(), None
+            return self._kept.add_from(
+                self._queue, self.batch_items, self.batch_bytes, self._count
+            ), None
         waiting = self._waiting
         part = waiting.take(lambda nbytes: self._charge_locked(nbytes, not kept))
         if waiting.active and waiting.empty():
@@ -294,22 +296,9 @@ class Pipe(Generic[T]):
             return None, part  # read back outside the lock
         return self._kept.add(part.items, part.units, part.nbytes), None
 
-    def _batch_from_queue_locked(self) -> Batch[T]:
-        queue = self._queue
-        items: list[T] = []
-        nbytes = 0
-        while queue and len(items) < self.batch_items and nbytes < self.batch_bytes:
-            item, size = queue.popleft()
-            items.append(item)
-            nbytes += size
-        return self._kept.add(items, self._count(items), nbytes)
-
     def _read_back(self, part: Part[T]) -> None:
         """Read a spilled record (outside the lock: the producers go on)."""
-        try:
-            items = self._waiting.read()
-        except (OSError, *_ENCODE_ERRORS):
-            items = None
+        items = self._waiting.read(safely=True)
         with self._lock:
             if self._closed:  # close() counted it
                 return
@@ -373,8 +362,12 @@ class Pipe(Generic[T]):
         return not self._closed and bool(self._queue or self._waiting.busy() or self._kept)
 
     # -- lifecycle --------------------------------------------------------------------------
-    def close(self, join_s: float = 1.0) -> int:
-        """Stop the worker; count what is left ``not delivered`` and remove the spool; return it."""
+    def close(self, join_s: float = 1.0, keep: Keep[T] | None = None) -> int:
+        """Stop the worker; count what is left ``not delivered`` and remove the spool; return it.
+
+        ``keep`` (finish gave up) gets what is left, in order, as ``(items, sent)`` lists
+        (:func:`~goggles_io._delivery.waiting.left_in_order`); when it stored them all, they
+        are counted ``kept for later`` instead."""
         with self._lock:
             if self._closed:
                 return 0
@@ -386,10 +379,16 @@ class Pipe(Generic[T]):
             thread.join(join_s)
         with self._lock:
             left = self._left_locked()
+            batches = self._kept.take()
+            queued = [item for item, _ in self._queue]
             self._queue.clear()
-            self._kept.clear()
             waiting, self._waiting = self._waiting, self._new_waiting()
-            self._tally.lose_locked(NOT_DELIVERED, left)
+        kept = keep is not None and left > 0 and keep(left_in_order(batches, queued, waiting))
+        with self._lock:
+            if kept:
+                self._tally.set_aside_locked(KEPT_FOR_LATER, left)
+            else:
+                self._tally.lose_locked(NOT_DELIVERED, left)
         waiting.close()
         return left
 

@@ -39,6 +39,13 @@ class Tally:
         self._changed.notify_all()
         self._on_loss(reason, units, detail)
 
+    def set_aside_locked(self, reason: str, units: int) -> None:
+        """``units`` left this owner's hands without being lost (``kept for later``)."""
+        if units > 0:
+            self.losses[reason] = self.losses.get(reason, 0) + units
+            self.progress += 1
+            self._changed.notify_all()
+
     def wake_locked(self) -> None:
         """End the current waits now."""
         self.progress += 1

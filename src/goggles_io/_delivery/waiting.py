@@ -8,7 +8,7 @@ chunk that new items join. The pipe's lock guards every call.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from goggles_io._delivery.policy import DeliveryPolicy
@@ -17,9 +17,11 @@ from goggles_io._delivery.spool import Blob, Spool
 if TYPE_CHECKING:
     from goggles_io._delivery.losses import PipeCodec
 
-__all__ = ["Part", "Waiting"]
+__all__ = ["Keep", "Part", "Waiting", "left_in_order"]
 
 T = TypeVar("T")
+Keep = Callable[[Iterator[tuple[list[T], bool]]], bool]
+"""Stores what a closing pipe has left, in order, as ``(items, sent)`` lists: whether it did."""
 _ENCODE_ERRORS = (TypeError, ValueError, OverflowError)
 
 
@@ -176,16 +178,48 @@ class Waiting(Generic[T]):
     def empty(self) -> bool:
         return not self._parts and not self.chunk
 
-    def read(self) -> list[T] | None:
-        """Read the oldest spool record back into items (``None``: there is none)."""
+    def read(self, *, safely: bool = False) -> list[T] | None:
+        """Read the oldest spool record back into items (``None``: there is none, or, when
+        ``safely``, it could not be read)."""
         spool = self._spool
-        record = None if spool is None else spool.pop_record()
-        if record is None or self._codec is None:
-            return None
-        return self._codec.decode(record)
+        try:
+            record = None if spool is None else spool.pop_record()
+            if record is None or self._codec is None:
+                return None
+            return self._codec.decode(record)
+        except (OSError, *_ENCODE_ERRORS):
+            if safely:
+                return None
+            raise
+
+    def drain(self) -> Iterator[list[T]]:
+        """Everything that waits here, oldest first (spool records read back); raises what a
+        record that cannot be read raises. For a pipe that closed."""
+        while self._parts:
+            part = self._parts.popleft()
+            items = part.items if part.items is not None else self.read()
+            if items is None or len(items) != part.n:
+                msg = f"a spool record of {self.label} held {0 if items is None else len(items)} items, not {part.n}"
+                raise OSError(msg)
+            yield items
+        if self.chunk:
+            yield [item for item, _ in self.chunk]
+            self.chunk = []
 
     def close(self) -> None:
         """Remove the spool's files."""
         spool, self._spool = self._spool, None
         if spool is not None:
             spool.close()
+
+
+def left_in_order(
+    batches: list[tuple[list[T], bool]], queued: list[T], waiting: Waiting[T]
+) -> Iterator[tuple[list[T], bool]]:
+    """What a closed pipe holds, in the order it was put: the batches made and not
+    acknowledged (``sent`` when they went to the sink), the memory queue, then what spilled."""
+    yield from batches
+    if queued:
+        yield queued, False
+    for items in waiting.drain():
+        yield items, False

@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 from goggles_io._bus.settings import Settings
 from goggles_io._bus.transport import FinishReport, HandlerStats
 from goggles_io._delivery.drain import read_finish_stall, wait_while_progressing
-from goggles_io._delivery.losses import NOT_DELIVERED, UNENCODABLE
+from goggles_io._delivery.losses import KEPT_FOR_LATER, NOT_DELIVERED, UNENCODABLE
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._event.messages import Call
 from goggles_io._event.records import Event, ShmRef, approx_nbytes
 from goggles_io._transport.courier import REPLAYED, Courier, Item, loading_modules
+from goggles_io._transport.leftovers import Leftovers
 from goggles_io._transport.link import HostLink
 from goggles_io._transport.operations import HandlerOperations, Marker
 from goggles_io._transport.placement import LocalHandlers
@@ -99,6 +100,7 @@ class SocketClient:
         self.local = LocalHandlers(self)
         self._tokens = itertools.count(1)
         self._warned: set[str] = set()
+        self.leftovers = Leftovers(self)  # what finish gave up on: kept, and delivered later
         self._fresh()
 
     def _fresh(self) -> None:
@@ -132,7 +134,7 @@ class SocketClient:
             units=_units,
             name="goggles_io:sender",
         )
-        self.courier.ack_pipe = self.pipe.ack
+        self.courier.ack_pipe = self._acked
         self.unencodable = 0
         self._issued: list[Call] = []  # every operation issued here, for a forked child
         self._running = False
@@ -147,6 +149,10 @@ class SocketClient:
         self.unencodable += 1
         self.warn_once("enc", f"an event cannot be sent to the host and is dropped: {exc}")
 
+    def _acked(self, seq: int) -> None:
+        self.pipe.ack(seq)
+        self.leftovers.on_ack()
+
     def _host_died(self) -> None:
         self.courier.link_lost()
         self.pipe.link_lost()
@@ -158,6 +164,12 @@ class SocketClient:
             self._running = True
             loading_modules()
         self.local.resubscribe()  # handlers of ours kept across finish() need their feed again
+        self.leftovers.deliver()  # a dead process's leftovers go before anything of ours
+
+    def deliver_leftovers(self) -> int:
+        """Start now, delivering what dead processes kept for later; the folders found."""
+        self._start()
+        return self.leftovers.folders
 
     @property
     def elector(self) -> HostElector:
@@ -242,8 +254,9 @@ class SocketClient:
         """Deliver what is put, let the host flush (and close when we are its last client).
 
         Waits while the host's handlers make progress; gives up after ``GOGGLES_FINISH_STALL``
-        seconds in which they took nothing (or at ``timeout_s`` in all, when given), and counts
-        what is left as not delivered. Prints one line with this process's tally on stderr.
+        seconds in which they took nothing (or at ``timeout_s`` in all, when given, or Ctrl-C),
+        and keeps what is left on disk for the next process (``kept for later``:
+        :mod:`~goggles_io._transport.leftovers`). Prints one line with this process's tally.
         """
         if not self._running:
             return FinishReport()
@@ -274,17 +287,18 @@ class SocketClient:
             for name, stats in (marker.result.result.get("handlers") or {}).items():
                 with contextlib.suppress(TypeError, ValueError, AttributeError, IndexError):
                     handlers[str(name)] = HandlerStats.from_wire(stats)
-        self._close()
+        tally = self._close(keep=gave_up)
         handlers.update(local.handlers)
         result = FinishReport(
             handlers=handlers,
             timed_out=timed_out or local.timed_out,
-            transport=self._tally(),
+            transport=tally,
             elapsed_s=time.monotonic() - start,
             abandoned=drained.abandoned,
         )
         if result.dropped or result.lost or self.courier.host_dropped or timed_out:
-            report(f"pid {os.getpid()}: finish: {result.summary()}")
+            kept = self.leftovers.note()
+            report(f"pid {os.getpid()}: finish: {result.summary()}" + (f"; {kept}" if kept else ""))
         elif self.settings.verbose:
             report(f"pid {os.getpid()}: {self.pipe.delivered} delivered, nothing lost")
         return result
@@ -302,11 +316,11 @@ class SocketClient:
         marker = self.control("flush", {"timeout_s": 0.0})  # answered once all before it arrived
         handed = marker.done.wait(timeout_s)
         left = self.pipe.left() if handed else 0  # read by the host: its handlers will take it
-        self._close()
+        tally = self._close(handed_over=left)
         result = FinishReport(
             handlers=dict(local.handlers),
             timed_out=not handed,
-            transport=self._tally(handed_over=left),
+            transport=tally,
         )
         if result.dropped or result.lost or not handed:
             report(f"pid {os.getpid()}: finish: {result.summary()}")
@@ -321,12 +335,16 @@ class SocketClient:
             losses[UNENCODABLE] = losses.get(UNENCODABLE, 0) + self.unencodable
         losses = {reason: n for reason, n in losses.items() if n}
         delivered = self.pipe.delivered - self.unencodable + handed_over
-        return HandlerStats(delivered, sum(losses.values()), 0, losses)
+        dropped = sum(n for reason, n in losses.items() if reason != KEPT_FOR_LATER)
+        return HandlerStats(delivered, dropped, 0, losses)
 
-    def _close(self) -> None:
+    def _close(self, keep: bool = False, handed_over: int = 0) -> HandlerStats:
+        """Close this process's pipe, link and pools (``keep``: what is left goes on disk for
+        later); the tally of the pipe that closed. A later log call starts afresh."""
         with self._lock:
             self._running = False
-        self.pipe.close()
+        self.pipe.close(keep=self.leftovers.closing(keep, self._issued))
+        tally = self._tally(handed_over)
         self.link.close()
         for marker in self.courier.pending_markers():
             marker.done.set()
@@ -338,6 +356,7 @@ class SocketClient:
         self._fresh()
         self.courier.adopt_ops(issued)
         self._issued = list(issued)
+        return tally
 
     def after_fork_in_child(self) -> None:
         """Start afresh in the child: own pipe, connection, pools; the parent's stay untouched.
@@ -346,6 +365,7 @@ class SocketClient:
         its events come after them, so it replays them on its own first connection.
         """
         issued = list(self._issued)
+        self.leftovers = Leftovers(self)  # the parent's folders are the parent's
         self.local.forget_after_fork()  # the parent's instances get our events via the host
         self.ops.attached = {
             name: (cls, set(scopes))

@@ -30,11 +30,14 @@ if TYPE_CHECKING:
     from goggles_io._event.codec import Encoder
     from goggles_io._transport.batching import Batcher
 
-__all__ = ["REPLAYED", "Courier", "Item", "load_modules", "loading_modules"]
+__all__ = ["AGAIN", "REPLAYED", "Courier", "Item", "load_modules", "loading_modules"]
 
 Item = Event | Marker
 # Operations replayed, in order, on a new host (after a host death, or in a forked child).
 REPLAYED = ("attach", "replace", "detach", "call")
+# Not sent: the events after ``Call(AGAIN, {"on": True})`` go marked redelivered until one with
+# ``on`` false (a dead process's events its host may have handled: ``leftovers.py``).
+AGAIN = "again"
 
 # The codec (numpy, cattrs), the election and the pools are imported by the pipe's worker, so
 # attach() and the first log calls never wait on them (ADR 0025). A fork while that import runs
@@ -111,6 +114,7 @@ class Courier:
         self._acked_frame = 0
         self._ops: list[Call] = []  # operations sent, replayed on every new host
         self._op_tokens: set[int] = set()
+        self._again = False  # between AGAIN markers
         self._lock = threading.Lock()
 
     # -- the pipe's worker ------------------------------------------------------------------
@@ -121,19 +125,25 @@ class Courier:
         sent = _Sent(seq, None, set(), [], [])
         events: list[Event] = []
         held = 0  # bytes the host will hold for ``events`` once it copied their arrays out
+        again = redelivered or self._again
         for item in items:
             if type(item) is Marker:
-                self._frame_events(events, redelivered, batcher, sent, data)
+                self._frame_events(events, again, batcher, sent, data)
                 events, held = [], 0
-                self._frame_call(item, encoder, sent, data)
+                if item.call.op == AGAIN:  # ours, not the host's: marks the events after it
+                    self._again = bool(item.call.args.get("on"))
+                    again = redelivered or self._again
+                    item.done.set()
+                else:
+                    self._frame_call(item, encoder, sent, data)
                 continue
             events.append(item)
             held += _held_bytes(item)
             if held >= _FRAME_HELD_BYTES:
                 # A frame's arrays all live in the host at once: it waits for room per frame.
-                self._frame_events(events, redelivered, batcher, sent, data)
+                self._frame_events(events, again, batcher, sent, data)
                 events, held = [], 0
-        self._frame_events(events, redelivered, batcher, sent, data)
+        self._frame_events(events, again, batcher, sent, data)
         with self._lock:
             self._sent.append(sent)
         try:

@@ -23,7 +23,13 @@ from hypothesis import strategies as st
 import goggles_io as gg
 from goggles_io import Event, Kind
 from goggles_io._bus.lane import Lane
-from goggles_io._delivery.losses import NOT_DELIVERED, REASONS, SPOOL_FULL, UNENCODABLE
+from goggles_io._delivery.losses import (
+    KEPT_FOR_LATER,
+    NOT_DELIVERED,
+    REASONS,
+    SPOOL_FULL,
+    UNENCODABLE,
+)
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull
 from goggles_io._delivery.spool import SpoolRecord
@@ -318,6 +324,30 @@ class TestLosses:
         assert left == pipe.losses()[NOT_DELIVERED] == 300
         assert [] == list_spools(tmp_path)
         assert not pipe.put(1, 10) and 301 == pipe.losses()[NOT_DELIVERED]
+
+    def test_close_hands_what_is_left_to_keep_in_order(self, sink: Sink, tmp_path: Path) -> None:
+        """``close(keep=...)``: what is left comes out in order (sent and not acknowledged first,
+        then memory, then the spool read back), counted 'kept for later', never 'not delivered'."""
+        pipe = make_pipe(sink, tmp_path)
+        for i in range(8):
+            pipe.put(i, 10)
+        wait_until(lambda: sum(len(b[1]) for b in sink.batches) == 8, what="two batches sent")
+        pipe.ack(1)  # the first batch was taken; the second is sent and kept
+        sink.alive = False
+        pipe.link_lost()
+        for i in range(8, 300):
+            pipe.put(i, 10)  # past the 100-byte budget: spilled
+        got: list[tuple[list[Any], bool]] = []
+
+        def keep(chunks: Iterator[tuple[list[Any], bool]]) -> bool:
+            got.extend(chunks)
+            return True
+
+        assert 296 == pipe.close(keep=keep)
+        assert list(range(4, 300)) == [i for items, _ in got for i in items]
+        assert [True] + [False] * (len(got) - 1) == [sent for _, sent in got]
+        assert {KEPT_FOR_LATER: 296} == pipe.losses()
+        assert [] == list_spools(tmp_path)
 
     def test_forced_items_are_never_dropped(self, sink: Sink, tmp_path: Path) -> None:
         """``force`` keeps control items in order past every budget (spilling off)."""
