@@ -37,7 +37,12 @@ from goggles_io._delivery.losses import (
     UNENCODABLE,
 )
 from goggles_io._delivery.pipe import Pipe
-from goggles_io._delivery.policy import advice, check_when_full, read_delivery_policy
+from goggles_io._delivery.policy import (
+    DeliveryPolicy,
+    advice,
+    check_when_full,
+    read_delivery_policy,
+)
 from goggles_io._delivery.spool import SpoolRecord
 from goggles_io._event.records import Event, approx_nbytes
 from goggles_io._event.spilled import SpillEncoder, decode_spilled
@@ -45,7 +50,7 @@ from goggles_io._util.report import report
 from goggles_io._util.secret import Secret
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
 
-__all__ = ["BROKER_HANDLER_NAME", "BrokerForwarder"]
+__all__ = ["BROKER_HANDLER_NAME", "BrokerForwarder", "broker_pipe"]
 
 BROKER_HANDLER_NAME = "goggles_io.broker"
 _ENTRY_EVENTS = 1024  # events in one stream entry at most
@@ -63,6 +68,29 @@ class _EventCodec:
 
     def decode(self, record: SpoolRecord) -> list[Event]:
         return decode_spilled(record)
+
+
+def broker_pipe(
+    send: Callable[[int, list[Event], bool], object],
+    policy: DeliveryPolicy,
+    buffer_bytes: int,
+    on_idle: Callable[[], float | None] | None,
+    on_loss: Callable[[str, int, str], object] | None,
+) -> Pipe[Event]:
+    """The forwarder's pipe: one batch is one stream entry, kept until the consumer group's
+    mark passes it. A function so the engine's tests build the pipe as the forwarder does."""
+    return Pipe(
+        send,
+        label="broker",
+        policy=policy,
+        max_bytes=buffer_bytes,
+        batch_items=_ENTRY_EVENTS,
+        batch_bytes=_ENTRY_BYTES,
+        codec=_EventCodec(),
+        on_idle=on_idle,
+        on_loss=on_loss,
+        name="goggles_io:broker",
+    )
 
 
 @register_handler
@@ -159,17 +187,9 @@ class BrokerForwarder(BaseHandler):
             self.buffer_bytes,
         )
         self._writer = writer
-        self._pipe = writer.pipe = Pipe(
-            writer.send,
-            label="broker",
-            policy=read_delivery_policy().stricter(check_when_full(self.when_full)),
-            max_bytes=self.buffer_bytes,
-            batch_items=_ENTRY_EVENTS,
-            batch_bytes=_ENTRY_BYTES,
-            codec=_EventCodec(),
-            on_idle=writer.idle,
-            on_loss=self._said_once,
-            name="goggles_io:broker",
+        policy = read_delivery_policy().stricter(check_when_full(self.when_full))
+        self._pipe = writer.pipe = broker_pipe(
+            writer.send, policy, self.buffer_bytes, writer.idle, self._said_once
         )
 
     def handle_batch(self, events: list[Event]) -> None:

@@ -17,8 +17,6 @@ import re
 import threading
 from typing import Any
 
-import attrs
-
 from goggles_io._bus.calls import HandlerCalls
 from goggles_io._bus.items import (
     Call,
@@ -30,7 +28,7 @@ from goggles_io._bus.items import (
     handler_kinds,
     optional_method,
 )
-from goggles_io._bus.spilled_items import LaneCodec
+from goggles_io._bus.lane_pipe import lane_pipe
 from goggles_io._bus.tally import NOT_HANDLED_IN_TIME, LaneTally
 from goggles_io._bus.transport import HandlerStats, handler_losses
 from goggles_io._delivery.drain import DrainOutcome, wait_while_progressing
@@ -128,18 +126,13 @@ class Lane:
         """A new pipe (its worker starts with the first put) and a new spool codec."""
         self._handler_closed = False
         self._worker = None
-        policy = self.policy
-        if not self.backpressure:  # a live subscriber's reader never makes its producer wait
-            policy = attrs.evolve(policy, block_timeout_s=0.0)
-        self._pipe = Pipe(
+        self._pipe = lane_pipe(
             self._send,
+            self.policy,
             label=self.label,
-            policy=policy,
-            max_bytes=self.queue_bytes,
-            max_items=self.queue_size,
-            codec=LaneCodec(),
-            units=event_count,
-            ack_on_return=True,
+            queue_size=self.queue_size,
+            queue_bytes=self.queue_bytes,
+            backpressure=self.backpressure,
             on_idle=self._idle,
             on_loss=self._lost,
             name=f"goggles_io:{self.name}",

@@ -85,13 +85,13 @@ class Pipe(Generic[T]):
         self.batch_items = batch_items
         self.batch_bytes = batch_bytes
         self.max_unacked = max_unacked
+        self.backoff_s = backoff_s  # first and longest wait before a failed send is retried
         self._send = send
         self._codec = codec
         self._units = units
         self._ack_on_return = ack_on_return
         self._on_idle = on_idle
         self._on_loss = on_loss or LossReport(label)
-        self._backoff = backoff_s
         self._name = name
         self._reset()
 
@@ -217,7 +217,7 @@ class Pipe(Generic[T]):
             self._limit = self.max_items
 
     def _run(self) -> None:
-        backoff = self._backoff[0]
+        backoff = self.backoff_s[0]
         while True:
             with self._lock:
                 batch, part = self._pick_locked()
@@ -241,9 +241,9 @@ class Pipe(Generic[T]):
                     self._down = True
                 self._wake.wait(backoff)
                 self._wake.clear()
-                backoff = min(backoff * 2, self._backoff[1])
+                backoff = min(backoff * 2, self.backoff_s[1])
                 continue
-            backoff = self._backoff[0]
+            backoff = self.backoff_s[0]
             with self._lock:
                 batch.sent_gen = gen  # if the link was lost meanwhile, it is due again
                 self._down = False
@@ -263,7 +263,7 @@ class Pipe(Generic[T]):
             try:
                 timeout = self._on_idle()
             except Exception:
-                timeout = self._backoff[1]
+                timeout = self.backoff_s[1]
         self._wake.wait(timeout)
         self._wake.clear()
         self._sleeping = False

@@ -17,7 +17,7 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from goggles_io._bus.settings import Settings
@@ -42,11 +42,12 @@ from goggles_io._util.report import report
 from goggles_io.handlers.base import Handler
 
 if TYPE_CHECKING:
+    from goggles_io._delivery.policy import DeliveryPolicy
     from goggles_io._delivery.spool import SpoolRecord
     from goggles_io._event.spilled import SpillEncoder
     from goggles_io._transport.election import HostElector
 
-__all__ = ["SocketClient"]
+__all__ = ["SocketClient", "client_pipe"]
 
 _BATCH_EVENTS = 1024
 _BATCH_BYTES = 4 * 1024 * 1024  # a batch's events, so encoding one never doubles a big backlog
@@ -76,6 +77,29 @@ class _SpillCodec:
         from goggles_io._event.spilled import decode_spilled
 
         return list(decode_spilled(record))
+
+
+def client_pipe(
+    send: Callable[[int, list[Item], bool], object],
+    policy: DeliveryPolicy,
+    max_items: int,
+    max_bytes: int,
+) -> Pipe[Item]:
+    """The client's pipe to the host: events count one, handler operations none (put forced:
+    they stay in memory); batches wait for the host's acknowledgement. A function so the
+    engine's tests build the pipe exactly as the client does."""
+    return Pipe(
+        send,
+        label=f"pid {os.getpid()}: transport",
+        policy=policy,
+        max_items=max_items,
+        max_bytes=max_bytes,
+        batch_items=_BATCH_EVENTS,
+        batch_bytes=_BATCH_BYTES,
+        codec=_SpillCodec(),
+        units=_units,
+        name="goggles_io:sender",
+    )
 
 
 class SocketClient:
@@ -122,17 +146,8 @@ class SocketClient:
             warn_once=self.warn_once,
         )
         self.courier = Courier(self.link, self.pools, on_unencodable=self._unencodable)
-        self.pipe: Pipe[Item] = Pipe(
-            self.courier.send,
-            label=f"pid {os.getpid()}: transport",
-            policy=self.policy,
-            max_items=self.settings.queue_size,
-            max_bytes=self.settings.queue_bytes,
-            batch_items=_BATCH_EVENTS,
-            batch_bytes=_BATCH_BYTES,
-            codec=_SpillCodec(),
-            units=_units,
-            name="goggles_io:sender",
+        self.pipe = client_pipe(
+            self.courier.send, self.policy, self.settings.queue_size, self.settings.queue_bytes
         )
         self.courier.ack_pipe = self._acked
         self.unencodable = 0

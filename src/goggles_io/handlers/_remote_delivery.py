@@ -11,6 +11,7 @@ never refused. Every count is in points (``units``): refused, lost, unsent.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import attrs
 import msgpack
@@ -27,7 +28,7 @@ from goggles_io._delivery.policy import DeliveryPolicy
 from goggles_io._delivery.spool import SpoolRecord
 from goggles_io.handlers._sender import _COALESCE_POINTS, Message, Sender
 
-__all__ = ["POINT_BYTES", "RemoteDelivery"]
+__all__ = ["POINT_BYTES", "MessageCodec", "RemoteDelivery", "message_bytes", "remote_pipe"]
 
 POINT_BYTES = 200  # one queued point: a 5-tuple, its float and int objects
 _MESSAGE_BYTES = 512
@@ -55,6 +56,39 @@ def _points(message: Message) -> int:
     return message[3]
 
 
+def message_bytes(message: Message) -> int:
+    """What a queued message counts against the memory budget."""
+    return _MESSAGE_BYTES + POINT_BYTES * message[3]
+
+
+def remote_pipe(
+    send: Callable[[int, list[Message], bool], object],
+    policy: DeliveryPolicy,
+    queue_bytes: int,
+    queue_batches: int | None,
+    on_idle: Callable[[], float | None] | None,
+    on_loss: Callable[[str, int, str], object] | None,
+) -> Pipe[Message]:
+    """The remote sink's pipe, counted in points. A function so the engine's tests build the
+    pipe exactly as the sink does."""
+    return Pipe(
+        send,
+        label="remote",
+        # The training thread must not wait on the network: "block" is read as "drop".
+        policy=attrs.evolve(policy, block_timeout_s=0.0),
+        max_bytes=queue_bytes,
+        max_items=queue_batches or 1 << 62,
+        batch_items=64,
+        batch_bytes=_COALESCE_POINTS * POINT_BYTES,
+        codec=MessageCodec(),
+        units=_points,
+        ack_on_return=True,
+        on_idle=on_idle,
+        on_loss=on_loss,
+        name="goggles-remote-sender",
+    )
+
+
 class RemoteDelivery:
     """One run's outgoing messages: the pipe that keeps them and the sender that posts them."""
 
@@ -70,27 +104,13 @@ class RemoteDelivery:
         self.refused_batches = 0
         self._logger = logger
         self._said: set[str] = set()
-        # The training thread must not wait on the network: "block" is read as "drop".
-        self.pipe: Pipe[Message] = Pipe(
-            sender.send,
-            label="remote",
-            policy=attrs.evolve(policy, block_timeout_s=0.0),
-            max_bytes=queue_bytes,
-            max_items=queue_batches or 1 << 62,
-            batch_items=64,
-            batch_bytes=_COALESCE_POINTS * POINT_BYTES,
-            codec=MessageCodec(),
-            units=_points,
-            ack_on_return=True,
-            on_idle=sender.idle,
-            on_loss=self._said_once,
-            name="goggles-remote-sender",
+        self.pipe = remote_pipe(
+            sender.send, policy, queue_bytes, queue_batches, sender.idle, self._said_once
         )
 
     def put(self, message: Message, *, force: bool = False) -> bool:
         """Queue ``message`` without waiting; ``False`` when refused (counted)."""
-        size = _MESSAGE_BYTES + POINT_BYTES * message[3]
-        taken = self.pipe.put(message, size, force=force)
+        taken = self.pipe.put(message, message_bytes(message), force=force)
         if not taken:
             self.refused_batches += 1
         return taken

@@ -1,28 +1,27 @@
 """The delivery engine (``Pipe``): every unit put is delivered or counted, in order, and a
 repeat reaches the sink only in a batch marked redelivered (issue 29, ADR 0025, ADR 0029).
 
-A real worker thread, a real spool on disk (tiny budgets make it fill), a sink that dies and
-comes back while the test goes on: nothing is mocked but the sink itself.
+One suite for the engine and its four users (as OpenTelemetry tests its BatchProcessor once
+for both signals): the property and spill round-trip tests run over the socket client, a
+handler lane, the remote sink and the broker forwarder (``pipe_users.py``), each pipe built by
+the user's own factory, with the user's codec, units and item types; the unit tests below use
+plain ints. A real worker thread, a real spool on disk (tiny budgets make it fill), a sink that
+dies and comes back while the test goes on: nothing is mocked but the sink itself.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import msgpack
-import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import goggles_io as gg
-from goggles_io import Event, Kind
-from goggles_io._bus.lane import Lane
 from goggles_io._delivery.losses import (
     KEPT_FOR_LATER,
     NOT_DELIVERED,
@@ -34,9 +33,10 @@ from goggles_io._delivery.pipe import Pipe
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull
 from goggles_io._delivery.spool import SpoolRecord
 from goggles_io._delivery.spool_space import list_spools
-from goggles_io.handlers.base import BaseHandler, register_handler
-from goggles_io.testing import MemoryHandler
+from pipe_users import USERS, PipeUser
 from support import wait_until
+
+_FAST = (0.001, 0.01)  # retry backoff: the users' 50 ms .. 1 s would make each example wait
 
 
 class IntCodec:
@@ -86,39 +86,81 @@ def make_pipe(sink: Sink, folder: Path, **kw: Any) -> Pipe[Any]:
         label="t",
         policy=policy,
         codec=IntCodec(),
-        backoff_s=(0.001, 0.01),
+        backoff_s=_FAST,
         on_loss=lambda *_: None,
         **kw,
     )
 
 
+def make_user_pipe(
+    user: PipeUser, sink: Sink, folder: Path, max_bytes: int, spool_bytes: int, when_full: WhenFull
+) -> Pipe[Any]:
+    """The pipe ``user`` makes, on the fake sink, with a fast retry."""
+    policy = DeliveryPolicy(
+        when_full=when_full, spool_bytes=spool_bytes, spool_dir=str(folder), block_timeout_s=0.02
+    )
+    pipe = user.build(sink.send, policy, max_bytes)
+    pipe.backoff_s = _FAST
+    return pipe
+
+
+def put_item(user: PipeUser, pipe: Pipe[Any], i: int) -> tuple[int, bool]:
+    """Put ``user``'s ``i``-th item as the user does; its units, and whether it was forced."""
+    item, force = user.item(i)
+    pipe.put(item, user.size(item), force=force)
+    return user.units(item), force
+
+
 def settle(pipe: Pipe[Any], sink: Sink) -> None:
-    """Acknowledge whatever the sink got until nothing is left."""
+    """Acknowledge whatever the sink got until nothing is held (items of no units too)."""
 
     def done() -> bool:
         pipe.ack(sink.last_seq())
-        return pipe.left() == 0
+        return pipe.left() == 0 and pipe.drain(stall_s=0.0)  # no wait: is anything held?
 
     wait_until(done, timeout_s=60, what="pipe drained")
 
 
-def check_delivery(sink: Sink, put: int, pipe: Pipe[Any]) -> list[int]:
-    """Delivered + counted == put; repeats only when marked; first arrivals in order."""
+def check_delivery(
+    sink: Sink,
+    put: int,
+    pipe: Pipe[Any],
+    ident: Callable[[Any], int] = int,
+    units: Callable[[Any], int] = lambda _: 1,
+) -> list[int]:
+    """Delivered + counted == put (in units); repeats only when marked; first arrivals in
+    order. Returns the ``ident`` of each item, as first delivered."""
     seen: list[int] = []
     known: set[int] = set()
+    got = 0
     for _, items, redelivered in sink.batches:
         for item in items:
-            if item in known:
-                assert redelivered, f"item {item} repeated in a batch not marked redelivered"
+            i = ident(item)
+            if i in known:
+                assert redelivered, f"item {i} repeated in a batch not marked redelivered"
                 continue
-            known.add(item)
-            seen.append(item)
+            known.add(i)
+            seen.append(i)
+            got += units(item)
     losses = pipe.losses()
     assert set(losses) <= set(REASONS)
     assert put == pipe.delivered + sum(losses.values())
-    assert len(seen) == pipe.delivered
+    assert got == pipe.delivered
     assert seen == sorted(seen)
     return seen
+
+
+def check_contents(user: PipeUser, sink: Sink) -> None:
+    """Every item the sink got equals the one put (arrays, lists and marks through the spool)."""
+    for _, items, _ in sink.batches:
+        for item in items:
+            assert user.plain(item) == user.plain(user.item(user.ident(item))[0])
+
+
+@pytest.fixture(params=USERS, ids=str, scope="module")
+def user(request: pytest.FixtureRequest) -> PipeUser:
+    """Each of the engine's users in turn."""
+    return request.param
 
 
 OPS = st.lists(
@@ -134,36 +176,50 @@ OPS = st.lists(
 
 
 class TestProperties:
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(
         ops=OPS,
-        max_bytes=st.sampled_from([30, 100, 2000]),
-        spool_bytes=st.sampled_from([300, 3000, 1 << 20]),
-        when_full=st.sampled_from(list(WhenFull)),
+        memory=st.sampled_from([3, 10, 200]),
+        spool=st.sampled_from([0.05, 2.0, 1000.0]),
+        when_full=st.sampled_from([WhenFull.SPILL, WhenFull.SPILL, WhenFull.BLOCK, WhenFull.DROP]),
     )
-    def test_any_interleaving_delivers_or_counts_every_item(
+    def test_any_interleaving_delivers_or_counts_every_unit(
         self,
+        user: PipeUser,
         tmp_path_factory: pytest.TempPathFactory,
         ops: list[tuple[str, int]],
-        max_bytes: int,
-        spool_bytes: int,
+        memory: int,
+        spool: float,
         when_full: WhenFull,
     ) -> None:
-        """put / ack / sink death / restart / a full spool, in any order, while the worker
-        runs: after a final drain, delivered + counted losses == put, no unmarked repeat,
-        order kept, and no spool folder left."""
+        """put / ack / partial ack / sink death / restart / a full spool, in any order, while
+        the worker runs, on each user's pipe: after a final drain, delivered + counted losses
+        == put in the user's units, no unmarked repeat, order kept, forced items never lost,
+        items intact, and no spool folder left.
+
+        Sizes follow the user's: memory holds ``memory`` typical items, the spool ``spool``
+        of the user's batches (a record is one batch: 0.05 holds none), and each put step
+        puts an eighth of a batch (a few steps fill a record)."""
         folder = tmp_path_factory.mktemp("spool")
         sink = Sink()
-        pipe = make_pipe(
-            sink, folder, max_bytes=max_bytes, spool_bytes=spool_bytes, when_full=when_full
-        )
+        typical = user.typical_size()
+        batch = user.batch_items()
+        record = batch * typical
+        pipe = make_user_pipe(user, sink, folder, memory * typical, int(spool * record), when_full)
         put = 0
+        forced: list[int] = []
+        n = 0
+        on_disk = False
         try:
-            for op, n in ops:
+            for op, count in ops:
                 if op == "put":
-                    for _ in range(n):
-                        pipe.put(put, 10)
-                        put += 1
+                    for _ in range(count * max(1, batch // 8)):
+                        units, force = put_item(user, pipe, n)
+                        put += units
+                        if force:
+                            forced.append(n)
+                        n += 1
+                    on_disk = on_disk or bool(list_spools(folder))
                 elif op == "ack":
                     pipe.ack(sink.last_seq())
                 elif op == "ack_some":
@@ -177,9 +233,17 @@ class TestProperties:
             settle(pipe, sink)
         finally:
             pipe.close()
-        check_delivery(sink, put, pipe)
+        seen = check_delivery(sink, put, pipe, user.ident, user.units)
+        check_contents(user, sink)
         assert NOT_DELIVERED not in pipe.losses()
+        assert set(forced) <= set(seen), "a forced item was lost"
         assert [] == list_spools(folder)
+        for reason in pipe.losses():
+            event(f"{user}: lost to {reason!r}")
+        if any(again for _, _, again in sink.batches):
+            event(f"{user}: redelivered")
+        if on_disk:
+            event(f"{user}: spilled to disk")
 
     @settings(max_examples=20, deadline=None)
     @given(threads=st.integers(2, 4), each=st.integers(1, 300))
@@ -205,6 +269,36 @@ class TestProperties:
         for t in range(threads):
             assert [i for who, i in got if who == t] == list(range(each))
         assert threads * each == pipe.delivered
+
+
+class TestSpillRoundTrip:
+    def test_what_spills_comes_back_whole_and_in_order(
+        self, user: PipeUser, tmp_path: Path
+    ) -> None:
+        """The sink down and memory for three items: the rest goes through the user's codec
+        to disk (a record per batch) and back; every item arrives once, equal to what was put
+        (arrays, lists, redelivered marks), forced items in their place, nothing lost."""
+        sink = Sink()
+        pipe = make_user_pipe(
+            user, sink, tmp_path, 3 * user.typical_size(), 1 << 30, WhenFull.SPILL
+        )
+        sink.alive = False
+        pipe.link_lost()
+        n = 4 * user.batch_items() + 7  # four records on disk, and a part left in memory
+        put = 0
+        try:
+            for i in range(n):
+                put += put_item(user, pipe, i)[0]
+            spilled = list_spools(tmp_path)
+            sink.alive = True
+            settle(pipe, sink)
+        finally:
+            pipe.close()
+        seen = check_delivery(sink, put, pipe, user.ident, user.units)
+        check_contents(user, sink)
+        assert spilled
+        assert (list(range(n)), {}) == (seen, pipe.losses())
+        assert [] == list_spools(tmp_path)
 
 
 @pytest.fixture
@@ -431,313 +525,3 @@ class TestWorker:
         _, status = os.waitpid(pid, 0)
         assert 0 == os.waitstatus_to_exitcode(status)
         assert 50 == pipe.left()
-
-
-# -- the engine's user in one process: a handler lane (``_bus/lane.py``) ------------------------
-class Gate(BaseHandler):
-    """Blocks in handle() until its gate opens; keeps the steps (and image sums) it saw."""
-
-    capabilities: ClassVar[frozenset[Kind]] = frozenset(Kind)
-
-    def __init__(self, name: str = "gate", when_full: str | None = None) -> None:
-        super().__init__(name=name)
-        self.when_full = when_full
-        self.gate = threading.Event()
-        self.entered = threading.Event()
-        self.seen: list[int | None] = []
-        self.sums: list[float] = []
-
-    def handle(self, event: Event) -> None:
-        self.entered.set()
-        self.gate.wait(60)
-        self.seen.append(event.step)
-        if isinstance(event.payload, np.ndarray):
-            self.sums.append(float(event.payload.sum()))
-
-
-register_handler(Gate)
-
-
-def _events(start: int, n: int) -> list[Event]:
-    return [
-        Event(kind=Kind.METRIC, scope="global", payload={"x": 1}, step=i)
-        for i in range(start, start + n)
-    ]
-
-
-class Resuming(Gate):
-    """A gate that also takes redelivered lists (as the built-in file sinks do)."""
-
-    def __init__(self) -> None:
-        super().__init__(name="resuming")
-        self.again: list[int | None] = []
-
-    def handle_redelivered(self, events: list[Event]) -> None:
-        self.again.extend(e.step for e in events)
-
-
-def _gated_lane(
-    folder: Path | None = None, handler: Gate | None = None, **kw: Any
-) -> tuple[Lane, Gate]:
-    """A lane whose handler is inside handle() with event 0 and waits for its gate."""
-    handler = handler or Gate()
-    policy = DeliveryPolicy(spool_dir=str(folder)) if folder is not None else None
-    lane = Lane(handler, async_mode=True, policy=policy, **kw)
-    lane.start()
-    lane.offer_many(_events(0, 1))
-    wait_until(handler.entered.is_set, what="the worker inside handle()")
-    return lane, handler
-
-
-class TestLane:
-    def test_lists_are_delivered_in_order(self) -> None:
-        """Events offered as several lists reach the handler in order, each once."""
-        handler = MemoryHandler(name="mem")
-        lane = Lane(handler, async_mode=True, queue_size=100)
-        lane.start()
-        lane.offer_many(_events(0, 10))
-        lane.offer_many(_events(10, 10))
-        lane.close(30)
-
-        assert list(range(20)) == [e.step for e in handler.events]
-        assert 20 == lane.stats().delivered
-
-    def test_backlog_counts_events_not_lists(self) -> None:
-        """backlog() (the host's backpressure) counts events offered and not yet handled,
-        the one in the handler's hands included, not the number of lists."""
-        lane, handler = _gated_lane(queue_size=100)
-        lane.offer_many(_events(1, 7))
-        lane.offer_many(_events(8, 5))
-        backlog = lane.backlog()
-        handler.gate.set()
-        lane.close(30)
-
-        assert 13 == backlog and 0 == lane.backlog()
-
-    def test_a_list_that_finds_the_pipe_full_is_dropped_whole_and_counted(self) -> None:
-        """With 'drop', a list past the bound is refused at once: every event counted."""
-        lane, handler = _gated_lane(queue_size=2)
-        dropped = [lane.offer_many(_events(start, 3)) for start in (1, 4, 7)]
-        handler.gate.set()
-        lane.close(30)
-
-        assert [0, 0, 3] == dropped
-        assert (7, 3, 10) == (lane.stats().delivered, lane.stats().dropped, lane.stats().logged)
-
-    def test_lists_past_the_bound_are_spilled_in_order(self, tmp_path: Path) -> None:
-        """With the spill policy the excess goes to the lane's spool: nothing dropped, order
-        kept (lists and single events, in one record), the spool removed at close."""
-        lane, handler = _gated_lane(tmp_path, queue_size=5)
-        dropped = 0
-        for start in range(1, 3001, 10):
-            dropped += lane.offer_many(_events(start, 9))
-            lane.offer(_events(start + 9, 1)[0])
-        spilled = bool(list_spools(tmp_path))
-        handler.gate.set()
-        lane.close(30)
-
-        assert (0, list(range(3001))) == (dropped, handler.seen)
-        assert spilled and [] == list_spools(tmp_path)
-
-    def test_redelivered_lists_keep_their_mark_through_the_spool(self, tmp_path: Path) -> None:
-        """A redelivered list read back from the spool still reaches handle_redelivered."""
-        lane, handler = _gated_lane(tmp_path, queue_size=2, handler=Resuming())
-        for start in range(1, 2001, 4):
-            lane.offer_many(_events(start, 4), redelivered=start % 8 == 1)
-        handler.gate.set()
-        lane.close(30)
-
-        assert [s for s in range(1, 2001) if (s - 1) % 8 < 4] == handler.again
-        assert list(range(2001)) == sorted(handler.seen + handler.again)
-        assert (2001, 0) == (lane.stats().delivered, lane.stats().dropped)
-
-    def test_lists_spilled_from_several_threads_at_once_all_arrive(self, tmp_path: Path) -> None:
-        """Four threads spilling into one lane (a host serving four producers): nothing lost."""
-        lane, handler = _gated_lane(tmp_path, queue_size=5)
-
-        def offer(first: int) -> None:
-            for start in range(first, first + 2000, 10):
-                lane.offer_many(_events(start, 10))
-
-        threads = [threading.Thread(target=offer, args=(1 + 2000 * k,)) for k in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        handler.gate.set()
-        lane.close(60)
-
-        assert (0, list(range(8001))) == (lane.stats().dropped, sorted(handler.seen))
-
-    def test_sync_lane_handles_the_list_in_the_caller(self) -> None:
-        """Without a worker thread the whole list is handled before offer_many returns."""
-        handler = MemoryHandler(name="mem")
-        lane = Lane(handler, async_mode=False, queue_size=5)
-        lane.start()
-        lane.offer_many(_events(0, 9))
-
-        assert 9 == len(handler.events)
-        assert 0 == lane.backlog()
-
-    def test_a_forked_child_lane_delivers_its_own_events(self) -> None:
-        """restart_after_fork(): the child's lane has its own pipe and worker; the parent's
-        still works."""
-        handler = MemoryHandler(name="mem")
-        lane = Lane(handler, async_mode=True, queue_size=100)
-        lane.start()
-        lane.offer_many(_events(0, 5))
-        assert lane.flush(30)
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                lane.restart_after_fork()
-                lane.offer_many(_events(100, 10))
-                ok = lane.close(30)
-                got = [e.step for e in handler.events]
-                code = 0 if ok and got == [*range(5), *range(100, 110)] else 2
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        lane.offer_many(_events(5, 5))
-        assert lane.close(30)
-        assert 0 == os.waitstatus_to_exitcode(status)
-        assert list(range(10)) == [e.step for e in handler.events]
-
-    def test_a_subscriber_lane_never_blocks_its_producer(self) -> None:
-        """backpressure=False (a live subscriber): 'block' drops at once instead of waiting."""
-        policy = DeliveryPolicy(when_full=WhenFull.BLOCK, block_timeout_s=30.0)
-        handler = Gate()
-        lane = Lane(handler, async_mode=True, queue_size=2, backpressure=False, policy=policy)
-        lane.start()
-        lane.offer(_events(0, 1)[0])
-        wait_until(handler.entered.is_set, what="the worker inside handle()")
-        started = time.monotonic()
-        for event in _events(1, 20):
-            lane.offer(event)
-        waited = time.monotonic() - started
-        handler.gate.set()
-        lane.close(30)
-
-        assert waited < 5.0 and not lane.congested(1)
-        assert (3, 18) == (lane.stats().delivered, lane.stats().dropped)
-
-
-# -- the same through the bus (``gg.attach``), settings from the environment ---------------
-def _blocked(name: str = "gate", **kw: str) -> Gate:
-    gate = Gate(name=name, **kw)
-    gg.attach(gate)
-    gg.get_logger("t", with_metrics=True).scalar("warm", 0.0, step=0)
-    wait_until(gate.entered.is_set, what="worker inside handle()")
-    return gate
-
-
-def _spool_files(spool_dir: Path) -> list[Path]:
-    return list(spool_dir.rglob("*.seg"))
-
-
-class TestLanesOfTheBus:
-    def test_burst_past_the_queue_is_spilled_and_delivered_in_order(
-        self, monkeypatch: pytest.MonkeyPatch, spool_dir: Path
-    ) -> None:
-        """Queue of 4, handler blocked, 3,000 scalars: all arrive, in order, via the spool."""
-        monkeypatch.setenv("GOGGLES_QUEUE_SIZE", "4")
-        gate = _blocked()
-        log = gg.get_logger("t", with_metrics=True)
-        for step in range(1, 3001):
-            log.scalar("loss", 0.5, step=step)
-        spilled = bool(_spool_files(spool_dir))
-        gate.gate.set()
-        report = gg.finish(timeout=30)
-
-        assert spilled
-        assert list(range(3001)) == gate.seen
-        assert (3001, 0) == (report.handlers["gate"].delivered, report.dropped)
-        assert [] == list(spool_dir.glob("p*"))  # finish() removed the spool
-
-    def test_images_past_the_byte_budget_keep_their_pixels(
-        self, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """A 1 MiB byte budget and 40 images of 256 KiB: every image comes back from disk whole."""
-        monkeypatch.setenv("GOGGLES_QUEUE_BYTES", str(1 << 20))
-        gate = _blocked()
-        log = gg.get_logger("t", with_metrics=True)
-        images = [np.full((512, 512), i, dtype=np.uint8) for i in range(40)]
-        for step, image in enumerate(images, start=1):
-            log.image(image, name="img", step=step)
-        gate.gate.set()
-        gg.finish(timeout=30)
-
-        assert [float(im.sum()) for im in images] == gate.sums
-
-    def test_block_waits_for_room_and_loses_nothing(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """GOGGLES_WHEN_FULL=block: the producer waits while the handler is slow, nothing drops."""
-        monkeypatch.setenv("GOGGLES_QUEUE_SIZE", "4")
-        monkeypatch.setenv("GOGGLES_WHEN_FULL", "block")
-        gate = _blocked()
-        threading.Timer(0.3, gate.gate.set).start()
-        start = time.monotonic()
-        for step in range(1, 21):
-            gg.get_logger("t", with_metrics=True).scalar("loss", 0.5, step=step)
-        waited = time.monotonic() - start
-        report = gg.finish(timeout=30)
-
-        assert waited >= 0.25
-        assert (list(range(21)), 0) == (gate.seen, report.dropped)
-
-    def test_block_is_bounded_per_burst_then_drops(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """A stuck handler: the burst waits GOGGLES_BLOCK_TIMEOUT in all, then drops and counts."""
-        monkeypatch.setenv("GOGGLES_QUEUE_SIZE", "4")
-        monkeypatch.setenv("GOGGLES_WHEN_FULL", "block")
-        monkeypatch.setenv("GOGGLES_BLOCK_TIMEOUT", "0.3")
-        gate = _blocked()
-        start = time.monotonic()
-        for step in range(1, 101):
-            gg.get_logger("t", with_metrics=True).scalar("loss", 0.5, step=step)
-        waited = time.monotonic() - start
-        gate.gate.set()
-        report = gg.finish(timeout=30)
-
-        assert 0.25 <= waited < 5.0
-        assert 101 == report.handlers["gate"].delivered + report.handlers["gate"].dropped
-        assert 96 == report.handlers["gate"].dropped
-
-    def test_full_spool_falls_back_to_block_then_drop(
-        self, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
-    ) -> None:
-        """64 KiB of spool and of memory: spill, then wait, then drop; logged == delivered +
-        dropped, and what arrives is in order."""
-        monkeypatch.setenv("GOGGLES_QUEUE_SIZE", "4")
-        monkeypatch.setenv("GOGGLES_QUEUE_BYTES", str(64 * 1024))
-        monkeypatch.setenv("GOGGLES_SPOOL_BYTES", str(64 * 1024))
-        monkeypatch.setenv("GOGGLES_BLOCK_TIMEOUT", "0.2")
-        gate = _blocked()
-        log = gg.get_logger("t", with_metrics=True)
-        for step in range(1, 20_001):
-            log.scalar("loss", 0.5, step=step)
-        gate.gate.set()
-        report = gg.finish(timeout=60)
-        stats = report.handlers["gate"]
-
-        assert 0 < stats.dropped < 20_000 and 20_001 == stats.delivered + stats.dropped
-        assert gate.seen == sorted(gate.seen)
-        assert "spool budget full" in capfd.readouterr().err
-
-    def test_handler_may_ask_for_drop_for_its_own_lane(
-        self, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """when_full='drop' on the handler: its lane drops while another spills."""
-        monkeypatch.setenv("GOGGLES_QUEUE_SIZE", "4")
-        strict = _blocked("strict", when_full="drop")
-        spilling = _blocked("spilling")
-        for step in range(1, 21):
-            gg.get_logger("t", with_metrics=True).scalar("loss", 0.5, step=step)
-        strict.gate.set()
-        spilling.gate.set()
-        report = gg.finish(timeout=30)
-
-        assert 0 < report.handlers["strict"].dropped
-        assert (0, 21) == (
-            report.handlers["spilling"].dropped,
-            report.handlers["spilling"].delivered,
-        )
