@@ -271,7 +271,7 @@ class EventBus:
         ok = True
         for lane in list(self._lanes.values()):
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ok = lane.flush(left, stall_s=stall_s) and ok
+            ok = lane.flush(left, stall_s=lane.patience(stall_s)) and ok
             if lane.last_wait is not None and lane.last_wait.abandoned:
                 stall_s = 0.0  # Ctrl-C (or the time ran out): do not wait for the others
         return ok
@@ -293,7 +293,8 @@ class EventBus:
             if not self._finished:
                 for lane in self._lanes.values():
                     left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                    ok = lane.close(left, stall_s=0.0 if abandoned else stall_s) and ok
+                    patience = 0.0 if abandoned else lane.patience(stall_s)
+                    ok = lane.close(left, stall_s=patience) and ok
                     wait = lane.last_wait
                     abandoned = abandoned or (wait is not None and wait.abandoned)
                 self._finished = True

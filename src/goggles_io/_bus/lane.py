@@ -47,6 +47,7 @@ from goggles_io.handlers.base import Handler
 __all__ = ["Lane", "handler_kinds"]
 
 _LABEL = re.compile(r"[^A-Za-z0-9_.-]+")
+_SUBSCRIBER_GRACE_S = 1.0  # a stalled live subscriber does not hold up a producer's finish
 
 
 class Lane:
@@ -144,6 +145,13 @@ class Lane:
         self.tally.after_fork()
         if self._pipe is not None:
             self._fresh_pipe()
+
+    def patience(self, stall_s: float | None) -> float | None:
+        """How long a producer's flush or finish waits on this lane without progress: a live
+        subscriber's reader loses only its own events, so it gets a short grace."""
+        if self.backpressure:
+            return stall_s
+        return _SUBSCRIBER_GRACE_S if stall_s is None else min(stall_s, _SUBSCRIBER_GRACE_S)
 
     def flush(self, timeout_s: float | None = None, *, stall_s: float | None = None) -> bool:
         """Wait until every event offered so far was handled and the handler flushed.

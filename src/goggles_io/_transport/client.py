@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from goggles_io._bus.settings import Settings
 from goggles_io._bus.transport import FinishReport, HandlerStats
 from goggles_io._delivery.drain import read_finish_stall, wait_while_progressing
-from goggles_io._delivery.losses import KEPT_FOR_LATER, NOT_DELIVERED, UNENCODABLE
+from goggles_io._delivery.losses import KEPT_FOR_LATER, NOT_DELIVERED, UNENCODABLE, LossReport
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._event.messages import Call
 from goggles_io._event.records import Event, ShmRef, approx_nbytes
@@ -90,8 +90,9 @@ def client_pipe(
     engine's tests build the pipe exactly as the client does."""
     return Pipe(
         send,
-        label=f"pid {os.getpid()}: transport",
+        label="client",  # names its spool folder; its stderr lines say whose transport
         policy=policy,
+        on_loss=LossReport(f"pid {os.getpid()}: transport"),
         max_items=max_items,
         max_bytes=max_bytes,
         batch_items=_BATCH_EVENTS,

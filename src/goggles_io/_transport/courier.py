@@ -15,7 +15,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -27,6 +27,8 @@ from goggles_io._transport.operations import Marker
 from goggles_io._transport.pools import ArrayPools
 
 if TYPE_CHECKING:
+    from goggles_io._delivery.pipe import Pipe
+    from goggles_io._delivery.policy import DeliveryPolicy
     from goggles_io._event.codec import Encoder
     from goggles_io._transport.batching import Batcher
 
@@ -82,6 +84,16 @@ def _held_bytes(event: Event) -> int:
     if type(payload) is ShmRef:
         return payload.nbytes
     return approx_nbytes(event)
+
+
+class PipeOwner(Protocol):
+    """What the client that holds the pipe offers to those that put into it on its behalf."""
+
+    socket_path: str
+    policy: DeliveryPolicy
+    pipe: Pipe[Item]
+
+    def control(self, op: str, args: dict[str, Any]) -> Marker: ...
 
 
 @attrs.define

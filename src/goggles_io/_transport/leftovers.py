@@ -37,14 +37,13 @@ from goggles_io._delivery.spool import SpoolRecord
 from goggles_io._delivery.spool_space import remove_own_tree, spool_space
 from goggles_io._event.messages import Call
 from goggles_io._event.records import Event, ShmRef, approx_nbytes
-from goggles_io._transport.courier import AGAIN, REPLAYED, Item
+from goggles_io._transport.courier import AGAIN, REPLAYED, Item, PipeOwner
 from goggles_io._transport.operations import Marker
 from goggles_io._util.liveness import pid_alive, start_time
 from goggles_io._util.report import report
 
 if TYPE_CHECKING:
     from goggles_io._delivery.waiting import Keep
-    from goggles_io._transport.client import SocketClient
 
 __all__ = ["PREFIX", "Leftovers", "leftover_folders"]
 
@@ -244,7 +243,7 @@ class _Claimed:
 class Leftovers:
     """One client's side of left-over events: writes its own, delivers dead processes'."""
 
-    def __init__(self, client: SocketClient) -> None:
+    def __init__(self, client: PipeOwner) -> None:
         self.client = client
         self.root = spool_space(client.policy).root
         self.written: Path | None = None  # the folder this process kept its events in
