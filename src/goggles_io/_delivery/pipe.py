@@ -289,8 +289,8 @@ class Pipe(Generic[T]):
             waiting.active = False  # all spilled was taken: new items go to memory again
             self._limit = self.max_items
         if part is None:
-            if waiting.empty():
-                self._allowance.refill()  # drained: the next burst may wait the full allowance
+            if waiting.empty() and self._bytes_in - self._bytes_out <= self.max_bytes // 2:
+                self._allowance.refill()  # drained (kept batches too): the next burst may wait
             return None, None
         if part.items is None:
             return None, part  # read back outside the lock
