@@ -114,7 +114,7 @@ class FinishReport:
     """What ``finish()`` delivered and dropped, per handler name, and this process's transport.
 
     ``transport`` is the socket client's own tally (events it could not hand to the host: queue
-    full, lost with a dead host, unencodable, not sent in time), so ``dropped`` counts every
+    full, spool full, unencodable, not delivered), so ``dropped`` counts every
     loss the user should hear of, wherever it happened.
     """
 

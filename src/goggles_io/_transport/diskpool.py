@@ -139,7 +139,7 @@ class DiskPool:
         return seg, seg.allocate(need)
 
     def release(self, segment: str, offset: int) -> None:
-        """Free the slot the host has read (or that was lost with a dead host)."""
+        """Free the slot the host has read (or whose event was dropped)."""
         with self._lock:
             seg = self._segments.get(segment)
             if seg is None:

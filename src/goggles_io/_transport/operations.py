@@ -88,7 +88,7 @@ class HandlerOperations:
             self.attached[handler.name] = (cls, known | set(scopes))
             return
         # Never waits for the host (ADR 0025): events logged before it is up wait in the queue
-        # and, past its budget, in the spillover on disk; none is lost to a slow start.
+        # and, past its budget, in the client pipe's spool; none is lost to a slow start.
         self.client.control("attach", {"spec": self._spec(handler), "scopes": list(scopes)})
         cls, known = self.attached.get(handler.name, (type(handler), set()))
         self.attached[handler.name] = (cls, known | set(scopes))  # the first class wins

@@ -215,7 +215,7 @@ class ShmPool:
         return ShmRef(seg.name, offset, nbytes, array.dtype.str, tuple(array.shape))
 
     def release(self, segment: str, offset: int) -> None:
-        """Free the slot the host has copied out (or that was lost with a dead host)."""
+        """Free the slot the host has copied out (or whose event was dropped)."""
         with self._lock:
             seg = self._segments.get(segment)
             if seg is None:
