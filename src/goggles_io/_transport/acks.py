@@ -61,10 +61,6 @@ class BatchAcks:
             except OSError:
                 self._writer.broken = True
 
-    def pending(self) -> int:
-        """Batches read and not acknowledged yet."""
-        return len(self._tickets)
-
     def close(self) -> None:
         """The connection ended: stop the thread (unacknowledged batches are the client's)."""
         self._closed = True

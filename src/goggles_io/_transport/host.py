@@ -172,7 +172,6 @@ class Host:
         frames = FrameDecoder()
         peer = creds[0] if creds else "?"
         subscribed: list[str] = []  # names of this connection's subscriber sinks
-        redeliver_upto = 0  # batches up to this seq were sent before to a host that died
         try:
             while True:
                 data = conn.recv(_RECV_BYTES)
@@ -186,15 +185,10 @@ class Host:
                     if type(msg) is Batch:
                         # Acknowledged once its handlers took it, not now (ADR 0030).
                         ticket = acks.ticket(msg.seq)
-                        again = msg.redelivered or msg.seq <= redeliver_upto
                         ticket.dropped = self.bus.emit_many(
-                            msg.events, ticket=ticket, redelivered=again
+                            msg.events, ticket=ticket, redelivered=msg.redelivered
                         )
                         ticket.settle()
-                    elif type(msg) is Call and msg.op == "redeliver":
-                        upto = msg.args.get("upto") if isinstance(msg.args, dict) else None
-                        redeliver_upto = upto if type(upto) is int else redeliver_upto
-                        writer.send(Reply(msg.token, True, None))
                     elif type(msg) is Call:
                         reply = self._call(msg, conn, writer, subscribed)
                         acks.send_ready()  # what a flush waited for is acknowledged before it

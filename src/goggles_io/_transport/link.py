@@ -48,8 +48,6 @@ class HostLink:
         warn_once: Callable[[str, str], None],
     ) -> None:
         self.socket_path = socket_path
-        self.reconnects = 0
-        self.host_lost = False  # the host died and no new one answered yet
         self._elector = elector
         self._replay = replay
         self._on_ack = on_ack
@@ -62,11 +60,6 @@ class HostLink:
         self._sending = threading.Lock()  # one write at a time: frames never interleave
         self._wake = threading.Event()
         self._closing = False
-
-    @property
-    def connected(self) -> bool:
-        """Whether a connection is open now."""
-        return self._sock is not None
 
     def send(self, data: bytes) -> None:
         """Write ``data`` on the connection (connecting first when there is none).
@@ -135,7 +128,6 @@ class HostLink:
             self._gen += 1
             self._sock = sock
             gen = self._gen
-        self.host_lost = False
         threading.Thread(
             target=self._receive, args=(sock, gen), name="goggles_io:receiver", daemon=True
         ).start()
@@ -153,8 +145,6 @@ class HostLink:
         with contextlib.suppress(OSError):
             sock.close()
         if lost and not self._closing:
-            self.host_lost = True
-            self.reconnects += 1
             report(
                 f"pid {os.getpid()}: lost the host on {self.socket_path!r}; what it had not "
                 "acknowledged is kept and sent again to the next host; re-electing a host and "
@@ -200,4 +190,3 @@ class HostLink:
         self._lock = threading.Lock()
         self._sending = threading.Lock()
         self._wake = threading.Event()
-        self.host_lost = False
