@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from goggles_io._event.messages import Ack, Call, Reply
-from goggles_io._event.records import Event, ShmRef, approx_nbytes
+from goggles_io._event.records import Event, ShmRef
 from goggles_io._transport.framing import encode_frame
 from goggles_io._transport.link import HostLink
 from goggles_io._transport.operations import Marker
@@ -78,12 +78,11 @@ os.register_at_fork(before=_before_fork)
 _FRAME_HELD_BYTES = 4 * 1024 * 1024
 
 
-def _held_bytes(event: Event) -> int:
-    """What ``event`` will hold in the host: its staged array too (copied out of the pool)."""
+def _staged_bytes(event: Event) -> int:
+    """The array ``event`` staged in a pool, which the host copies out: the pipe counted only its
+    reference (the rest of a batch is bounded by the pipe's own batch bytes)."""
     payload = event.payload
-    if type(payload) is ShmRef:
-        return payload.nbytes
-    return approx_nbytes(event)
+    return payload.nbytes if type(payload) is ShmRef else 0
 
 
 class PipeOwner(Protocol):
@@ -136,7 +135,7 @@ class Courier:
         data: list[bytes] = []
         sent = _Sent(seq, None, set(), [], [])
         events: list[Event] = []
-        held = 0  # bytes the host will hold for ``events`` once it copied their arrays out
+        held = 0  # bytes of staged arrays the host will copy out for ``events``
         again = redelivered or self._again
         for item in items:
             if type(item) is Marker:
@@ -150,7 +149,7 @@ class Courier:
                     self._frame_call(item, encoder, sent, data)
                 continue
             events.append(item)
-            held += _held_bytes(item)
+            held += _staged_bytes(item)
             if held >= _FRAME_HELD_BYTES:
                 # A frame's arrays all live in the host at once: it waits for room per frame.
                 self._frame_events(events, again, batcher, sent, data)
