@@ -77,8 +77,14 @@ def process_gone(identity: Any) -> bool:
             return False
         if not pid_alive(pid):
             return True
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[-1].split()
+        except OSError:
+            return not pid_alive(pid)
+        if fields[0] in (b"Z", b"X"):  # exited, not yet reaped by its parent
+            return True
         started = identity.get("start")
-        now = start_time(pid)
-        return started is not None and now is not None and now != started
+        return started is not None and fields[19].decode() != started
     same_host = identity.get("machine") is None and identity.get("host") == socket.gethostname()
     return same_host and not pid_alive(pid)

@@ -106,8 +106,7 @@ class TestKilledRemoteRun:
             assert _rows(server, run_id)[0]["status"] == "running"
             assert script.proc is not None
             script.proc.send_signal(signal.SIGKILL)
-            script.proc.wait(30)
-            killed = time.monotonic()
+            killed = time.monotonic()  # not reaped yet: a zombie counts as gone
             wait_until(
                 lambda: _rows(server, run_id)[0]["status"] == "crashed",
                 30.0, 0.05, "the run is shown crashed",
