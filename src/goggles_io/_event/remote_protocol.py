@@ -230,7 +230,8 @@ def check_points(body: Any) -> list[PointRow]:
 
 
 def check_register(body: Any) -> dict[str, Any]:
-    """A valid ``POST /runs`` body: ``run_id``, ``name``, ``config``, ``info``, ``heartbeat_s``.
+    """A valid ``POST /runs`` body: ``run_id``, ``name``, ``config``, ``info``, ``heartbeat_s``,
+    ``process`` (the sending process, optional: an object, or ``None``).
 
     Raises:
         ProtocolError: 400 naming the field that is wrong.
@@ -249,6 +250,9 @@ def check_register(body: Any) -> dict[str, Any]:
     for what, value in (("config", config), ("info", info)):
         if type(value) is not dict:
             raise ProtocolError(HTTPStatus.BAD_REQUEST, f"{what} must be a JSON object")
+    process = body.get("process")
+    if process is not None and type(process) is not dict:
+        raise ProtocolError(HTTPStatus.BAD_REQUEST, "process must be a JSON object or null")
     heartbeat = body.get("heartbeat_s")
     if heartbeat is not None and not ((_number(heartbeat) or 0.0) > 0):
         msg = f"heartbeat_s must be a positive number (got {heartbeat!r:.60})"
@@ -259,6 +263,7 @@ def check_register(body: Any) -> dict[str, Any]:
         "config": config,
         "info": info,
         "heartbeat_s": None if heartbeat is None else float(heartbeat),
+        "process": process,
     }
 
 
@@ -327,9 +332,15 @@ def register_body(
     config: Mapping[str, Any],
     info: Mapping[str, Any],
     heartbeat_s: float,
+    process: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The body of ``POST /runs`` (:func:`check_register` is its collector side)."""
+    """The body of ``POST /runs`` (:func:`check_register` is its collector side).
+
+    ``process`` names the process that sends the run's points (host name, machine, pid, start
+    time): a collector on the same machine sees at once that it died.
+    """
     return {
+        **({"process": dict(process)} if process is not None else {}),
         "run_id": run_id,
         "name": name,
         "config": dict(config),

@@ -161,7 +161,7 @@ def _csv_last(path: Path) -> tuple[int | None, dict[str, float]]:
                 values[record["name"]] = value
             continue
         for col, text in record.items():
-            value = _number(text) if col not in ("step", "time", "timestamp") else None
+            value = _number(text) if col not in ("step", "time", "timestamp", "wall_time") else None
             if value is not None:
                 values[col] = value
     return step, values
