@@ -95,9 +95,9 @@ function statsChart(box, overall) {
   if (!pairs.length) return;
   const opts = { width: Math.max(box.clientWidth - 12, 400), height: 220, legend: { show: false },
     scales: { x: { time: false }, y: { range: [-2, 105] } }, series };
-  const chart = el("div");
+  const chart = el("div", { className: "stats-chart" });
   box.append(chart, legend);
-  new uPlot(opts, uPlot.join(pairs), chart);
+  chart.__uplot = new uPlot(opts, uPlot.join(pairs), chart);
 }
 
 async function loadStats() {
