@@ -153,7 +153,9 @@ function renderRuns() {
     row.append(first);
     const name = el("td", { className: "name",
       title: isolated(run.path || run.run_id) + (run.note ? "\n" + isolated(run.note) : "") });
-    name.append(bdi(run.name));
+    const label = el("span", { className: "run-name" });
+    label.append(bdi(run.name));
+    name.append(label);
     if (run.name !== run.run_id) name.append(" ", el("span", { className: "rid" }, shortId(run)));
     const twin = copies.get(run.key);
     if (twin) {
