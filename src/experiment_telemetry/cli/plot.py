@@ -86,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
     for mode in sorted({s.mode for s in overall}):
         rows = [s for s in overall if s.mode == mode]
         numbers = [s.episode for s in rows]
-        for field, style in (("percent_correct", {"marker": "."}), ("percent_confused", {"ls": "--"})):
+        for field, style in (
+            ("percent_correct", {"marker": "."}),
+            ("percent_confused", {"ls": "--"}),
+        ):
             xs, ys = broken_at_gaps(numbers, [getattr(s, field) for s in rows])
             label = f"{mode} {field.replace('percent_', '% ')}"
             (line,) = top.plot(xs, ys, color=colour[mode], label=label, **style)

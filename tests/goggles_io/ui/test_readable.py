@@ -21,6 +21,8 @@ import pytest
 pytest.importorskip("selenium")
 pytest.importorskip("uvicorn")
 
+import itertools
+
 from browser import browser_marks, chromium, wait
 from goggles_io.runs import RunContext
 from goggles_io.server.collector import Collector
@@ -130,7 +132,7 @@ def assert_axis_drawn(driver: Any, panel: Any) -> list[str]:
     splits, values = axis["splits"], axis["values"]
     assert len(splits) >= 3 and len(values) == len(splits), axis
     assert all(values) and len(set(values)) == len(values), values
-    step = min(abs(b - a) for a, b in zip(splits, splits[1:], strict=False))
+    step = min(abs(b - a) for a, b in itertools.pairwise(splits))
     for text, value in zip(values, splits, strict=True):
         assert abs(label_value(text) - value) <= 0.02 * max(step, abs(value) * 1e-9), (text, value)
     chart = panel.find_element("css selector", ".chart")
@@ -141,14 +143,16 @@ def assert_axis_drawn(driver: Any, panel: Any) -> list[str]:
     assert int(np.sum(strip < 110)) > 40 * len(values), "no label text drawn left of the plot"
     x0, x1 = int(axis["left"] * scale) + 2, int(axis["right"] * scale) - 2
     for row in axis["rows"]:
-        y = int(round(row * scale))
+        y = round(row * scale)
         lines = [np.mean(gray[r, x0:x1] < 250) for r in range(max(y - 1, 0), y + 2)]
         assert max(lines) > 0.6, f"no grid line at row {y}"
     return values
 
 
 class TestAxesAtAnyMagnitude:
-    @pytest.mark.parametrize("mode", [{}, {"log": "1"}, {"outliers": "1"}], ids=["linear", "log", "outliers"])
+    @pytest.mark.parametrize(
+        "mode", [{}, {"log": "1"}, {"outliers": "1"}], ids=["linear", "log", "outliers"]
+    )
     def test_value_explosion_panel_has_y_numbers_and_grid(
         self, browser: Any, server: Collector, root: Path, mode: dict[str, str]
     ) -> None:
@@ -222,20 +226,32 @@ class TestRunTextIsIsolated:
         drawn_panel(browser, "loss")
         isolated = ("return [...document.querySelectorAll(arguments[0])].filter(n => n.textContent.includes('\\u202e'))"
                     ".map(n => getComputedStyle(n).unicodeBidi)")  # fmt: skip
-        wait(browser, lambda d: len(js(d, isolated, "#runs bdi")) == 2, "name and config cell isolated")
+        wait(
+            browser,
+            lambda d: len(js(d, isolated, "#runs bdi")) == 2,
+            "name and config cell isolated",
+        )
         assert ["isolate"] * 2 == js(browser, isolated, "#runs bdi")
         browser.find_element("css selector", "#tabs button[data-tab='compare']").click()
         wait(browser, lambda d: js(d, isolated, "#compare td bdi") == ["isolate"], "compare cell")
 
 
 class TestGroupsAndStats:
-    def test_each_group_has_its_own_colour(self, browser: Any, server: Collector, root: Path) -> None:
+    def test_each_group_has_its_own_colour(
+        self, browser: Any, server: Collector, root: Path
+    ) -> None:
         """Six runs grouped by config opt draw three groups in three distinct colours, none of
         them a member run's colour, and each line in its legend's colour."""
         keys = [key_of(root, f"grouped{i}") for i in range(6)]
         open_page(browser, server.url, run=keys, group="config.opt")
         panel = drawn_panel(browser, "grouped/loss")
-        wait(browser, lambda d: len(js(d, "return arguments[0].querySelectorAll('.legend .chip')", panel)) == 3, "3 groups")
+        wait(
+            browser,
+            lambda d: (
+                len(js(d, "return arguments[0].querySelectorAll('.legend .chip')", panel)) == 3
+            ),
+            "3 groups",
+        )
         colours = js(browser, """
           const p = arguments[0], u = p.uplot, box = document.createElement('i');
           document.body.append(box);
@@ -258,7 +274,11 @@ class TestGroupsAndStats:
         column table scrolls sideways inside its panel and its last column can be reached."""
         key = key_of(root, "demo")
         open_page(browser, server.url, run=key, tab="stats")
-        wait(browser, lambda d: js(d, "return document.querySelector('#stats .legend .line-key')"), "legend")
+        wait(
+            browser,
+            lambda d: js(d, "return document.querySelector('#stats .legend .line-key')"),
+            "legend",
+        )
         keys = js(browser, """
           const u = document.querySelector('#stats .stats-chart').__uplot, box = document.createElement('i');
           document.body.append(box);
@@ -290,8 +310,16 @@ class TestRunsTable:
     def test_newest_first_and_the_newest_three_ticked(self, browser: Any, tmp_path: Path) -> None:
         """Runs are listed by start time, newest first, whatever their folder names; a page
         opened without runs in its link ticks the newest three."""
-        starts = {"b": "2026-01-03", "a": "2026-01-05", "d": "2026-01-01", "c": "2026-01-04", "e": "2026-01-02"}
-        runs = {s: make_run(tmp_path, s, started=f"{day}T10:00:00+00:00") for s, day in starts.items()}
+        starts = {
+            "b": "2026-01-03",
+            "a": "2026-01-05",
+            "d": "2026-01-01",
+            "c": "2026-01-04",
+            "e": "2026-01-02",
+        }
+        runs = {
+            s: make_run(tmp_path, s, started=f"{day}T10:00:00+00:00") for s, day in starts.items()
+        }
         with Collector(run_dirs=[str(tmp_path)]) as server:
             browser.get(server.url + "/")
             rows = "return [...document.querySelectorAll('#runs tr.run')].map(r => [r.dataset.key, r.querySelector('input').checked])"
@@ -302,11 +330,18 @@ class TestRunsTable:
         assert [f"dir:{runs[s].id}" for s in newest] == [k for k, _ in listed]
         assert [True, True, True, False, False] == [c for _, c in listed]
 
-    def test_added_columns_scroll_into_view(self, browser: Any, server: Collector, root: Path) -> None:
+    def test_added_columns_scroll_into_view(
+        self, browser: Any, server: Collector, root: Path
+    ) -> None:
         """With config columns added past the sidebar's edge the table scrolls sideways, its
         scrollbar is on screen, and the last column can be brought into view; the sidebar can
         be resized."""
-        columns = ["config.demo.scenario", "config.demo.objects", "config.metrics.progress_every", "config.opt"]
+        columns = [
+            "config.demo.scenario",
+            "config.demo.objects",
+            "config.metrics.progress_every",
+            "config.opt",
+        ]
         open_page(browser, server.url, col=columns)
         state = js(browser, """
           const wrap = document.querySelector('.table-wrap'), r = wrap.getBoundingClientRect();
