@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from goggles_io._util.safe_read import iter_chunks, open_inside
 from goggles_io.runs.compare import read_config
 from goggles_io.runs.lines import (
     CSV_FILE,
@@ -27,8 +28,8 @@ from goggles_io.runs.lines import (
     Columns,
     Parsed,
     csv_rows,
+    file_objects,
     json_lines,
-    json_objects,
     metric_sources,
 )
 from goggles_io.runs.reader import read_run
@@ -91,23 +92,34 @@ def describe_run(run_dir: str | os.PathLike[str], *, with_last_step: bool = True
 
 
 def _read_all(run_dir: Path) -> Parsed:
-    """Every metric point and media item of the run, each metric from the file that owns it."""
+    """Every metric point and media item of the run, each metric from the file that owns it.
+
+    Files are read in bounded pieces: a line over ``MAX_LINE_BYTES`` is skipped and counted,
+    a file resolving outside the run (a symlink out) or not regular (a FIFO) is not read.
+    """
     merged = Parsed()
     for source in metric_sources(run_dir):
         parsed = Parsed()
+        too_long = [0]
+        header: list[str] | None = None
+        folder = "" if source.parent == run_dir else source.parent.name
         try:
-            data = source.read_bytes()
+            with open_inside(run_dir, source) as fh:
+                for chunk in iter_chunks(fh, too_long):
+                    if source.suffix == ".csv":
+                        if header is None and too_long[0]:
+                            header = []  # the header line was unreadable: so is every row
+                        _, header = csv_rows(
+                            chunk.decode("utf-8", errors="replace"), header, parsed
+                        )
+                    else:
+                        json_lines(chunk.split(b"\n"), folder, parsed)
         except OSError:
             continue
-        if source.suffix == ".csv":
-            csv_rows(data.decode("utf-8", errors="replace"), None, parsed)
-        else:
-            folder = "" if source.parent == run_dir else source.parent.name
-            json_lines(data.split(b"\n"), folder, parsed)
         for name, columns in parsed.metrics.items():
             merged.metrics.setdefault(name, columns)
         merged.media += parsed.media
-        merged.skipped += parsed.skipped
+        merged.skipped += parsed.skipped + too_long[0]
     return merged
 
 
@@ -212,13 +224,7 @@ class Run:
     @cached_property
     def alerts(self) -> list[dict[str, Any]]:
         """The metric watchers' alerts (``alerts.jsonl``), in the order they fired."""
-        path = self.path / "alerts.jsonl"
-        if not path.is_file():
-            return []
-        try:
-            return list(json_objects(path.read_bytes()))
-        except OSError:
-            return []
+        return file_objects(self.path, "alerts.jsonl")
 
 
 def open_run(run_dir: str | os.PathLike[str]) -> Run:

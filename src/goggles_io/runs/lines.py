@@ -26,6 +26,8 @@ from typing import Any
 
 import attrs
 
+from goggles_io._util.safe_read import iter_chunks, open_inside
+
 __all__ = [
     "CSV_FILE",
     "EVENT_FILES",
@@ -33,6 +35,7 @@ __all__ = [
     "Columns",
     "Parsed",
     "csv_rows",
+    "file_objects",
     "json_lines",
     "json_objects",
     "metric_sources",
@@ -299,3 +302,16 @@ def json_objects(data: bytes) -> Iterator[dict[str, Any]]:
             continue
         if type(obj) is dict:
             yield obj
+
+
+def file_objects(run_dir: Path, name: str) -> list[dict[str, Any]]:
+    """The JSON objects of ``run_dir / name`` (``alerts.jsonl``), read in bounded pieces: only a
+    regular file inside the run, a line over ``MAX_LINE_BYTES`` skipped; ``[]`` when unreadable."""
+    path = run_dir / name
+    if not path.is_file():
+        return []
+    try:
+        with open_inside(run_dir, path) as fh:
+            return [obj for chunk in iter_chunks(fh, [0]) for obj in json_objects(chunk)]
+    except OSError:
+        return []

@@ -1,7 +1,8 @@
 """The dashboard's routes (Starlette): the page, its JSON API, a live stream, media and exports.
 
 Everything a run wrote reaches the page as JSON data, never as markup: the page builds its
-DOM with ``textContent`` (``static/*.js``), so a metric called ``<script>`` is text. Chart
+DOM with ``textContent`` (``static/*.js``), so a metric called ``<script>`` is text. A run's
+own files are served sandboxed, active types as downloads (``_headers.py``). Chart
 code is uPlot from the ``youplot`` wheel (``_assets.py``). Answers come from the index as it
 stands (``_sources.py`` reads the files in the background), so no request waits for a big log.
 """
@@ -26,6 +27,7 @@ from goggles_io.runs import diff_configs
 from goggles_io.server.ingest import KEY_COOKIE
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._assets import load_assets
+from goggles_io.server.ui._headers import attachment, run_file_headers
 from goggles_io.server.ui._media import array_view, histogram_steps, inside, text_preview
 from goggles_io.server.ui._series import export_rows, group_band, metric_series
 from goggles_io.server.ui._sources import Catalog
@@ -136,8 +138,7 @@ def make_ui_app(
         index = catalog.index(key)
         if index is None or name not in index.metrics or fmt not in ("csv", "json"):
             return _error("no such run, metric or format (csv or json)")
-        filename = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{key}_{name}")[:150]
-        headers = {"content-disposition": f'attachment; filename="{filename}.{fmt}"', **_PLAIN}
+        headers = {"content-disposition": attachment(f"{key}_{name}.{fmt}"), **_PLAIN}
 
         async def body() -> AsyncIterator[bytes]:
             yield (
@@ -210,7 +211,7 @@ def make_ui_app(
         target = _target(request)
         if target is None:
             return _error("no such media file in this run")
-        return FileResponse(target)
+        return FileResponse(target, headers=run_file_headers(target))  # sandboxed: runs nothing
 
     async def media_data(request: Request) -> Response:
         """A histogram, trajectories or vector field reduced for drawing; an artifact's text."""

@@ -21,6 +21,7 @@ from typing import Any
 
 from goggles_io._util.env import ENV_CACHE_HOME
 from goggles_io._util.report import ReportOnce
+from goggles_io._util.safe_read import resolves_inside
 from goggles_io.runs import describe_run, find_runs, lost_events, read_config, shown_status
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._feed import DbFeeder, DirFeeder, index_folder
@@ -175,7 +176,8 @@ class Catalog:
         """Add run directories that appeared; re-read run.kv of each at most once a second."""
         with self._lock:
             known = {run.path for run in self.dirs.values()}
-            for path in find_runs(*self.roots):
+            found = [p for root in self.roots for p in find_runs(root) if resolves_inside(root, p)]
+            for path in found:  # a run folder symlinked in from outside its root is not served
                 if path not in known:
                     key = f"dir:{path.name}"
                     while key in self.dirs:
@@ -288,7 +290,7 @@ class Catalog:
             "tags": [t for t in tags.split(",") if t],
             "config": run.config,
             "path": str(run.path),
-            "note": info.get("note") or info.get("error"),
+            "note": _note(info, run.feeder.index),
             "stats": (run.path / "stats.jsonl").is_file(),
             "alerts": (run.path / "alerts.jsonl").is_file(),
             "layout": info.get("layout", "run.kv"),
@@ -309,14 +311,24 @@ def _join(row: dict[str, Any], db_status: str) -> None:
         row["status"] = db_status
 
 
+def _note(info: dict[str, Any], index: RunIndex) -> str | None:
+    """The run's note: why it has no run.kv or why that was unreadable, and files not read."""
+    with index.lock:
+        refused = list(index.extra.get("refused", {}).values())
+    parts = [str(p) for p in (info.get("note") or info.get("error"), *refused) if p]
+    return "; ".join(parts) or None
+
+
 def _index_part(index: RunIndex | None, pending: int) -> dict[str, Any]:
     """The runs-table columns that come from the index: last step, summaries, progress."""
     if index is None:
-        return {"last_step": None, "metrics": {}, "summary": {}, "media": 0, "indexed": 1.0}
+        return {"last_step": None, "metrics": {}, "summary": {}, "media": 0, "unreadable": 0,
+                "indexed": 1.0}  # fmt: skip
     with index.lock:
         metrics = list(index.metrics.values())
         done = sum(int(s.get("offset", 0)) for s in index.sources.values())
         media = len(index.media)
+        unreadable = int(index.extra.get("skipped", 0))
     steps = [m.ends.get("step") for m in metrics if m.ends.get("step") is not None]
     return {
         "last_step": int(max(steps)) if steps else None,  # type: ignore[type-var]
@@ -325,5 +337,6 @@ def _index_part(index: RunIndex | None, pending: int) -> dict[str, Any]:
             m.name: {"last": m.last, "min": m.low, "max": m.high, "bad": m.bad} for m in metrics
         },
         "media": media,
+        "unreadable": unreadable,  # lines skipped: not JSON, torn, or over MAX_LINE_BYTES
         "indexed": 1.0 if not pending else done / (done + pending),
     }

@@ -13,7 +13,8 @@ import io
 from pathlib import Path
 from typing import Any
 
-from goggles_io.runs.lines import json_objects
+from goggles_io._util.safe_read import iter_chunks, open_inside
+from goggles_io.runs.lines import file_objects
 
 __all__ = ["read_alerts", "stat_records"]
 
@@ -23,34 +24,43 @@ _EPISODE = ("episode_stats",)
 _MODULE = ("learning_module_episode_stats", "lm_episode_stats")
 
 
-def _objects(path: Path) -> list[dict[str, Any]]:
-    try:
-        return list(json_objects(path.read_bytes())) if path.is_file() else []
-    except OSError:
-        return []
-
-
 def read_alerts(run_dir: Path) -> list[dict[str, Any]]:
     """``alerts.jsonl``: each alert with its step, metric, source, severity and message."""
-    return _objects(run_dir / "alerts.jsonl")
+    return file_objects(run_dir, "alerts.jsonl")
+
+
+def _csv_table(run_dir: Path, path: Path) -> dict[str, Any] | None:
+    """The first rows of one table and its row count, read in bounded pieces."""
+    columns: list[str] | None = None
+    rows: list[list[str]] = []
+    total = 0
+    with open_inside(run_dir, path) as fh:
+        for chunk in iter_chunks(fh, [0]):
+            for row in csv.reader(io.StringIO(chunk.decode("utf-8", errors="replace"))):
+                if columns is None:
+                    columns = row
+                    continue
+                total += 1
+                if len(rows) < _MAX_CSV_ROWS:
+                    rows.append(row)
+    return None if columns is None else {"columns": columns, "rows": rows, "total": total}
 
 
 def _csv_tables(run_dir: Path) -> dict[str, dict[str, Any]]:
     tables = {}
     for path in sorted(run_dir.glob("*_stats.csv")):
         try:
-            rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8", errors="replace"))))
+            table = _csv_table(run_dir, path)
         except OSError:
             continue
-        if rows:
-            tables[path.name] = {"columns": rows[0], "rows": rows[1 : _MAX_CSV_ROWS + 1],
-                                 "total": len(rows) - 1}  # fmt: skip
+        if table is not None:
+            tables[path.name] = table
     return tables
 
 
 def stat_records(run_dir: Path) -> dict[str, Any]:
     """Overall, per-episode and per-module records, alerts, stats tables, and why it is empty."""
-    records = _objects(run_dir / "stats.jsonl")
+    records = file_objects(run_dir, "stats.jsonl")  # bounded lines, inside the run only
     overall = [r for r in records if r.get("kind") in _OVERALL]
     episodes = [r for r in records if r.get("kind") in _EPISODE]
     modules: dict[tuple[str, str], dict[str, int]] = {}

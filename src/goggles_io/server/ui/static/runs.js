@@ -164,6 +164,8 @@ function renderRuns() {
       name.append(" ", where);
     }
     if (run.indexed < 1) name.append(el("span", { className: "rid" }, ` indexing ${Math.floor(run.indexed * 100)}%`));
+    if (run.unreadable) name.append(el("span", { className: "rid unreadable", title: "lines skipped: not JSON, torn, or longer than 4 MiB" },
+                                       ` ${run.unreadable} unreadable line${run.unreadable === 1 ? "" : "s"}`));
     row.append(name);
     const status = el("td");
     const lost = run.lost ? run.lost + " logged events never reached a sink (run.kv lost=" + run.lost + ")" : "";
