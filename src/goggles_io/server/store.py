@@ -8,13 +8,13 @@ client refused) is counted per run. The dashboard reads new points by ``rowid`` 
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
 from http import HTTPStatus
 from typing import Any
 
+import nonfinite_json
 from goggles_io._event.remote_protocol import (
     ProtocolError,
     check_finish,
@@ -105,7 +105,7 @@ class RunStore:
         for row in rows:
             run = dict(zip(_RUN_KEYS, row, strict=True))
             for k in ("config", "info", "summary"):
-                run[k] = json.loads(run[k] or "{}")
+                run[k] = nonfinite_json.loads(run[k] or "{}")
             run["points"] = counts.get(run["run_id"], 0)
             result.append(run)
         return result
@@ -171,7 +171,7 @@ class RunStore:
                     ),
                 )
             else:  # re-registration (a retry, or config recorded later): merge the config
-                merged = {**json.loads(row[0] or "{}"), **config}
+                merged = {**nonfinite_json.loads(row[0] or "{}"), **config}
                 self._db.execute(
                     "UPDATE runs SET config = ?, last_seen = ?,"
                     " heartbeat_s = COALESCE(?, heartbeat_s) WHERE run_id = ?",

@@ -41,7 +41,7 @@ _IMMUTABLE = {"cache-control": "public, max-age=31536000, immutable"}
 
 class _Json(JSONResponse):
     def render(self, content: Any) -> bytes:
-        return dump_json(content)  # strict JSON: NaN and inf become null
+        return dump_json(content)  # strict JSON: NaN and inf in the non-finite convention
 
 
 def _float_arg(request: Request, name: str) -> float | None:
@@ -165,8 +165,8 @@ def make_ui_app(
 
     async def alerts(request: Request) -> Response:
         run_dir = catalog.run_dir(request.query_params.get("run", ""))
-        found = await asyncio.to_thread(read_alerts, run_dir) if run_dir else []
-        return _Json({"alerts": found}, headers=_PLAIN)
+        found = await asyncio.to_thread(read_alerts, run_dir) if run_dir else {"alerts": []}
+        return _Json(found, headers=_PLAIN)
 
     async def diff(request: Request) -> Response:
         """The config of the selected runs side by side, differing keys flagged."""
