@@ -87,6 +87,14 @@ def dumps(
     if isinstance(obj, Mapping) and NONFINITE_KEY in obj:
         msg = f"a document may not hold its own {NONFINITE_KEY!r} key (it is the convention's)"
         raise ValueError(msg)
+    if default is None:
+        try:  # most documents hold no NaN: the C encoder alone, no walk in Python
+            return json.dumps(
+                obj, ensure_ascii=ensure_ascii, separators=separators, indent=indent,
+                allow_nan=False,
+            )  # fmt: skip
+        except ValueError:
+            pass
     value, found = plain(obj, default)
     if found and isinstance(value, dict):
         value[NONFINITE_KEY] = found

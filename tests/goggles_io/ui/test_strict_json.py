@@ -214,3 +214,19 @@ class TestOlderAndDamagedFiles:
         assert "unreadable: 1 line of alerts.jsonl" in shown
         assert "unreadable: 1 line of stats.jsonl" in shown
         assert "1 (1 unreadable)" in listed
+
+    def test_last_value_nan_is_shown_not_hidden(
+        self, old_run: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A metric whose last logged value is NaN (strict log.jsonl) is printed as nan."""
+        from goggles_io.handlers._layout import encode_line
+        from goggles_io.runs import last_metrics
+
+        line = {"kind": "metric", "scope": "global", "payload": {"loss": math.nan, "lr": 0.1},
+                "filepath": "x.py", "lineno": 1, "step": 3}  # fmt: skip
+        (old_run / "log.jsonl").write_bytes(encode_line(line))
+        strict((old_run / "log.jsonl").read_bytes())
+
+        assert math.isnan(last_metrics(old_run)["loss"])
+        assert 0 == main(["show", str(old_run)])
+        assert "loss = nan" in capsys.readouterr().out
