@@ -97,7 +97,8 @@ def _no_constant(name: str) -> Any:
 
 
 def parse_json(raw: bytes) -> Any:
-    """Decode a request body as strict JSON; an empty body is ``{}``.
+    """Decode a request body as strict JSON; an empty body is ``{}``. Non-finite numbers in the
+    one convention (strings listed under ``_nonfinite``, :mod:`nonfinite_json`) are restored.
 
     Raises:
         ProtocolError: 400 naming what is wrong (not UTF-8, not JSON, NaN/Infinity, overflow).
@@ -109,7 +110,7 @@ def parse_json(raw: bytes) -> Any:
         # No parse_float hook (it would cost a Python call per number): a literal that
         # overflows to inf (1e999) is refused where it matters, in check_points, and written
         # back by dump_json in the non-finite convention everywhere else.
-        return json.loads(text, parse_constant=_no_constant)
+        return nonfinite_json.restore(json.loads(text, parse_constant=_no_constant))
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError subclass it
         raise ProtocolError(HTTPStatus.BAD_REQUEST, f"body is not strict JSON: {exc}") from None
 
