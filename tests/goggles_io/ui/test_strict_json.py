@@ -10,6 +10,7 @@ strict parser, the stats tab's API and ``open_run`` count every record, the aler
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 import math
@@ -128,6 +129,31 @@ class TestNothingLost:
         assert math.isnan(alert["observed"]) and math.isnan(read["observed"])
         assert alert["step"] == read["step"] >= 1200
         assert 0 == answer["unreadable"]
+
+    def test_json_export_keeps_the_logged_nan(
+        self, demos: tuple[Path, Path, Path], server: Collector
+    ) -> None:
+        """The JSON download of critic_loss is strict; its NaN point is NaN again, not null."""
+        run_dir = demos[2]
+        with open(run_dir / "metrics.csv", newline="") as fh:
+            cells = [r["diagnostic/learner/critic_loss"] for r in csv.DictReader(fh)]
+        logged = [float(c) for c in cells if c]
+        key = key_of(server, run_dir)
+        url = f"{server.url}/api/export?" + urllib.parse.urlencode(
+            {"run": key, "metric": "diagnostic/learner/critic_loss", "format": "json"}
+        )
+
+        def exported() -> Any:
+            with urllib.request.urlopen(url, timeout=30) as reply:
+                body = reply.read()
+            strict(body)
+            rows = nonfinite_json.loads(body)["rows"]
+            return rows if len(rows) == len(logged) else None
+
+        values = [row[3] for row in wait_until(exported, timeout_s=60, what="all points indexed")]
+
+        assert 1 == sum(math.isnan(v) for v in values) == sum(math.isnan(v) for v in logged)
+        assert [v for v in logged if v == v] == [v for v in values if v == v]
 
     def test_every_line_of_every_file_is_strict_json(
         self, demos: tuple[Path, Path, Path], server: Collector

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
+import json
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,7 +28,7 @@ from goggles_io.server.ingest import KEY_COOKIE
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._assets import load_assets
 from goggles_io.server.ui._media import array_view, histogram_steps, inside, text_preview
-from goggles_io.server.ui._series import export_rows, group_band, metric_series
+from goggles_io.server.ui._series import export_rows, group_band, json_rows, metric_series
 from goggles_io.server.ui._sources import Catalog
 from goggles_io.server.ui._stats import read_alerts, stat_records
 
@@ -145,7 +146,7 @@ def make_ui_app(
                 if fmt == "csv"
                 else b'{"columns":["step","time","x","value"],"rows":['
             )
-            first = True
+            first, done, found = True, 0, []  # found: paths of logged NaN/inf values (JSON)
             for rows in await asyncio.to_thread(lambda: list(export_rows(index, name))):
                 if fmt == "csv":
                     buf = io.StringIO()
@@ -153,12 +154,14 @@ def make_ui_app(
                         buf.write(",".join("" if v != v else repr(v) for v in row) + "\n")
                     yield buf.getvalue().encode()
                 else:
-                    text = dump_json(rows.tolist())[1:-1]
+                    text = json_rows(rows, done, found)
+                    done += len(rows)
                     if text:
                         yield (b"" if first else b",") + text
                         first = False
             if fmt == "json":
-                yield b"]}"
+                listed = b',"_nonfinite":' + json.dumps(found).encode() if found else b""
+                yield b"]" + listed + b"}"
 
         media = "text/csv" if fmt == "csv" else "application/json"
         return StreamingResponse(body(), media_type=media, headers=headers)
