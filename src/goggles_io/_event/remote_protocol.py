@@ -24,6 +24,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
+import nonfinite_json
 from goggles_io.exceptions import InvalidNameError, InvalidPayloadError
 
 __all__ = [
@@ -96,7 +97,8 @@ def _no_constant(name: str) -> Any:
 
 
 def parse_json(raw: bytes) -> Any:
-    """Decode a request body as strict JSON; an empty body is ``{}``.
+    """Decode a request body as strict JSON; an empty body is ``{}``. Non-finite numbers in the
+    one convention (strings listed under ``_nonfinite``, :mod:`nonfinite_json`) are restored.
 
     Raises:
         ProtocolError: 400 naming what is wrong (not UTF-8, not JSON, NaN/Infinity, overflow).
@@ -107,28 +109,33 @@ def parse_json(raw: bytes) -> Any:
         text = raw.decode("utf-8")
         # No parse_float hook (it would cost a Python call per number): a literal that
         # overflows to inf (1e999) is refused where it matters, in check_points, and written
-        # back as null by dump_json everywhere else.
-        return json.loads(text, parse_constant=_no_constant)
+        # back by dump_json in the non-finite convention everywhere else.
+        return nonfinite_json.restore(json.loads(text, parse_constant=_no_constant))
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError subclass it
         raise ProtocolError(HTTPStatus.BAD_REQUEST, f"body is not strict JSON: {exc}") from None
+
+
+def dump_json(obj: Any) -> bytes:
+    """Encode an answer (or a stored value) as strict JSON.
+
+    A non-finite float follows the one convention (:mod:`nonfinite_json`): the string
+    ``"NaN"``/``"Infinity"``/``"-Infinity"``, listed under the answer's ``_nonfinite``.
+    A bare list (an export's rows) has nowhere to list them: its non-finite floats are ``null``.
+    """
+    try:
+        return json.dumps(obj, allow_nan=False, separators=(",", ":")).encode()
+    except ValueError:
+        if isinstance(obj, Mapping):
+            return nonfinite_json.dumps(obj, separators=(",", ":")).encode()
+        return json.dumps(_clean(obj), allow_nan=False, separators=(",", ":")).encode()
 
 
 def _clean(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     return value
-
-
-def dump_json(obj: Any) -> bytes:
-    """Encode an answer as strict JSON: a non-finite float (old databases hold some) is ``null``."""
-    try:
-        return json.dumps(obj, allow_nan=False, separators=(",", ":")).encode()
-    except ValueError:
-        return json.dumps(_clean(obj), allow_nan=False, separators=(",", ":")).encode()
 
 
 def _text_problem(what: str, value: Any) -> str | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import io
-import json
 import math
 import os
 import socket
@@ -19,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import nonfinite_json
 from goggles_io._util.kvfile import read_kv
 from goggles_io._util.safe_read import open_inside
 from goggles_io.runs.status import DEFAULT_HEARTBEAT_S, RunStatus
@@ -173,7 +173,7 @@ def _jsonl_last(run_dir: Path, path: Path) -> tuple[int | None, dict[str, float]
     values: dict[str, float] = {}
     for line in _tail_lines(run_dir, path):
         try:
-            obj = json.loads(line)
+            obj = nonfinite_json.loads(line)  # NaN/inf logged are shown as such
         except ValueError:
             continue  # a torn last line after a crash
         if not isinstance(obj, dict):

@@ -10,13 +10,13 @@ ran on this machine and is gone (:func:`~goggles_io._util.liveness.process_gone`
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
 from http import HTTPStatus
 from typing import Any
 
+import nonfinite_json
 from goggles_io._event.remote_protocol import (
     ProtocolError,
     check_finish,
@@ -117,7 +117,7 @@ class RunStore:
         for row in rows:
             run = dict(zip(_RUN_KEYS, row, strict=True))
             for k in ("config", "info", "summary"):
-                run[k] = json.loads(run[k] or "{}")
+                run[k] = nonfinite_json.loads(run[k] or "{}")
             run["points"] = counts.get(run["run_id"], 0)
             result.append(run)
         return result
@@ -185,7 +185,7 @@ class RunStore:
                     ),
                 )
             else:  # re-registration (a retry, config recorded later, a rebuilt handler)
-                merged = {**json.loads(row[0] or "{}"), **config}
+                merged = {**nonfinite_json.loads(row[0] or "{}"), **config}
                 self._db.execute(
                     "UPDATE runs SET config = ?, last_seen = ?,"
                     " heartbeat_s = COALESCE(?, heartbeat_s), process = COALESCE(?, process),"
@@ -250,6 +250,6 @@ class RunStore:
 def _gone(process: str) -> bool:
     """Whether a registration's sending process surely exited (``False`` when unsure)."""
     try:
-        return process_gone(json.loads(process))
+        return process_gone(nonfinite_json.loads(process))
     except ValueError:
         return False

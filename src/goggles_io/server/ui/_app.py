@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
+import json
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -29,7 +30,7 @@ from goggles_io.server.store import RunStore
 from goggles_io.server.ui._assets import load_assets
 from goggles_io.server.ui._headers import attachment, run_file_headers
 from goggles_io.server.ui._media import array_view, histogram_steps, inside, text_preview
-from goggles_io.server.ui._series import export_rows, group_band, metric_series
+from goggles_io.server.ui._series import export_rows, group_band, json_rows, metric_series
 from goggles_io.server.ui._sources import Catalog
 from goggles_io.server.ui._stats import read_alerts, stat_records
 
@@ -43,7 +44,7 @@ _IMMUTABLE = {"cache-control": "public, max-age=31536000, immutable"}
 
 class _Json(JSONResponse):
     def render(self, content: Any) -> bytes:
-        return dump_json(content)  # strict JSON: NaN and inf become null
+        return dump_json(content)  # strict JSON: NaN and inf in the non-finite convention
 
 
 def _float_arg(request: Request, name: str) -> float | None:
@@ -146,7 +147,7 @@ def make_ui_app(
                 if fmt == "csv"
                 else b'{"columns":["step","time","x","value"],"rows":['
             )
-            first = True
+            first, done, found = True, 0, []  # found: paths of logged NaN/inf values (JSON)
             for rows in await asyncio.to_thread(lambda: list(export_rows(index, name))):
                 if fmt == "csv":
                     buf = io.StringIO()
@@ -154,20 +155,22 @@ def make_ui_app(
                         buf.write(",".join("" if v != v else repr(v) for v in row) + "\n")
                     yield buf.getvalue().encode()
                 else:
-                    text = dump_json(rows.tolist())[1:-1]
+                    text = json_rows(rows, done, found)
+                    done += len(rows)
                     if text:
                         yield (b"" if first else b",") + text
                         first = False
             if fmt == "json":
-                yield b"]}"
+                listed = b',"_nonfinite":' + json.dumps(found).encode() if found else b""
+                yield b"]" + listed + b"}"
 
         media = "text/csv" if fmt == "csv" else "application/json"
         return StreamingResponse(body(), media_type=media, headers=headers)
 
     async def alerts(request: Request) -> Response:
         run_dir = catalog.run_dir(request.query_params.get("run", ""))
-        found = await asyncio.to_thread(read_alerts, run_dir) if run_dir else []
-        return _Json({"alerts": found}, headers=_PLAIN)
+        found = await asyncio.to_thread(read_alerts, run_dir) if run_dir else {"alerts": []}
+        return _Json(found, headers=_PLAIN)
 
     async def diff(request: Request) -> Response:
         """The config of the selected runs side by side, differing keys flagged."""

@@ -119,6 +119,10 @@ async function loadStats() {
     panel.append(head);
     container.append(panel);
     if (data.reason) panel.append(el("p", { className: "reason" }, data.reason));
+    for (const [file, n] of Object.entries(data.unreadable || {})) {
+      if (n) panel.append(el("p", { className: "reason unreadable" }, `${file}: ${n} unreadable line${n === 1 ? "" : "s"} (not shown)`));
+    }
+    if (data.records) panel.append(el("p", { className: "note records" }, `${data.records} stat record${data.records === 1 ? "" : "s"} read from stats.jsonl`));
     if (data.overall.length) {
       panel.append(el("h4", {}, "% correct / confused / no match over episodes"));
       statsChart(panel, data.overall);
