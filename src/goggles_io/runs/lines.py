@@ -334,14 +334,14 @@ def file_objects(run_dir: Path, name: str) -> Objects:
     if not path.is_file():
         return Objects([])
     too_long = [0]
-    found = Objects([])
+    items: list[dict[str, Any]] = []
+    unreadable = 0
     try:
         with open_inside(run_dir, path) as fh:
             for chunk in iter_chunks(fh, too_long):
                 part = json_objects(chunk)
-                found.items += part.items
-                found.unreadable += part.unreadable
+                items += part.items
+                unreadable += part.unreadable
     except OSError:
         return Objects([])
-    found.unreadable += too_long[0]
-    return found
+    return Objects(items, unreadable + too_long[0])
