@@ -11,8 +11,10 @@ failure that lasts gives one alert, not one per block, even when one noisy windo
 looks clear.
 
 Default patterns follow the metrics-logging guide's naming rules: a loss ends in ``_loss``, an
-evaluation starts with ``eval_``, a return or reward statistic is ``*_return``, ``avg_reward``,
-``reward_mean`` (``<quantity>_<stat>``).
+evaluation starts with ``eval_``, a return is ``avg_reward`` (the drivers' progress signal) or
+``*_return``. A ``<quantity>_<stat>`` name (``reward_mean``, ``action_abs_mean``) is a statistic
+of a batch, not a return: a replay batch's ``reward_mean`` barely moves while a healthy SAC's
+policy loss (``-Q``) falls, so returns-only patterns are what keeps divergence trustworthy.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from experiment_telemetry.exceptions import ExperimentTypeError, ExperimentValue
 from experiment_telemetry.stats import SEVERITIES
 
 __all__ = [
+    "LOSSES",
+    "RETURNS",
     "Collapse",
     "CounterStall",
     "Divergence",
@@ -36,6 +40,12 @@ __all__ = [
     "Watch",
     "default_watches",
 ]
+
+
+RETURNS = ("avg_reward", "*_return", "eval_*")
+"""The guide's returns: the drivers' ``avg_reward``, ``*_return`` and evaluations (``eval_*``)."""
+LOSSES = ("*_loss", "loss")
+"""The guide's losses: ``*_loss`` (and DQN's bare ``loss``)."""
 
 
 def _patterns(value: object) -> tuple[str, ...]:
@@ -121,7 +131,7 @@ class Growth(Watch):
     )
     severity: str = attrs.field(default="error", validator=_severity)
     block: int = attrs.field(default=16, validator=_block_size)
-    blocks: int = attrs.field(default=5, validator=_block_size)
+    blocks: int = attrs.field(default=6, validator=_block_size)
     min_ratio: float = attrs.field(default=1.5, validator=_positive)
     z: float = attrs.field(default=3.0, validator=_positive)
 
@@ -139,9 +149,9 @@ class Collapse(Watch):
 
     check: ClassVar[str] = "collapse"
     metrics: tuple[str, ...] = attrs.field(
-        default=("eval_*", "*return*", "*reward*"), converter=_patterns
+        default=RETURNS, converter=_patterns
     )
-    exclude: tuple[str, ...] = attrs.field(default=("*_loss", "loss"), converter=_patterns)
+    exclude: tuple[str, ...] = attrs.field(default=LOSSES, converter=_patterns)
     block: int = attrs.field(default=8, validator=_block_size)
     fraction: float = attrs.field(default=0.5, validator=_fraction)
     z: float = attrs.field(default=10.0, validator=_positive)
@@ -166,14 +176,14 @@ class Divergence(Watch):
 
     check: ClassVar[str] = "divergence"
     metrics: tuple[str, ...] = attrs.field(
-        default=("*return*", "*reward*", "eval_*"), converter=_patterns
+        default=RETURNS, converter=_patterns
     )
-    exclude: tuple[str, ...] = attrs.field(default=("*_loss", "loss"), converter=_patterns)
-    losses: tuple[str, ...] = attrs.field(default=("*_loss", "loss"), converter=_patterns)
+    exclude: tuple[str, ...] = attrs.field(default=LOSSES, converter=_patterns)
+    losses: tuple[str, ...] = attrs.field(default=LOSSES, converter=_patterns)
     block: int = attrs.field(default=8, validator=_block_size)
     blocks: int = attrs.field(default=8, validator=_block_size)
     loss_drop: float = attrs.field(default=0.3, validator=_fraction)
-    z: float = attrs.field(default=3.0, validator=_positive)
+    z: float = attrs.field(default=2.5, validator=_positive)
 
     def is_loss(self, name: str) -> bool:
         """Whether ``name`` is one of the losses this watch compares with."""
