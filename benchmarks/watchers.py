@@ -100,7 +100,9 @@ def evaluate(first: int, last: int, failing: int) -> dict[str, object]:
                 hits = [
                     a
                     for a in alerts
-                    if a.check == EXPECTED[failure] and a.metric in run.metrics and a.step > run.onset
+                    if a.check == EXPECTED[failure]
+                    and a.metric in run.metrics
+                    and a.step > run.onset
                 ]
                 if hits:
                     found[failure].append(delay(run, hits[0]))
@@ -153,18 +155,30 @@ def table(result: dict[str, object]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", default="1000:1100", help="FIRST:LAST seed range (healthy: one run per seed and algorithm)")
-    parser.add_argument("--failing", type=int, default=34, help="seeds of the range used for broken runs")
+    parser.add_argument(
+        "--seeds",
+        default="1000:1100",
+        help="FIRST:LAST seed range (healthy: one run per seed and algorithm)",
+    )
+    parser.add_argument(
+        "--failing", type=int, default=34, help="seeds of the range used for broken runs"
+    )
     parser.add_argument("--markdown", help="write the table to this file")
-    parser.add_argument("--json", help="write the raw numbers (and every false alarm and miss) here")
-    parser.add_argument("--show-false", type=int, default=10, help="print this many false alarms and misses")
+    parser.add_argument(
+        "--json", help="write the raw numbers (and every false alarm and miss) here"
+    )
+    parser.add_argument(
+        "--show-false", type=int, default=10, help="print this many false alarms and misses"
+    )
     args = parser.parse_args(argv)
     try:
         first, last = (int(part) for part in args.seeds.split(":"))
     except ValueError:
         parser.error(f"--seeds must be FIRST:LAST, two integers (got {args.seeds!r})")
     if not 0 <= first < last or args.failing < 1:
-        parser.error(f"--seeds needs 0 <= FIRST < LAST and --failing >= 1 (got {args.seeds!r}, {args.failing})")
+        parser.error(
+            f"--seeds needs 0 <= FIRST < LAST and --failing >= 1 (got {args.seeds!r}, {args.failing})"
+        )
     began = time.perf_counter()
     result = evaluate(first, last, min(args.failing, last - first))
     lines = [

@@ -111,7 +111,6 @@ def make_run(seed: int, algorithm: str = "SAC", failure: str = "none") -> GuideR
     rng = random.Random(f"{seed}/{algorithm}/{failure}")
     diag = 1000
     n = rng.randint(800, 1500)
-    steps = n * diag
     every = rng.choice((5000, 10000))
     eval_every = rng.choice((10000, 20000, 25000))
     run = GuideRun(algorithm, failure, seed, [])

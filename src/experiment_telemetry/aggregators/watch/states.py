@@ -252,8 +252,10 @@ class _ProgressState(BlockState):
         rise = medians[-1] - medians[0]
         # A return that rose earlier and now sits at its ceiling is not "flat": only one that
         # never got clearly above its first block is.
-        if rise > flat or self.progressed() or any(
-            r.progressed() for r in self.hub.returns if r is not self
+        if (
+            rise > flat
+            or self.progressed()
+            or any(r.progressed() for r in self.hub.returns if r is not self)
         ):  # another return of the run that made progress says the task is being learnt
             self.once.calm()
             return None
