@@ -33,8 +33,8 @@ _CLEAR = 3.0  # first block median over its MAD: the window starts clear of its 
 _KEEPS_PACE = 0.75  # later growth ratios at least this share of the earlier ones
 _PROGRESSED = 1.5  # best - first above this many flat gates: the return has made progress
 _LOSS_HISTORY = 256  # block medians kept per loss series (an even number)
-_COUNTER_CLEAR_WINDOWS = 2
-_COLLAPSE_MADS = 32  # block MADs behind a collapse's noise scale: the median of 8 is too jumpy  # windows back at the expected rate before a stall counts as over
+_COUNTER_CLEAR_WINDOWS = 2  # windows back at the expected rate before a stall counts as over
+_NOISE_MADS = 32  # block MADs behind a return's noise scale: the median of 8 is too jumpy
 
 Finding = tuple[str, "float | None", "float | None", tuple[float, ...], "str | None"]
 """What a check found: (message, observed, threshold, window, related metric)."""
@@ -108,7 +108,7 @@ class _CollapseState(BlockState):
     watch: Collapse
 
     def __init__(self, watch: Collapse) -> None:
-        super().__init__(watch, _COLLAPSE_MADS)
+        super().__init__(watch, _NOISE_MADS)
         self.sign = 1.0 if watch.higher_is_better else -1.0
         self.recent: deque[float] = deque(maxlen=8)
         self.initial: float | None = None
@@ -209,7 +209,7 @@ class _ProgressState(BlockState):
     watch: Divergence
 
     def __init__(self, watch: Divergence, source: str, name: str, hub: Pairing) -> None:
-        super().__init__(watch, watch.blocks)
+        super().__init__(watch, _NOISE_MADS)
         self.source = source
         self.name = name
         self.hub = hub  # shared by every series of this watch
@@ -252,12 +252,13 @@ class _ProgressState(BlockState):
         rise = medians[-1] - medians[0]
         # A return that rose earlier and now sits at its ceiling is not "flat": only one that
         # never got clearly above its first block is.
-        if (
-            rise > flat
-            or self.progressed()
-            or any(r.progressed() for r in self.hub.returns if r is not self)
-        ):  # another return of the run that made progress says the task is being learnt
+        if rise > flat:
             self.once.calm()
+            return None
+        if self.progressed() or any(r.progressed() for r in self.hub.returns if r is not self):
+            # Progress (here or in another return of the run) says the task is being learnt;
+            # it ends an ongoing divergence only once a window rises (noise makes it flicker).
+            self.once.hold()
             return None
         span, middle = self.starts[0], self.starts[len(self.starts) // 2]
         still_falling = False  # a loss falls, only by less than loss_drop: the failure goes on
