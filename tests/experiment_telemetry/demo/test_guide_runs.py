@@ -3,6 +3,9 @@ healthy run none, and a recorded run replays to exactly the alerts it raised liv
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from runtime_telemetry import get_telemetry
 from runtime_telemetry.events.metrics import MetricsBundle
 
 _telemetry = get_telemetry("tests.guide_runs")
+_BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "watchers.py"
 _PER_EPISODE = 100  # bundles per harness episode
 
 
@@ -110,3 +114,29 @@ class TestReplay:
         key = [(a.check, a.metric, a.step, a.message) for a in live]
         assert key == [(a.check, a.metric, a.step, a.message) for a in fed(run)]
         assert EXPECTED[failure] in {a.check for a in live}
+
+
+class TestBenchmark:
+    def bench(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        return subprocess.run(
+            [sys.executable, str(_BENCHMARK), *args],
+            capture_output=True, text=True, timeout=300, check=False, env=env,
+        )  # fmt: skip
+
+    def test_prints_one_row_per_check(self) -> None:
+        """A small seed range prints the table: a row per check and the healthy total."""
+        out = self.bench("--seeds", "0:2", "--failing", "1", "--show-false", "0")
+
+        assert 0 == out.returncode, out.stderr
+        rows = [
+            line.split("|")[1].strip() for line in out.stdout.splitlines() if line.startswith("| ")
+        ]
+        assert ["watcher (check)", *EXPECTED.values(), "any"] == rows
+
+    @pytest.mark.parametrize("seeds", ["5", "5:2", "a:b"])
+    def test_bad_seed_range_is_a_usage_error(self, seeds: str) -> None:
+        """--seeds that is not FIRST:LAST with FIRST < LAST exits 2 naming the value."""
+        out = self.bench("--seeds", seeds)
+
+        assert (2, True) == (out.returncode, repr(seeds) in out.stderr)
