@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import importlib
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -15,6 +14,7 @@ import attrs
 import cattrs
 from cattrs.errors import ForbiddenExtraKeysError
 
+import nonfinite_json
 from runtime_telemetry._schema import TelemetrySchema, _lookup
 from runtime_telemetry.exceptions import (
     SchemaDecodeError,
@@ -238,18 +238,23 @@ def _first_field(exc: cattrs.BaseValidationError, path: str) -> str | None:
 
 
 def to_json(schema: TelemetrySchema) -> str:
-    """One compact JSON line (no newline) for ``schema``."""
-    return json.dumps(to_dict(schema), separators=(",", ":"))
+    """One compact line (no newline) of strict JSON for ``schema``.
+
+    A non-finite float is the string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``, and the
+    line's last key ``_nonfinite`` lists where (:mod:`nonfinite_json`, the one convention of
+    every file the project writes); :func:`from_json` turns exactly those back into floats.
+    """
+    return nonfinite_json.dumps(to_dict(schema), separators=(",", ":"))
 
 
 def from_json(line: str | bytes) -> TelemetrySchema:
-    """Decode one JSON line made by ``to_json``.
+    """Decode one JSON line made by ``to_json`` (or by an older version: bare ``NaN`` is read).
 
     Raises:
         SchemaDecodeError: the line is not a JSON object, or does not decode (see ``from_dict``).
     """
     try:
-        data = json.loads(line)
+        data = nonfinite_json.loads(line)
     except ValueError as exc:
         msg = f"line is not valid JSON ({exc}): {line[:80]!r}"
         raise SchemaDecodeError(msg, None, None) from None

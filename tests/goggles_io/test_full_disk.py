@@ -89,7 +89,7 @@ class TestStorageOnFullDisk:
 
         data = (small_disk / "csv" / "metrics.csv").read_bytes()
         rows = data.splitlines()
-        assert data.endswith(b"\n") and all(r.count(b",") == 2 for r in rows)
+        assert data.endswith(b"\n") and all(r.count(b",") == 3 for r in rows)  # step, wall_time
         assert 120_000 == (len(rows) - 1) + handler.losses()["write_failed"]
 
 

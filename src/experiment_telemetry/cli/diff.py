@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+import nonfinite_json
 from goggles_io.runs import describe_run, diff_configs, format_diff, is_run_dir, read_config
 
 __all__ = ["add_parser", "run"]
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         configs[label] = read_config(path)
     diff = diff_configs(configs)
     if args.json:
-        print(json.dumps(diff.to_dict(), default=str))
+        print(nonfinite_json.dumps(diff.to_dict(), default=str))
     else:
         print(format_diff(diff, all_keys=args.all))
     return 1 if args.exit_code and diff.differing else 0

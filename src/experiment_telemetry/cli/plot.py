@@ -1,4 +1,9 @@
-"""``telemetry plot RUN_DIR -o FILE.png``: a run's stats over episodes (matplotlib, lazily)."""
+"""``telemetry plot RUN_DIR -o FILE.png``: a run's stats over episodes (matplotlib, lazily).
+
+The figure is titled with the run's name and id (a PNG passed around still says which run it
+is), and a mode's line is broken where its episodes stop: train and eval alternate in blocks,
+and a straight line across the other mode's block would draw values nobody logged.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,34 @@ from typing import Any
 
 from experiment_telemetry.cli.args import run_directory
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "broken_at_gaps", "run", "run_title"]
+
+
+def broken_at_gaps(
+    episodes: list[int], values: list[float | None]
+) -> tuple[list[float], list[float]]:
+    """``episodes`` and ``values`` with a NaN point wherever the episode count jumps by more
+    than one (another mode's block came between): matplotlib lifts its pen at NaN. A missing
+    value (``None``) is a NaN too."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for i, (episode, value) in enumerate(zip(episodes, values, strict=True)):
+        if i and episode - episodes[i - 1] > 1:
+            xs.append(float("nan"))
+            ys.append(float("nan"))
+        xs.append(float(episode))
+        ys.append(float("nan") if value is None else float(value))
+    return xs, ys
+
+
+def run_title(run_dir: str) -> str:
+    """``"<name> · <run id>"`` from ``run.kv`` (the folder name without one)."""
+    from goggles_io.runs import describe_run
+
+    info = describe_run(run_dir, with_last_step=False)
+    run_id = str(info.get("run_id") or Path(run_dir).name)
+    name = str(info.get("name") or info.get("slug") or "")
+    return f"{name} · {run_id}" if name and name != run_id else run_id
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,25 +80,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"telemetry plot: {args.run_dir!r} has no episode stats yet", file=sys.stderr)
         return 2
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    fig.suptitle(run_title(args.run_dir), fontsize="medium")
+    modes = sorted({s.mode for s in overall} | {s.mode for s in episodes})
+    colour = {mode: f"C{i}" for i, mode in enumerate(modes)}  # one per mode in both plots
     for mode in sorted({s.mode for s in overall}):
         rows = [s for s in overall if s.mode == mode]
-        top.plot(
-            [s.episode for s in rows],
-            [s.percent_correct for s in rows],
-            marker=".",
-            label=f"{mode} % correct",
-        )
-        top.plot(
-            [s.episode for s in rows],
-            [s.percent_confused for s in rows],
-            ls="--",
-            label=f"{mode} % confused",
-        )
+        numbers = [s.episode for s in rows]
+        for field, style in (
+            ("percent_correct", {"marker": "."}),
+            ("percent_confused", {"ls": "--"}),
+        ):
+            xs, ys = broken_at_gaps(numbers, [getattr(s, field) for s in rows])
+            label = f"{mode} {field.replace('percent_', '% ')}"
+            (line,) = top.plot(xs, ys, color=colour[mode], label=label, **style)
+            line.set_gid(f"{mode}-{field}")  # the SVG names each line (a reader can find it)
     top.set_ylabel("percent of episodes")
     top.legend(fontsize="small")
     for mode in sorted({s.mode for s in episodes}):
         rows = [s for s in episodes if s.mode == mode]
-        bottom.scatter([s.episode for s in rows], [s.lm_steps for s in rows], s=12, label=mode)
+        steps = [s.lm_steps for s in rows]
+        bottom.scatter([s.episode for s in rows], steps, s=12, color=colour[mode], label=mode)
     bottom.set_xlabel("episode")
     bottom.set_ylabel("most steps of a module")
     bottom.legend(fontsize="small")

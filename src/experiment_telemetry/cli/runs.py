@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from goggles_io.runs import list_runs, shown_status
+from goggles_io.runs.lines import json_objects
 
 __all__ = ["add_parser", "run"]
 
@@ -22,12 +23,16 @@ def _age(seconds: Any) -> str:
 
 
 def _alerts(info: dict[str, Any]) -> str:
-    """Lines in the run's ``alerts.jsonl``; '-' for a run without watchers."""
+    """Alerts in the run's ``alerts.jsonl`` (and its unreadable lines); '-' without watchers."""
     file = Path(str(info.get("run_dir", ""))) / "alerts.jsonl"
     if not file.is_file():
         return "-"
-    with open(file, "rb") as fp:
-        return str(sum(1 for line in fp if line.strip()))
+    try:
+        found = json_objects(file.read_bytes())
+    except OSError:
+        return "?"
+    count = len(found.items)
+    return f"{count} ({found.unreadable} unreadable)" if found.unreadable else str(count)
 
 
 def run(args: argparse.Namespace) -> int:

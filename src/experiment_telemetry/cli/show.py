@@ -9,6 +9,7 @@ from typing import Any
 
 from experiment_telemetry.cli.args import non_negative, run_directory
 from goggles_io.runs import RunFileError, last_metrics, read_kv, read_run
+from goggles_io.runs.lines import Objects, json_objects
 
 __all__ = ["add_parser", "run"]
 
@@ -56,23 +57,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_alerts(run_dir: Path, limit: int) -> None:
-    """The run's alerts (``alerts.jsonl``), the latest ``limit`` of them."""
-    from experiment_telemetry.exceptions import ReplayError
-    from experiment_telemetry.replay import read_log
+def _objects(file: Path) -> Objects:
+    try:
+        return json_objects(file.read_bytes()) if file.is_file() else Objects([])
+    except OSError as exc:
+        print(f"{file.name}: cannot be read ({exc.strerror or exc})")
+        return Objects([])
 
+
+def _print_alerts(run_dir: Path, limit: int) -> None:
+    """The run's alerts (``alerts.jsonl``), the latest ``limit`` of them, and how many lines of
+    ``alerts.jsonl`` and ``stats.jsonl`` could not be read (counted, never hidden)."""
     file = run_dir / "alerts.jsonl"
+    found = _objects(file)
     if not file.is_file():
         print("alerts: (not watched)")
-        return
-    try:
-        alerts = list(read_log(file))
-    except ReplayError as exc:
-        print(f"alerts: unreadable ({exc})")
-        return
-    print(f"alerts: {len(alerts)}" if alerts else "alerts: none")
-    for alert in alerts[-limit:] if limit else []:
-        print(f"  [{getattr(alert, 'severity', '?')}] {getattr(alert, 'message', alert)}")
+    else:
+        alerts = found.items
+        print(f"alerts: {len(alerts)}" if alerts else "alerts: none")
+        for alert in alerts[-limit:] if limit else []:
+            print(f"  [{alert.get('severity', '?')}] {alert.get('message', alert)}")
+    for name, count in (("alerts.jsonl", found.unreadable),
+                        ("stats.jsonl", _objects(run_dir / "stats.jsonl").unreadable)):  # fmt: skip
+        if count:
+            print(f"unreadable: {count} line{'s' if count != 1 else ''} of {name}")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

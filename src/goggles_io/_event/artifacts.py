@@ -88,14 +88,14 @@ def to_artifact(data: object, fmt: object = "bin") -> bytes | str | dict[str, An
 
 def _serialise(data: object, fmt: object) -> bytes:
     """Serialise a mapping or list for :func:`to_artifact`; refuse what JSON/YAML cannot hold."""
-    import json
-
     import yaml
+
+    import nonfinite_json
 
     try:
         if isinstance(fmt, str) and fmt.lower() in {"yaml", "yml"}:
             return yaml.safe_dump(plain_copy(data, 0), sort_keys=False).encode("utf-8")
-        return json.dumps(data, indent=2, allow_nan=True, default=_json_default).encode("utf-8")
+        return nonfinite_json.dumps(data, indent=2, default=_json_default).encode("utf-8")
     except (TypeError, ValueError, yaml.YAMLError) as exc:
         msg = f"artifact data cannot be serialised as {fmt!r}: {exc}"
         raise InvalidPayloadError(msg, value=data) from exc

@@ -24,6 +24,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
+import nonfinite_json
 from goggles_io.exceptions import InvalidNameError, InvalidPayloadError
 
 __all__ = [
@@ -96,7 +97,8 @@ def _no_constant(name: str) -> Any:
 
 
 def parse_json(raw: bytes) -> Any:
-    """Decode a request body as strict JSON; an empty body is ``{}``.
+    """Decode a request body as strict JSON; an empty body is ``{}``. Non-finite numbers in the
+    one convention (strings listed under ``_nonfinite``, :mod:`nonfinite_json`) are restored.
 
     Raises:
         ProtocolError: 400 naming what is wrong (not UTF-8, not JSON, NaN/Infinity, overflow).
@@ -107,28 +109,33 @@ def parse_json(raw: bytes) -> Any:
         text = raw.decode("utf-8")
         # No parse_float hook (it would cost a Python call per number): a literal that
         # overflows to inf (1e999) is refused where it matters, in check_points, and written
-        # back as null by dump_json everywhere else.
-        return json.loads(text, parse_constant=_no_constant)
+        # back by dump_json in the non-finite convention everywhere else.
+        return nonfinite_json.restore(json.loads(text, parse_constant=_no_constant))
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError subclass it
         raise ProtocolError(HTTPStatus.BAD_REQUEST, f"body is not strict JSON: {exc}") from None
+
+
+def dump_json(obj: Any) -> bytes:
+    """Encode an answer (or a stored value) as strict JSON.
+
+    A non-finite float follows the one convention (:mod:`nonfinite_json`): the string
+    ``"NaN"``/``"Infinity"``/``"-Infinity"``, listed under the answer's ``_nonfinite``.
+    A bare list (an export's rows) has nowhere to list them: its non-finite floats are ``null``.
+    """
+    try:
+        return json.dumps(obj, allow_nan=False, separators=(",", ":")).encode()
+    except ValueError:
+        if isinstance(obj, Mapping):
+            return nonfinite_json.dumps(obj, separators=(",", ":")).encode()
+        return json.dumps(_clean(obj), allow_nan=False, separators=(",", ":")).encode()
 
 
 def _clean(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     return value
-
-
-def dump_json(obj: Any) -> bytes:
-    """Encode an answer as strict JSON: a non-finite float (old databases hold some) is ``null``."""
-    try:
-        return json.dumps(obj, allow_nan=False, separators=(",", ":")).encode()
-    except ValueError:
-        return json.dumps(_clean(obj), allow_nan=False, separators=(",", ":")).encode()
 
 
 def _text_problem(what: str, value: Any) -> str | None:
@@ -230,7 +237,8 @@ def check_points(body: Any) -> list[PointRow]:
 
 
 def check_register(body: Any) -> dict[str, Any]:
-    """A valid ``POST /runs`` body: ``run_id``, ``name``, ``config``, ``info``, ``heartbeat_s``.
+    """A valid ``POST /runs`` body: ``run_id``, ``name``, ``config``, ``info``, ``heartbeat_s``,
+    ``process`` (the sending process, optional: an object, or ``None``).
 
     Raises:
         ProtocolError: 400 naming the field that is wrong.
@@ -249,6 +257,9 @@ def check_register(body: Any) -> dict[str, Any]:
     for what, value in (("config", config), ("info", info)):
         if type(value) is not dict:
             raise ProtocolError(HTTPStatus.BAD_REQUEST, f"{what} must be a JSON object")
+    process = body.get("process")
+    if process is not None and type(process) is not dict:
+        raise ProtocolError(HTTPStatus.BAD_REQUEST, "process must be a JSON object or null")
     heartbeat = body.get("heartbeat_s")
     if heartbeat is not None and not ((_number(heartbeat) or 0.0) > 0):
         msg = f"heartbeat_s must be a positive number (got {heartbeat!r:.60})"
@@ -259,6 +270,7 @@ def check_register(body: Any) -> dict[str, Any]:
         "config": config,
         "info": info,
         "heartbeat_s": None if heartbeat is None else float(heartbeat),
+        "process": process,
     }
 
 
@@ -327,9 +339,15 @@ def register_body(
     config: Mapping[str, Any],
     info: Mapping[str, Any],
     heartbeat_s: float,
+    process: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The body of ``POST /runs`` (:func:`check_register` is its collector side)."""
+    """The body of ``POST /runs`` (:func:`check_register` is its collector side).
+
+    ``process`` names the process that sends the run's points (host name, machine, pid, start
+    time): a collector on the same machine sees at once that it died.
+    """
     return {
+        **({"process": dict(process)} if process is not None else {}),
         "run_id": run_id,
         "name": name,
         "config": dict(config),

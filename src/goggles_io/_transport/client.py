@@ -329,7 +329,9 @@ class SocketClient:
         if not self._running:
             return FinishReport()
         local = self.local.finish_fed(self, timeout_s)
-        marker = self.control("flush", {"timeout_s": 0.0})  # answered once all before it arrived
+        # Answered once all before it arrived; "leaving": the host closes our handlers as a
+        # clean end, not as a client that died.
+        marker = self.control("flush", {"timeout_s": 0.0, "leaving": True})
         handed = marker.done.wait(timeout_s)
         left = self.pipe.left() if handed else 0  # read by the host: its handlers will take it
         tally = self._close(handed_over=left)

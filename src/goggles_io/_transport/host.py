@@ -6,6 +6,8 @@ first process when ``GOGGLES_DEDICATED_HOST=0``. Election is an ``fcntl.flock`` 
 ``<socket>.lock`` held for the host's whole life. Each client gets its own reader thread; a
 malformed, oversized or truncated frame closes that connection only. Peers of another uid are
 refused (``SO_PEERCRED``).
+
+A client that sent events and left without ``finish()`` died (``departures.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from goggles_io._delivery.policy import WhenFull
 from goggles_io._event.codec import Batch, Call, Decoder, Hello, Reply
 from goggles_io._transport.acks import BatchAcks
+from goggles_io._transport.departures import says_goodbye, tell_producer_lost
 from goggles_io._transport.framing import FrameDecoder
 from goggles_io._transport.host_specs import build_handler, positive_bound
 from goggles_io._transport.identity import acquire_host_lock, peer_credentials
@@ -54,6 +57,7 @@ class Host:
         self.bad_frames = 0
         self.failed_calls = 0  # handler operations (attach, call_handler, ...) that failed
         self._subscribers = 0
+        self.lost_producers = 0  # clients that sent events and left without finish, since the last
         self._sub_conns: set[socket.socket] = set()  # connections that only read a subscription
         self._report_once = ReportOnce(who=host_name())
         self._listener: socket.socket | None = None
@@ -144,6 +148,8 @@ class Host:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
         try:
+            if self.lost_producers:
+                tell_producer_lost(self.bus.handlers.values(), self._report_once)
             self.bus.finish(5.0)
         finally:
             if self.lock_fd is not None:
@@ -172,6 +178,7 @@ class Host:
         frames = FrameDecoder()
         peer = creds[0] if creds else "?"
         subscribed: list[str] = []  # names of this connection's subscriber sinks
+        unfinished = False  # events sent since this client's last finish (or release)
         try:
             while True:
                 data = conn.recv(_RECV_BYTES)
@@ -183,6 +190,7 @@ class Host:
                     self._wait_for_room(_BATCH_ROOM)
                     msg = decoder.decode(payload)
                     if type(msg) is Batch:
+                        unfinished = True
                         # Acknowledged once its handlers took it, not now (ADR 0030).
                         ticket = acks.ticket(msg.seq)
                         ticket.dropped = self.bus.emit_many(
@@ -190,6 +198,8 @@ class Host:
                         )
                         ticket.settle()
                     elif type(msg) is Call:
+                        if says_goodbye(msg):
+                            unfinished = False
                         reply = self._call(msg, conn, writer, subscribed)
                         acks.send_ready()  # what a flush waited for is acknowledged before it
                         writer.send(reply)
@@ -215,6 +225,7 @@ class Host:
             with self._lock:
                 self._conns.discard(conn)
                 self._sub_conns.discard(conn)
+                self.lost_producers += unfinished
                 if not self._conns:
                     self._last_left = time.monotonic()
 
@@ -336,6 +347,8 @@ class Host:
             with self._lock:
                 last = (self._conns - self._sub_conns) == {conn}
             if last:  # its report keeps the handlers detached since the last finish
+                with self._lock:
+                    self.lost_producers = 0  # a clean end: the handlers close as done
                 done = bus.finish(timeout_s, stall_s=stall_s)
                 timed_out, tallies = done.timed_out, done.handlers
             else:

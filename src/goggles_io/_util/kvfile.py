@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from goggles_io._util.safe_read import read_small
 from goggles_io.exceptions import RunFileError
 
 __all__ = ["overwrite_kv", "read_kv", "write_kv"]
@@ -72,15 +73,24 @@ def overwrite_kv(path: str | os.PathLike[str], mapping: Mapping[str, Any]) -> No
         os.fsync(fh.fileno())
 
 
-def read_kv(path: str | os.PathLike[str]) -> dict[str, str]:
+def read_kv(
+    path: str | os.PathLike[str], *, inside: str | os.PathLike[str] | None = None
+) -> dict[str, str]:
     """Read a ``.kv`` file; lines without ``=`` are skipped, values stay strings.
+
+    Only a regular file of at most 4 MiB is read (``MAX_SMALL_FILE_BYTES``), and with
+    ``inside`` only one that resolves inside that folder (a run's ``run.kv`` symlinked out of
+    the run is not read).
 
     Raises:
         RunFileError: a line is not valid UTF-8 (the message names the file and line).
+        RefusedFileError: a FIFO or other non-regular file, too big, or outside ``inside``
+            (an ``OSError``).
         OSError: the file cannot be read.
     """
     result: dict[str, str] = {}
-    raw_lines = Path(path).read_bytes().splitlines()
+    base = None if inside is None else Path(inside)
+    raw_lines = read_small(Path(path), base).splitlines()
     for number, raw in enumerate(raw_lines, start=1):
         try:
             line = raw.decode("utf-8")

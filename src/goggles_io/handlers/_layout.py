@@ -9,7 +9,8 @@ A media event's ``payload`` is its file's path relative to the run directory.
 
 JSON has no NaN or Infinity: they are written as the strings ``"NaN"``, ``"Infinity"`` and
 ``"-Infinity"``, and ``_nonfinite`` lists where (``[["payload", "loss"], ...]``), so that
-:func:`read_events` turns exactly those back into floats.
+:func:`read_events` turns exactly those back into floats: the convention of every file the
+project writes, :mod:`nonfinite_json` (docs/runs-and-sinks.md).
 
 A line names its event without an added field: :func:`identity` is the line less what the
 handler derived while writing it (a media file's path, its shape, an error), so a redelivered
@@ -19,7 +20,6 @@ event can be recognised in a file written by a handler instance that is gone.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections.abc import Mapping
@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+import nonfinite_json
 from goggles_io._event.records import Event, Kind
 from goggles_io.exceptions import InvalidNameError
 
@@ -48,7 +49,6 @@ LOG_FILE = "log.jsonl"
 EVENTS_FILE = "events.jsonl"  # the file of runs written before 0.2 (nested ``extra``)
 _MAX_NAME_CHARS = 120  # leaves room for "_<step>-<n>.<ext>" under the 255-byte limit
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _MEDIA = frozenset(
     k.value
     for k in (
@@ -125,10 +125,7 @@ def record(event: Event) -> dict[str, Any]:
 
 def encode_line(line: dict[str, Any]) -> bytes:
     """One strict-JSON line (UTF-8, ``\\n``-terminated); non-finite floats listed in ``_nonfinite``."""
-    nonfinite: list[list[Any]] = []
-    text = json.dumps(_jsonable(line, [], nonfinite), ensure_ascii=False, allow_nan=False)
-    if nonfinite:
-        text = text[:-1] + ', "_nonfinite": ' + json.dumps(nonfinite) + "}"
+    text = nonfinite_json.dumps(line, default=_default, ensure_ascii=False)
     # backslashreplace turns a lone surrogate into its JSON escape: lossless, valid UTF-8
     return (text + "\n").encode("utf-8", errors="backslashreplace")
 
@@ -146,7 +143,7 @@ def identity(line: Mapping[str, Any]) -> str:
         for k, v in line.items()
         if k not in _DERIVED and k != "_nonfinite" and not (media and k == "payload")
     }
-    return json.dumps(_jsonable(kept, [], []), ensure_ascii=True, allow_nan=False)
+    return json.dumps(_jsonable(kept), ensure_ascii=True, allow_nan=False)
 
 
 def stamp(event: Event) -> bytes:
@@ -155,7 +152,7 @@ def stamp(event: Event) -> bytes:
     A quick filter: a line without them is not the event's (:func:`identity` decides).
     """
     part = {"timestamp": event.timestamp, "logger": event.logger, "pid": event.pid}
-    text = json.dumps(_jsonable(part, [], []), ensure_ascii=False, allow_nan=False)[1:-1]
+    text = json.dumps(_jsonable(part), ensure_ascii=False, allow_nan=False)[1:-1]
     return text.encode("utf-8", errors="backslashreplace")
 
 
@@ -204,41 +201,20 @@ def read_events(path: str | os.PathLike[str]) -> EventLog:
             if not isinstance(obj, dict):
                 skipped.append(number)
                 continue
-            for where in obj.pop("_nonfinite", ()):
-                _restore_nonfinite(obj, where)
-            events.append(obj)
+            events.append(nonfinite_json.restore(obj))
     return EventLog(events=events, skipped_lines=skipped)
 
 
-def _jsonable(value: Any, where: list[Any], nonfinite: list[list[Any]]) -> Any:
-    """Return ``value`` as strict-JSON builtins; note where non-finite floats were replaced."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        nonfinite.append(list(where))
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v, [*where, str(k)], nonfinite) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v, [*where, i], nonfinite) for i, v in enumerate(value)]
+def _default(value: Any) -> Any:
+    """What JSON cannot hold as it is: numpy values as lists/numbers, bytes by size, else repr."""
     tolist = getattr(value, "tolist", None)  # numpy scalars and arrays, without importing numpy
     if callable(tolist) and hasattr(value, "dtype"):
-        return _jsonable(tolist(), where, nonfinite)
+        return tolist()
     if isinstance(value, (bytes, bytearray)):
         return {"bytes": len(value)}
     return repr(value)
 
 
-def _restore_nonfinite(obj: Any, where: Any) -> None:
-    if not isinstance(where, list) or not where:
-        return
-    parent = obj
-    try:
-        for key in where[:-1]:
-            parent = parent[key]
-        if parent[where[-1]] in _NONFINITE:
-            parent[where[-1]] = _NONFINITE[parent[where[-1]]]
-    except (KeyError, IndexError, TypeError):
-        return  # a hand-edited line: leave it as it is
+def _jsonable(value: Any) -> Any:
+    """``value`` as strict-JSON builtins, non-finite floats as their strings."""
+    return nonfinite_json.plain(value, _default)[0]

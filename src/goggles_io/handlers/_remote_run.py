@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from goggles_io._event.remote_protocol import register_body, run_path
+from goggles_io._util.liveness import process_identity
 from goggles_io.handlers._sender import Message
 
 __all__ = ["RunRegistration"]
@@ -83,7 +84,15 @@ class RunRegistration:
                 self._register_locked()
 
     def _register_message(self) -> Message:
-        body = register_body(self.run_id, self.run_name, self._config, self._info, self.heartbeat_s)
+        # The process that sends (the host's, with a dedicated host): built here, not in the spec.
+        body = register_body(
+            self.run_id,
+            self.run_name,
+            self._config,
+            self._info,
+            self.heartbeat_s,
+            process_identity(),
+        )
         return ("register", "/runs", body, 0)
 
     def _heartbeat_message(self) -> Message:

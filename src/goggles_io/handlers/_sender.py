@@ -24,6 +24,7 @@ import time
 from typing import Any
 from urllib.parse import SplitResult
 
+import nonfinite_json
 from goggles_io._util.report import ReportOnce
 
 __all__ = ["Message", "Point", "Sender", "SinkDown", "encode_points"]
@@ -151,7 +152,8 @@ class Sender:
         if kind == "points":
             self._deliver_points(path, encode_points(payload["points"], self.seq_base))
             return
-        status, reply = self._exchange(kind, path, json.dumps(payload).encode(), n_points)
+        body = nonfinite_json.dumps(payload, separators=(",", ":")).encode()  # NaN config: strict
+        status, reply = self._exchange(kind, path, body, n_points)
         if 400 <= status < 500:
             self._reject(kind, status, reply, n_points)
         elif kind == "register" and 200 <= status < 300 and not self._based:

@@ -36,6 +36,10 @@ Contract for handler authors:
   ``handle_batch`` or ``handle`` as usual: the head may then be written twice. There is no
   default here on purpose: a handler without the hook keeps its own ``handle_batch`` path and
   the lane's per-event error counting.
+* ``producer_lost()`` (optional) is called by the socket host before it closes the handler
+  because its last client left without ``finish()`` (the process died): the close that follows
+  ends a crashed run (``RemoteHandler`` then finishes the run as ``crashed``). Cheap and
+  thread-safe; absent, the handler just closes.
 * ``losses()`` (optional) returns what the handler itself refused or could not write, as
   ``{reason: count}`` (``{"refused": 86600}``); the bus adds it to its ``FinishReport`` so a
   loss inside a sink is counted where the user looks. It must be cheap and thread-safe: it is

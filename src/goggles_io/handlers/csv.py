@@ -1,7 +1,9 @@
 """``CsvHandler``: scalar metrics as a wide ``metrics.csv`` (one row per step) plus run config.
 
-The table is what a researcher opens in pandas or a spreadsheet: ``step`` first, then one column
-per metric in the order the metrics first appeared. When a new metric appears after rows were
+The table is what a researcher opens in pandas or a spreadsheet: ``step`` first, ``wall_time``
+(when the row's last value was logged, Unix seconds: the dashboard's wall-time axis), then one
+column per metric in the order the metrics first appeared. A table written before the time column
+existed is continued without it. When a new metric appears after rows were
 written, the file is rewritten once with the extended header (temp file + ``os.replace``, so a
 reader or a crash sees the old table or the new one, never half). Settings recorded through
 :meth:`CsvHandler.record_config` go to ``metrics.config.kv`` beside it (``key=value`` lines).
@@ -34,6 +36,7 @@ __all__ = [
     "CONFIG_FILE",
     "METRICS_FILE",
     "STEP_COLUMN",
+    "TIME_COLUMN",
     "CsvHandler",
     "CsvRows",
     "cell",
@@ -43,7 +46,8 @@ __all__ = [
 METRICS_FILE = "metrics.csv"
 CONFIG_FILE = "metrics.config.kv"
 STEP_COLUMN = "step"
-_STEP_METRIC = "step (metric)"  # a metric literally named "step" must not shadow the step column
+TIME_COLUMN = "wall_time"  # one of the names the run readers take as wall time
+_RENAMED = {STEP_COLUMN: "step (metric)", TIME_COLUMN: "wall_time (metric)"}  # never shadowed
 _DEFAULT_ROWS_PER_BATCH = 16
 _BAD_KEY = re.compile(r"[=\r\n]")
 
@@ -102,6 +106,7 @@ class CsvHandler(BaseHandler):
         super().__init__(name=f"csv:{self.csv_path}" if name is None else name, level=level)
         self.rows_per_batch = rows_per_batch
         self._columns: list[str] = []
+        self._timed = True  # the table has the wall_time column (one written before has not)
         self._pending: dict[int | None, dict[str, Any]] = {}
         self._file: LineFile | None = None
         self._config_lock = threading.Lock()
@@ -118,8 +123,8 @@ class CsvHandler(BaseHandler):
 
     @property
     def columns(self) -> list[str]:
-        """The header as written so far: ``step`` then the metric columns."""
-        return [STEP_COLUMN, *self._columns]
+        """The header as written so far: ``step``, ``wall_time``, then the metric columns."""
+        return [STEP_COLUMN, *([TIME_COLUMN] if self._timed else []), *self._columns]
 
     def open(self) -> None:
         """Open ``metrics.csv`` for appending, continuing the columns of an existing file.
@@ -140,7 +145,8 @@ class CsvHandler(BaseHandler):
                 f"with {header[0]!r}, not 'step'); pass another path or move the file away."
             )
             raise ConfigurationError(msg, key="path", value=str(self.path))
-        self._columns = header[1:]
+        self._timed = not header or header[1:2] == [TIME_COLUMN]
+        self._columns = header[2:] if header and self._timed else header[1:]
         self._file = self._line_file()
         self._opened_at, self._opened_columns, self._tail = self._file.size(), header[1:], None
 
@@ -173,6 +179,8 @@ class CsvHandler(BaseHandler):
                 self._write_pending()
             row = self._pending[step] = {}
         row.update(values)
+        if event.timestamp:  # 0.0: an event built without one
+            row[TIME_COLUMN] = max(event.timestamp, row.get(TIME_COLUMN, 0.0))
 
     def handle_redelivered(self, events: list[Event]) -> None:
         """Handle a list a dead host may have written a head of: skip that head, take the rest.
@@ -247,7 +255,7 @@ class CsvHandler(BaseHandler):
             self._file.flush()
             return
         pending, self._pending = self._pending, {}
-        known = set(self._columns)
+        known = {*self._columns, TIME_COLUMN}
         fresh = [m for row in pending.values() for m in row if m not in known]
         if fresh:
             try:
@@ -260,8 +268,11 @@ class CsvHandler(BaseHandler):
                 )
                 return
         ordered = sorted(pending.items(), key=lambda item: (item[0] is None, item[0] or 0))
+        timed = (TIME_COLUMN,) if self._timed else ()
         self._file.add(
-            *rows_text([step, *(row.get(c) for c in self._columns)] for step, row in ordered)
+            *rows_text(
+                [step, *(row.get(c) for c in (*timed, *self._columns))] for step, row in ordered
+            )
         )
         self._file.flush()
 
@@ -270,7 +281,7 @@ class CsvHandler(BaseHandler):
         assert self._file is not None
         self._file.flush()
         columns = [*self._columns, *fresh]
-        header = [STEP_COLUMN, *columns]
+        header = [STEP_COLUMN, *([TIME_COLUMN] if self._timed else []), *columns]
         if self._file.size() == 0:
             self._file.add(rows_text([header])[0], 0)
             self._file.flush()
@@ -369,8 +380,8 @@ class CsvRows:
 
 
 def _values(event: Event) -> dict[str, Any]:
-    """An event's ``{column: value}`` (a metric named ``step`` has its own column)."""
-    return {_STEP_METRIC if m == STEP_COLUMN else str(m): v for m, v in event.payload.items()}
+    """An event's ``{column: value}`` (a metric named ``step`` or ``wall_time`` has its own)."""
+    return {_RENAMED.get(str(m), str(m)): v for m, v in event.payload.items()}
 
 
 def _read_header(path: Path) -> list[str]:

@@ -85,7 +85,8 @@ class RemoteHandler(RunRegistration, BaseHandler):
             :class:`~goggles_io._util.secret.Secret`: never in the repr, the spec's ``data`` or any
             message; it travels to the host under the spec's ``secrets``.
         buffer_size: Points per batch (fresher charts vs fewer requests).
-        heartbeat_s: Send a heartbeat after this many quiet seconds.
+        heartbeat_s: Send a heartbeat after this many quiet seconds (the collector calls a run
+            silent for 3 periods crashed; on its own machine it sees a dead sender at once).
         queue_bytes: Memory the queued points may take (~200 bytes a point; default 64 MiB,
             about 330,000 points); beyond it they wait in the spool on disk, in order, and are
             refused (counted) only when the spool budget (``GOGGLES_SPOOL_BYTES``) or the disk is
@@ -120,7 +121,7 @@ class RemoteHandler(RunRegistration, BaseHandler):
         run_name: str | None = None,
         api_key: str | None = None,
         buffer_size: int = 200,
-        heartbeat_s: float = 60.0,
+        heartbeat_s: float = 5.0,
         queue_batches: int | None = None,
         enabled: bool | None = None,
         run_id: str | None = None,
@@ -174,6 +175,7 @@ class RemoteHandler(RunRegistration, BaseHandler):
         self._delivery: RemoteDelivery | None = None
         self._closing: RemoteDelivery | None = None
         self._last_stats: dict[str, int] = {}
+        self._ending = "done"  # the finish status close() sends; producer_lost() makes it crashed
         if run_info:
             self._adopt_locked(run_info)
         env = {} if enabled is False or not read_env else read_dotenv()
@@ -252,6 +254,10 @@ class RemoteHandler(RunRegistration, BaseHandler):
                 a whole number that fits in 64 bits (NaN, 2**70 and 1.5 are refused here, at
                 the call, instead of being lost later at the collector).
         """
+        self._add_point(name, value, step, time.time())
+
+    def _add_point(self, name: str, value: float, step: int | None, when: float) -> None:
+        """Queue one point stamped ``when`` (the logging call's time, as ``log.jsonl``'s)."""
         if self.server_url is None:
             return
         check_point_name(name)
@@ -265,19 +271,22 @@ class RemoteHandler(RunRegistration, BaseHandler):
             self._seq += 1
             self._logged += 1
             clean = number if math.isfinite(number) else None  # JSON has no NaN/inf
-            self._pending.append((self._seq, name, clean, step, time.time()))
+            self._pending.append((self._seq, name, clean, step, when))
             if len(self._pending) >= self.buffer_size:
                 self._flush_locked()
 
     def handle(self, event: Event) -> None:
         """Enqueue every metric of a ``METRIC`` event as a point at the event's step.
 
+        Each point carries the event's timestamp (when it was logged, not when this handler
+        took it: in a host that is later), so the collector's wall-time chart is the folder's.
         A metric the protocol cannot carry is skipped and counted (``invalid`` in
         :meth:`losses`); the event's other metrics still go out.
         """
+        when = event.timestamp or time.time()
         for name, value in event.payload.items():
             try:
-                self.log_scalar(name, value, event.step)
+                self._add_point(name, value, event.step, when)
             except (InvalidNameError, InvalidPayloadError) as exc:
                 with self._lock:
                     self._invalid += 1
@@ -306,8 +315,11 @@ class RemoteHandler(RunRegistration, BaseHandler):
                 self._flush_locked()
             delivery, self._delivery = self._delivery, None
             if delivery is not None:
-                summary = {"points_logged": self._logged}
-                body = {"status": "done", "summary": summary}
+                summary: dict[str, Any] = {"points_logged": self._logged}
+                if self._ending != "done":
+                    summary["reason"] = "the logging process left without finish()"
+                body = {"status": self._ending, "summary": summary}
+                self._ending = "done"
                 delivery.put(("finish", run_path(self.run_id, "finish"), body, 0), force=True)
             self._registered = False
         if delivery is None:
@@ -325,6 +337,12 @@ class RemoteHandler(RunRegistration, BaseHandler):
             f"{s['retries']} retries, {s['rejected_points']} rejected, {s['lost_points']} lost"
             + (f", {self._invalid} invalid" if self._invalid else "")
         )
+
+    def producer_lost(self) -> None:
+        """The host's hook: the process logging through this handler died without ``finish()``;
+        the close that follows reports the run ``crashed``, not ``done``."""
+        with self._lock:
+            self._ending = "crashed"
 
     def losses(self) -> dict[str, int]:
         """Points not stored, by reason: ``refused`` (queue full), ``rejected`` (by the

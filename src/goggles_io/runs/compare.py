@@ -50,8 +50,8 @@ def typed(text: Any) -> Any:
 def read_config(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """A run directory's recorded config, typed: ``metrics.config.kv`` then ``config.kv``.
 
-    A missing file adds nothing; an unreadable one (not UTF-8) is skipped, so a damaged file
-    never hides the rest of the config.
+    A missing file adds nothing; an unreadable one (not UTF-8, not a regular file, over
+    4 MiB, a symlink out of the run) is skipped, so a damaged file never hides the rest.
     """
     out: dict[str, Any] = {}
     for name in _CONFIG_FILES:
@@ -59,7 +59,7 @@ def read_config(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         if not path.is_file():
             continue
         try:
-            values = read_kv(path)
+            values = read_kv(path, inside=run_dir)
         except (OSError, ValueError):
             continue
         out.update({key: typed(value) for key, value in values.items()})

@@ -1,4 +1,4 @@
-"""Reading runs from code (notebooks): a run's metrics as a table, its config, its alerts.
+"""Reading runs from code (notebooks): a run's metrics as a table, its config, alerts and stats.
 
 The shapes are the ones users know: ``open_run(path).history()`` is W&B's
 ``wandb.Api().run(...).history()`` (one row per step, one column per metric), and
@@ -20,21 +20,24 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from goggles_io._util.safe_read import iter_chunks, open_inside
 from goggles_io.runs.compare import read_config
 from goggles_io.runs.lines import (
     CSV_FILE,
     EVENT_FILES,
     Columns,
+    Objects,
     Parsed,
     csv_rows,
+    file_objects,
     json_lines,
-    json_objects,
     metric_sources,
 )
 from goggles_io.runs.reader import read_run
 
 __all__ = ["Run", "describe_run", "find_runs", "is_run_dir", "open_run", "search_runs"]
 
+_OBJECT_FILES = ("alerts.jsonl", "stats.jsonl")
 UNKNOWN_STATUS = "unknown"
 """The status of a run directory without ``run.kv`` (nothing says whether it finished)."""
 
@@ -91,23 +94,34 @@ def describe_run(run_dir: str | os.PathLike[str], *, with_last_step: bool = True
 
 
 def _read_all(run_dir: Path) -> Parsed:
-    """Every metric point and media item of the run, each metric from the file that owns it."""
+    """Every metric point and media item of the run, each metric from the file that owns it.
+
+    Files are read in bounded pieces: a line over ``MAX_LINE_BYTES`` is skipped and counted,
+    a file resolving outside the run (a symlink out) or not regular (a FIFO) is not read.
+    """
     merged = Parsed()
     for source in metric_sources(run_dir):
         parsed = Parsed()
+        too_long = [0]
+        header: list[str] | None = None
+        folder = "" if source.parent == run_dir else source.parent.name
         try:
-            data = source.read_bytes()
+            with open_inside(run_dir, source) as fh:
+                for chunk in iter_chunks(fh, too_long):
+                    if source.suffix == ".csv":
+                        if header is None and too_long[0]:
+                            header = []  # the header line was unreadable: so is every row
+                        _, header = csv_rows(
+                            chunk.decode("utf-8", errors="replace"), header, parsed
+                        )
+                    else:
+                        json_lines(chunk.split(b"\n"), folder, parsed)
         except OSError:
             continue
-        if source.suffix == ".csv":
-            csv_rows(data.decode("utf-8", errors="replace"), None, parsed)
-        else:
-            folder = "" if source.parent == run_dir else source.parent.name
-            json_lines(data.split(b"\n"), folder, parsed)
         for name, columns in parsed.metrics.items():
             merged.metrics.setdefault(name, columns)
         merged.media += parsed.media
-        merged.skipped += parsed.skipped
+        merged.skipped += parsed.skipped + too_long[0]
     return merged
 
 
@@ -125,7 +139,8 @@ def _frame(columns: dict[str, list[Any]], pandas: bool | None) -> Any:
 
 
 class Run:
-    """One run directory read back: info, config, metrics, alerts and media, read on first use.
+    """One run directory read back: info, config, metrics, alerts, stats and media, read on first
+    use; ``unreadable`` counts the lines that could not be read.
 
     Args:
         run_dir: The run directory (with or without ``run.kv``).
@@ -136,6 +151,7 @@ class Run:
         if not self.path.is_dir():
             msg = f"run_dir must be a run directory (got {os.fspath(run_dir)!r}: not a directory)"
             raise NotADirectoryError(msg)
+        self._object_files: dict[str, Objects] = {}
 
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r}, status={self.info.get('status')!r})"
@@ -209,16 +225,34 @@ class Run:
         """Media items logged: kind, name, step, file (relative to the run directory)."""
         return list(self._parsed.media)
 
-    @cached_property
+    @property
     def alerts(self) -> list[dict[str, Any]]:
         """The metric watchers' alerts (``alerts.jsonl``), in the order they fired."""
-        path = self.path / "alerts.jsonl"
-        if not path.is_file():
-            return []
-        try:
-            return list(json_objects(path.read_bytes()))
-        except OSError:
-            return []
+        return self._objects("alerts.jsonl").items
+
+    @property
+    def stats(self) -> list[dict[str, Any]]:
+        """The experiment harness's stat records (``stats.jsonl``) as dicts, NaN restored."""
+        return self._objects("stats.jsonl").items
+
+    @property
+    def unreadable(self) -> dict[str, int]:
+        """Lines that could not be read, by file (``{"stats.jsonl": 3}``); empty when none.
+
+        A torn or foreign line is left out of ``alerts``, ``stats`` and the metrics, and
+        counted here, never dropped in silence. Metric files are counted together as
+        ``"metrics"``.
+        """
+        counts = {name: self._objects(name).unreadable for name in _OBJECT_FILES}
+        counts["metrics"] = self._parsed.skipped
+        return {name: n for name, n in counts.items() if n}
+
+    def _objects(self, name: str) -> Objects:
+        found = self._object_files.get(name)
+        if found is None:
+            found = file_objects(self.path, name)  # bounded lines, inside the run only
+            self._object_files[name] = found
+        return found
 
 
 def open_run(run_dir: str | os.PathLike[str]) -> Run:

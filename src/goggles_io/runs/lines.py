@@ -11,28 +11,35 @@ A run directory holds metrics in one or more of three shapes, and every tool tha
   long one (``step, name, value``).
 
 Damaged lines (torn, not JSON, not an object) are skipped and counted, never fatal.
-Non-finite numbers arrive as ``"NaN"``/``"Infinity"`` strings (JSON has none) and are kept.
+Non-finite numbers arrive as ``"NaN"``/``"Infinity"`` strings (JSON has none; the convention
+of :mod:`nonfinite_json`); lines of older files with Python's bare ``NaN`` are read too.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import attrs
+
+import nonfinite_json
+from goggles_io._util.safe_read import iter_chunks, open_inside
 
 __all__ = [
     "CSV_FILE",
     "EVENT_FILES",
     "MEDIA_KINDS",
     "Columns",
+    "Objects",
     "Parsed",
     "csv_rows",
+    "file_objects",
     "json_lines",
     "json_objects",
     "metric_sources",
@@ -56,8 +63,6 @@ def _loads() -> Callable[[bytes], Any]:
 
         return orjson.loads
     except ImportError:  # pragma: no cover - depends on the environment
-        import json
-
         return json.loads
 
 
@@ -144,12 +149,8 @@ def json_lines(lines: Iterable[bytes], folder: str = "", into: Parsed | None = N
     for raw in lines:
         if not raw.strip():
             continue
-        try:
-            obj = _LOADS(raw)
-        except ValueError:
-            out.skipped += 1
-            continue
-        if type(obj) is not dict:
+        obj = _object(raw)
+        if obj is None:
             out.skipped += 1
             continue
         kind = obj.get("kind")
@@ -288,14 +289,59 @@ def metric_sources(run_dir: Path) -> list[Path]:
     return found
 
 
-def json_objects(data: bytes) -> Iterator[dict[str, Any]]:
-    """The JSON objects among ``data``'s lines (``alerts.jsonl``, ``stats.jsonl``); others skipped."""
+@attrs.frozen
+class Objects:
+    """The objects of a JSON-lines file, and how many lines were unreadable (shown, not hidden)."""
+
+    items: list[dict[str, Any]]
+    unreadable: int = 0
+
+
+def json_objects(data: bytes) -> Objects:
+    """The JSON objects among ``data``'s lines (``alerts.jsonl``, ``stats.jsonl``), their
+    non-finite numbers restored; a line that is no JSON object is counted in ``unreadable``.
+    """
+    items: list[dict[str, Any]] = []
+    unreadable = 0
     for raw in data.split(b"\n"):
         if not raw.strip():
             continue
-        try:
-            obj = _LOADS(raw)
-        except ValueError:
-            continue
-        if type(obj) is dict:
-            yield obj
+        obj = _object(raw)
+        if obj is None:
+            unreadable += 1
+        else:
+            items.append(nonfinite_json.restore(obj))
+    return Objects(items, unreadable)
+
+
+def _object(raw: bytes) -> dict[str, Any] | None:
+    """One line as a dict, strict JSON or the bare ``NaN`` of older files; ``None`` if neither."""
+    try:
+        obj = _LOADS(raw)
+    except ValueError:
+        try:  # orjson refuses Python's NaN/Infinity literals; older files hold them
+            obj = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError):
+            return None
+    return obj if type(obj) is dict else None
+
+
+def file_objects(run_dir: Path, name: str) -> Objects:
+    """The JSON objects of ``run_dir / name`` (``alerts.jsonl``), read in bounded pieces: only a
+    regular file inside the run; a line over ``MAX_LINE_BYTES`` or no JSON object counted in
+    ``unreadable``; nothing when the file is absent or refused."""
+    path = run_dir / name
+    if not path.is_file():
+        return Objects([])
+    too_long = [0]
+    items: list[dict[str, Any]] = []
+    unreadable = 0
+    try:
+        with open_inside(run_dir, path) as fh:
+            for chunk in iter_chunks(fh, too_long):
+                part = json_objects(chunk)
+                items += part.items
+                unreadable += part.unreadable
+    except OSError:
+        return Objects([])
+    return Objects(items, unreadable + too_long[0])

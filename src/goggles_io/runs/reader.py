@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import io
-import json
 import math
 import os
 import socket
@@ -19,7 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import nonfinite_json
 from goggles_io._util.kvfile import read_kv
+from goggles_io._util.safe_read import open_inside
 from goggles_io.runs.status import DEFAULT_HEARTBEAT_S, RunStatus
 
 __all__ = ["last_metrics", "last_step", "list_runs", "read_run"]
@@ -56,7 +57,7 @@ def read_run(run_dir: str | os.PathLike[str], *, with_last_step: bool = True) ->
         RunFileError: ``run.kv`` is not valid UTF-8 (the message names the file and line).
     """
     path = Path(run_dir)
-    info: dict[str, Any] = dict(read_kv(path / "run.kv"))
+    info: dict[str, Any] = dict(read_kv(path / "run.kv", inside=path))
     info["run_dir"] = str(path)
     if info.get("status") == RunStatus.RUNNING:
         period = _period(info.get("heartbeat_s"))
@@ -121,8 +122,8 @@ def list_runs(root: str | os.PathLike[str] = "runs") -> list[dict[str, Any]]:
     return sorted(runs, key=lambda r: str(r.get("started", "")))
 
 
-def _tail_lines(path: Path) -> list[str]:
-    with open(path, "rb") as fh:
+def _tail_lines(run_dir: Path, path: Path) -> list[str]:
+    with open_inside(run_dir, path) as fh:
         fh.seek(0, os.SEEK_END)
         size = fh.tell()
         fh.seek(max(0, size - _TAIL_BYTES))
@@ -141,10 +142,10 @@ def _number(text: str) -> float | None:
     return value
 
 
-def _csv_last(path: Path) -> tuple[int | None, dict[str, float]]:
-    with open(path, "rb") as fh:  # one bad byte further down must not hide the whole file
-        header = next(csv.reader([fh.readline().decode("utf-8", errors="replace")]), [])
-    rows = list(csv.reader(io.StringIO("\n".join(_tail_lines(path)))))
+def _csv_last(run_dir: Path, path: Path) -> tuple[int | None, dict[str, float]]:
+    with open_inside(run_dir, path) as fh:  # one bad byte further down must not hide the whole file
+        header = next(csv.reader([fh.readline(_TAIL_BYTES).decode("utf-8", errors="replace")]), [])
+    rows = list(csv.reader(io.StringIO("\n".join(_tail_lines(run_dir, path)))))
     step: int | None = None
     values: dict[str, float] = {}
     long_format = "name" in header and "value" in header
@@ -161,18 +162,18 @@ def _csv_last(path: Path) -> tuple[int | None, dict[str, float]]:
                 values[record["name"]] = value
             continue
         for col, text in record.items():
-            value = _number(text) if col not in ("step", "time", "timestamp") else None
+            value = _number(text) if col not in ("step", "time", "timestamp", "wall_time") else None
             if value is not None:
                 values[col] = value
     return step, values
 
 
-def _jsonl_last(path: Path) -> tuple[int | None, dict[str, float]]:
+def _jsonl_last(run_dir: Path, path: Path) -> tuple[int | None, dict[str, float]]:
     step: int | None = None
     values: dict[str, float] = {}
-    for line in _tail_lines(path):
+    for line in _tail_lines(run_dir, path):
         try:
-            obj = json.loads(line)
+            obj = nonfinite_json.loads(line)  # NaN/inf logged are shown as such
         except ValueError:
             continue  # a torn last line after a crash
         if not isinstance(obj, dict):
@@ -199,7 +200,7 @@ def _scan(run_dir: Path) -> tuple[int | None, dict[str, float]]:
     values: dict[str, float] = {}
     for path in _metric_files(run_dir):
         try:
-            got_step, got = (_csv_last if path.suffix == ".csv" else _jsonl_last)(path)
+            got_step, got = (_csv_last if path.suffix == ".csv" else _jsonl_last)(run_dir, path)
         except (OSError, StopIteration, ValueError, csv.Error):
             continue  # unreadable or damaged: the other files still count
         values.update(got)

@@ -27,6 +27,7 @@ from goggles_io.server.ingest import Ingest
 __all__ = ["ALLOW", "CollectorApp", "send_json"]
 
 ALLOW = "GET, POST"
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
 _DRAIN_LIMIT = 4 * MAX_BODY_BYTES  # read away an oversize body up to this, so the 413 is seen
 
 
@@ -47,6 +48,19 @@ def _header_values(scope: dict[str, Any], name: bytes) -> list[str]:
     return [v.decode("latin-1") for k, v in scope["headers"] if k.lower() == name]
 
 
+def _nosniff(send: Any) -> Any:
+    """``send`` that adds ``X-Content-Type-Options: nosniff`` to every response: a browser
+    takes each body as the type it is labelled, never as HTML it guessed."""
+
+    async def sending(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            headers = [h for h in message.get("headers", []) if h[0].lower() != _NOSNIFF[0]]
+            message = {**message, "headers": [*headers, _NOSNIFF]}
+        await send(message)
+
+    return sending
+
+
 class CollectorApp:
     """ASGI callable: ingest endpoints and, for every other path, the dashboard app."""
 
@@ -58,6 +72,7 @@ class CollectorApp:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
+        send = _nosniff(send)
         ingest = self.ingest
         ingest.requests_received += 1
         method = scope["method"]

@@ -2,19 +2,21 @@
 
 Each point carries a per-run sequence number; a point whose number was already stored is a
 duplicate (a retry after a lost response) and is skipped. A gap in the numbers (batches the
-client refused) is counted per run. The dashboard reads new points by ``rowid`` through
+client refused) is counted per run. A ``running`` run is marked ``stale`` when it is silent for
+three heartbeat periods, or at once when its sending process (the registration's ``process``)
+ran on this machine and is gone (:func:`~goggles_io._util.liveness.process_gone`). The dashboard reads new points by ``rowid`` through
 :meth:`RunStore.points_after`, so it never needs the database itself.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
 from http import HTTPStatus
 from typing import Any
 
+import nonfinite_json
 from goggles_io._event.remote_protocol import (
     ProtocolError,
     check_finish,
@@ -22,6 +24,7 @@ from goggles_io._event.remote_protocol import (
     check_register,
     dump_json,
 )
+from goggles_io._util.liveness import process_gone
 
 __all__ = ["RunStore"]
 
@@ -75,9 +78,10 @@ class RunStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
-        if "heartbeat_s" not in columns:  # databases from before the stale marking
-            self._db.execute("ALTER TABLE runs ADD COLUMN heartbeat_s REAL")
-            self._db.commit()
+        for column, kind in (("heartbeat_s", "REAL"), ("process", "TEXT")):
+            if column not in columns:  # databases from before the stale marking
+                self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+        self._db.commit()
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -95,6 +99,14 @@ class RunStore:
                 "? - ? * COALESCE(heartbeat_s, ?)",
                 (now, self.stale_heartbeats, _DEFAULT_HEARTBEAT_S),
             )
+            senders = self._db.execute(
+                "SELECT run_id, process FROM runs WHERE status = 'running' AND process IS NOT NULL"
+            ).fetchall()
+            gone = [(run_id,) for run_id, process in senders if _gone(process)]
+            if gone:  # its process died on this machine: no heartbeat will come
+                self._db.executemany(
+                    "UPDATE runs SET status = 'stale' WHERE run_id = ? AND status = 'running'", gone
+                )
             rows = self._db.execute(
                 f"SELECT {', '.join(_RUN_KEYS)} FROM runs ORDER BY registered"
             ).fetchall()
@@ -105,7 +117,7 @@ class RunStore:
         for row in rows:
             run = dict(zip(_RUN_KEYS, row, strict=True))
             for k in ("config", "info", "summary"):
-                run[k] = json.loads(run[k] or "{}")
+                run[k] = nonfinite_json.loads(run[k] or "{}")
             run["points"] = counts.get(run["run_id"], 0)
             result.append(run)
         return result
@@ -150,6 +162,7 @@ class RunStore:
         """``POST /runs``: a new run, or a re-registration whose config is merged."""
         run = check_register(body)
         run_id, config = run["run_id"], run["config"]
+        process = None if run["process"] is None else dump_json(run["process"]).decode()
         now = time.time()
         with self._lock, self._db:
             row = self._db.execute(
@@ -158,8 +171,8 @@ class RunStore:
             if row is None:
                 self._db.execute(
                     "INSERT INTO runs (run_id, name, config, info, status, registered, last_seen,"
-                    " finished, last_seq, gaps, duplicates, heartbeats, summary, heartbeat_s)"
-                    " VALUES (?, ?, ?, ?, 'running', ?, ?, NULL, 0, 0, 0, 0, '{}', ?)",
+                    " finished, last_seq, gaps, duplicates, heartbeats, summary, heartbeat_s,"
+                    " process) VALUES (?, ?, ?, ?, 'running', ?, ?, NULL, 0, 0, 0, 0, '{}', ?, ?)",
                     (
                         run_id,
                         run["name"],
@@ -168,14 +181,17 @@ class RunStore:
                         now,
                         now,
                         run["heartbeat_s"],
+                        process,
                     ),
                 )
-            else:  # re-registration (a retry, or config recorded later): merge the config
-                merged = {**json.loads(row[0] or "{}"), **config}
+            else:  # re-registration (a retry, config recorded later, a rebuilt handler)
+                merged = {**nonfinite_json.loads(row[0] or "{}"), **config}
                 self._db.execute(
                     "UPDATE runs SET config = ?, last_seen = ?,"
-                    " heartbeat_s = COALESCE(?, heartbeat_s) WHERE run_id = ?",
-                    (dump_json(merged).decode(), now, run["heartbeat_s"], run_id),
+                    " heartbeat_s = COALESCE(?, heartbeat_s), process = COALESCE(?, process),"
+                    " status = CASE status WHEN 'stale' THEN 'running' ELSE status END"
+                    " WHERE run_id = ?",
+                    (dump_json(merged).decode(), now, run["heartbeat_s"], process, run_id),
                 )
         # last_seq: a client that restarted (a rebuilt handler) numbers its points after it.
         return {"run_id": run_id, "last_seq": 0 if row is None else int(row[1] or 0)}
@@ -229,3 +245,11 @@ class RunStore:
                 (status, now, dump_json(summary).decode(), now, run_id),
             )
         return {"ok": True}
+
+
+def _gone(process: str) -> bool:
+    """Whether a registration's sending process surely exited (``False`` when unsure)."""
+    try:
+        return process_gone(nonfinite_json.loads(process))
+    except ValueError:
+        return False

@@ -104,6 +104,7 @@ def _protocol_class(track: Callable[[Any, bool], None]) -> type:
             body = json.dumps({"error": f"malformed HTTP request: {reason}"}).encode()
             head = (
                 "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                "X-Content-Type-Options: nosniff\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
             )
             self.transport.write(head.encode("latin-1") + body)

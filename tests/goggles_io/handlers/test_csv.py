@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import goggles_io as gg
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers.base import handler_from_dict
-from goggles_io.handlers.csv import CONFIG_FILE, METRICS_FILE
+from goggles_io.handlers.csv import CONFIG_FILE, METRICS_FILE, TIME_COLUMN
 from goggles_io.runs import RunContext, register_run
 
 
@@ -33,8 +33,12 @@ def _write(path: Path, *events: gg.Event, **options: Any) -> gg.CsvHandler:
 
 
 def _rows(path: Path) -> list[list[str]]:
+    """The table without its ``wall_time`` column (:class:`TestWallTime` checks that one)."""
     with open(path, encoding="utf-8", newline="") as handle:
-        return list(csv.reader(handle))
+        rows = list(csv.reader(handle))
+    if rows and rows[0][1:2] == [TIME_COLUMN]:
+        return [row[:1] + row[2:] for row in rows]
+    return rows
 
 
 class TestCsvRows:
@@ -179,6 +183,52 @@ class TestCsvRows:
         )
 
         assert found == cells
+
+
+class TestWallTime:
+    def test_each_row_carries_the_latest_log_time_of_its_step(self, tmp_path: Path) -> None:
+        """``wall_time`` follows ``step``: the timestamp of the row's last event, exactly."""
+        events = [
+            gg.Event(kind=gg.Kind.METRIC, scope="global", payload=p, step=s, timestamp=t)
+            for p, s, t in [({"loss": 1.0}, 0, 1700000000.25), ({"acc": 0.5}, 0, 1700000000.5),
+                            ({"loss": 0.5}, 1, 1700000001.125)]
+        ]  # fmt: skip
+        _write(tmp_path, *events)
+
+        with open(tmp_path / METRICS_FILE, encoding="utf-8", newline="") as handle:
+            rows = list(csv.reader(handle))
+        assert ["step", "wall_time", "loss", "acc"] == rows[0]
+        assert [["0", "1700000000.5", "1.0", "0.5"], ["1", "1700000001.125", "0.5", ""]] == rows[1:]
+
+    def test_the_run_reader_finds_a_wall_time_axis(self, tmp_path: Path) -> None:
+        """A CsvHandler run has wall time for the dashboard and open_run (issue 30)."""
+        from goggles_io.runs.lines import csv_rows
+
+        times = [1700000000.0 + 0.1 * s for s in range(3)]
+        _write(tmp_path, *[
+            gg.Event(kind=gg.Kind.METRIC, scope="global", payload={"loss": 1.0}, step=s,
+                     timestamp=t) for s, t in enumerate(times)
+        ])  # fmt: skip
+
+        parsed, _ = csv_rows((tmp_path / METRICS_FILE).read_text(), None)
+        assert ["loss"] == list(parsed.metrics)
+        assert times == list(parsed.metrics["loss"].time)
+
+    def test_a_table_written_before_the_column_is_continued_without_it(
+        self, tmp_path: Path
+    ) -> None:
+        """An old ``step,loss`` table gets rows of the same width, no column inserted."""
+        (tmp_path / METRICS_FILE).write_text("step,loss\n0,1.0\n")
+        _write(tmp_path, gg.Event(kind=gg.Kind.METRIC, scope="global", payload={"loss": 0.5},
+                                  step=1, timestamp=1700000000.0))  # fmt: skip
+
+        assert "step,loss\n0,1.0\n1,0.5\n" == (tmp_path / METRICS_FILE).read_text()
+
+    def test_metric_named_wall_time_does_not_shadow_the_column(self, tmp_path: Path) -> None:
+        """A metric literally called ``wall_time`` gets its own column."""
+        _write(tmp_path, _metric({"wall_time": 3.5}, 0))
+
+        assert ["step", "wall_time (metric)"] == _rows(tmp_path / METRICS_FILE)[0]
 
 
 class TestCsvConfig:

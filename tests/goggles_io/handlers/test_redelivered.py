@@ -324,8 +324,8 @@ class TestCsv:
 
         with open(tmp_path / METRICS_FILE, encoding="utf-8", newline="") as rows:
             read = list(csv.reader(rows))
-        assert ["step", "loss", "acc"] == read[0]
-        assert [[str(s), repr(s / 2), "1.0"] for s in range(6)] == read[1:]
+        assert ["step", "wall_time", "loss", "acc"] == read[0]
+        assert [[str(s), "", repr(s / 2), "1.0"] for s in range(6)] == read[1:]  # no timestamp
 
     def test_rows_are_found_after_a_new_column_rewrote_the_table(self, tmp_path: Path) -> None:
         """A fresh metric rewrites the file before the redelivered list arrives: still once."""

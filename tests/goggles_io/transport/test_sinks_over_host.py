@@ -145,5 +145,6 @@ class TestCsvOverHost:
         assert {"before": "1", "after": "yes"} == dict(
             read_kv(tmp_path / "csv" / "metrics.config.kv")
         )
-        assert (tmp_path / "csv" / "metrics.csv").read_text().startswith("step,loss\n0,1.0")
+        header, row = (tmp_path / "csv" / "metrics.csv").read_text().splitlines()[:2]
+        assert ("step,wall_time,loss", "0", "1.0") == (header, row.split(",")[0], row.split(",")[2])
         assert not os.path.exists(foreign_host.cwd / "csv")

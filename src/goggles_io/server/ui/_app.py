@@ -1,7 +1,8 @@
 """The dashboard's routes (Starlette): the page, its JSON API, a live stream, media and exports.
 
 Everything a run wrote reaches the page as JSON data, never as markup: the page builds its
-DOM with ``textContent`` (``static/*.js``), so a metric called ``<script>`` is text. Chart
+DOM with ``textContent`` (``static/*.js``), so a metric called ``<script>`` is text. A run's
+own files are served sandboxed, active types as downloads (``_headers.py``). Chart
 code is uPlot from the ``youplot`` wheel (``_assets.py``). Answers come from the index as it
 stands (``_sources.py`` reads the files in the background), so no request waits for a big log.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
+import json
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -26,8 +28,9 @@ from goggles_io.runs import diff_configs
 from goggles_io.server.ingest import KEY_COOKIE
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._assets import load_assets
+from goggles_io.server.ui._headers import attachment, run_file_headers
 from goggles_io.server.ui._media import array_view, histogram_steps, inside, text_preview
-from goggles_io.server.ui._series import export_rows, group_band, metric_series
+from goggles_io.server.ui._series import export_rows, group_band, json_rows, metric_series
 from goggles_io.server.ui._sources import Catalog
 from goggles_io.server.ui._stats import read_alerts, stat_records
 
@@ -41,7 +44,7 @@ _IMMUTABLE = {"cache-control": "public, max-age=31536000, immutable"}
 
 class _Json(JSONResponse):
     def render(self, content: Any) -> bytes:
-        return dump_json(content)  # strict JSON: NaN and inf become null
+        return dump_json(content)  # strict JSON: NaN and inf in the non-finite convention
 
 
 def _float_arg(request: Request, name: str) -> float | None:
@@ -136,8 +139,7 @@ def make_ui_app(
         index = catalog.index(key)
         if index is None or name not in index.metrics or fmt not in ("csv", "json"):
             return _error("no such run, metric or format (csv or json)")
-        filename = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{key}_{name}")[:150]
-        headers = {"content-disposition": f'attachment; filename="{filename}.{fmt}"', **_PLAIN}
+        headers = {"content-disposition": attachment(f"{key}_{name}.{fmt}"), **_PLAIN}
 
         async def body() -> AsyncIterator[bytes]:
             yield (
@@ -145,7 +147,7 @@ def make_ui_app(
                 if fmt == "csv"
                 else b'{"columns":["step","time","x","value"],"rows":['
             )
-            first = True
+            first, done, found = True, 0, []  # found: paths of logged NaN/inf values (JSON)
             for rows in await asyncio.to_thread(lambda: list(export_rows(index, name))):
                 if fmt == "csv":
                     buf = io.StringIO()
@@ -153,20 +155,22 @@ def make_ui_app(
                         buf.write(",".join("" if v != v else repr(v) for v in row) + "\n")
                     yield buf.getvalue().encode()
                 else:
-                    text = dump_json(rows.tolist())[1:-1]
+                    text = json_rows(rows, done, found)
+                    done += len(rows)
                     if text:
                         yield (b"" if first else b",") + text
                         first = False
             if fmt == "json":
-                yield b"]}"
+                listed = b',"_nonfinite":' + json.dumps(found).encode() if found else b""
+                yield b"]" + listed + b"}"
 
         media = "text/csv" if fmt == "csv" else "application/json"
         return StreamingResponse(body(), media_type=media, headers=headers)
 
     async def alerts(request: Request) -> Response:
         run_dir = catalog.run_dir(request.query_params.get("run", ""))
-        found = await asyncio.to_thread(read_alerts, run_dir) if run_dir else []
-        return _Json({"alerts": found}, headers=_PLAIN)
+        found = await asyncio.to_thread(read_alerts, run_dir) if run_dir else {"alerts": []}
+        return _Json(found, headers=_PLAIN)
 
     async def diff(request: Request) -> Response:
         """The config of the selected runs side by side, differing keys flagged."""
@@ -210,7 +214,7 @@ def make_ui_app(
         target = _target(request)
         if target is None:
             return _error("no such media file in this run")
-        return FileResponse(target)
+        return FileResponse(target, headers=run_file_headers(target))  # sandboxed: runs nothing
 
     async def media_data(request: Request) -> Response:
         """A histogram, trajectories or vector field reduced for drawing; an artifact's text."""

@@ -22,7 +22,17 @@ __all__ = ["UPLOT_PACKAGE", "UPLOT_SHA256", "Asset", "Assets", "load_assets"]
 UPLOT_PACKAGE = "youplot==1.0.0"
 UPLOT_SHA256 = "2d27e8ad3d228164525ce213f9dc716f39b4e3aee0cc773fb3491c96cf4921a2"  # uPlot 1.6.31
 UPLOT_CSS_SHA256 = "df630c6a8d6f8eeaff264b50f73ce5b114f646ffd9a0bb74f049b0a00135fa04"
-_OWN = ("util.js", "charts.js", "panels.js", "runs.js", "media.js", "stats.js", "app.js", "app.css")
+_OWN = (
+    "util.js",
+    "axes.js",
+    "charts.js",
+    "panels.js",
+    "runs.js",
+    "media.js",
+    "stats.js",
+    "app.js",
+    "app.css",
+)
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 
 

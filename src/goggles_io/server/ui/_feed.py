@@ -4,6 +4,9 @@ Each ``step(budget_bytes)`` reads at most about ``budget_bytes`` and says whethe
 waiting, so one big run never holds up the others and the first answers come while a large
 log is still being read. A run's files are read in :func:`metric_sources` order and a later
 file waits until the earlier ones are caught up, so the first file to log a metric owns it.
+A line over ``MAX_LINE_BYTES`` is discarded without being held and counted as unreadable; a
+file that resolves outside its run or is not a regular file (a FIFO) is never opened
+(``refused`` in the manifest's extra).
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from goggles_io._util.safe_read import LineCursor, RefusedFileError, open_inside, read_lines
 from goggles_io.runs.lines import Parsed, csv_rows, json_lines, metric_sources
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._index import RunIndex
@@ -41,55 +45,65 @@ class DirFeeder:
     def step(self, budget_bytes: int) -> bool:
         """Index up to ``budget_bytes`` of new lines; ``True`` when more is waiting."""
         pending = 0
+        refused: dict[str, str] = {}
         for path in metric_sources(self.run_dir):
             rel = path.relative_to(self.run_dir).as_posix()
             try:
-                st = path.stat()
+                fh = open_inside(self.run_dir, path)
+            except RefusedFileError as exc:  # a symlink out of the run, a FIFO: never read
+                refused[rel] = str(exc)
+                continue
             except OSError:
                 continue
-            state = self.index.sources.get(rel)
-            if state is not None and (st.st_ino != state["inode"] or st.st_size < state["offset"]):
-                self.index.drop_source(rel)  # replaced (a CSV whose header grew): read afresh
-                state = None
-            if state is None:
-                state = self.index.sources[rel] = {"inode": st.st_ino, "offset": 0, "header": None}
-            waiting = st.st_size - state["offset"]
-            if waiting <= 0:
-                continue
-            if pending or budget_bytes <= 0:
-                pending += waiting  # an earlier file is not caught up: this one waits
-                continue
-            used = self._read(path, rel, state, min(waiting, budget_bytes), waiting)
+            with fh:
+                st = os.fstat(fh.fileno())
+                state = self.index.sources.get(rel)
+                if state is not None and (
+                    st.st_ino != state["inode"] or st.st_size < state["offset"]
+                ):
+                    self.index.drop_source(rel)  # replaced (a CSV whose header grew): read afresh
+                    state = None
+                if state is None:
+                    state = self.index.sources[rel] = {"inode": st.st_ino, "offset": 0,
+                                                       "header": None}  # fmt: skip
+                waiting = st.st_size - state["offset"]
+                if waiting <= 0:
+                    continue
+                if pending or budget_bytes <= 0:
+                    pending += waiting  # an earlier file is not caught up: this one waits
+                    continue
+                used = self._read(fh, path, rel, state, min(waiting, budget_bytes))
             budget_bytes -= used
-            pending += waiting - used
+            pending += max(0, waiting - used)
+        if refused != self.index.extra.get("refused", {}):
+            self.index.extra["refused"] = refused
+            self.index.save()
         self.pending = pending
         return pending > 0
 
-    def _read(self, path: Path, rel: str, state: dict[str, Any], size: int, waiting: int) -> int:
-        with open(path, "rb") as fh:
-            fh.seek(state["offset"])
-            data = fh.read(size)
-            while b"\n" not in data and len(data) < waiting:  # one line longer than the budget
-                more = fh.read(max(len(data), 1 << 16))
-                if not more:
-                    break
-                data += more
-        end = data.rfind(b"\n") + 1
-        if not end:
+    def _read(self, fh: BinaryIO, path: Path, rel: str, state: dict[str, Any], size: int) -> int:
+        """Parse the next whole lines (about ``size`` bytes); a line over ``MAX_LINE_BYTES``
+        is discarded without being held and counted as unreadable. Returns the bytes passed."""
+        cursor = LineCursor(state["offset"], bool(state.get("skipping")))
+        chunk, too_long = read_lines(fh, cursor, size)
+        used = cursor.offset - state["offset"]
+        if not used:
             return 0  # only a torn last line so far: wait for its end
-        chunk = data[:end]
         parsed = Parsed()
+        parsed.skipped += too_long
         if path.suffix == ".csv":
+            if too_long and state["offset"] == 0 and state["header"] is None:
+                state["header"] = []  # the header itself was unreadable: so is every row
             _, header = csv_rows(chunk.decode("utf-8", errors="replace"), state["header"], parsed)
             state["header"] = header
         else:
             folder = "" if path.parent == self.run_dir else path.parent.name
             json_lines(chunk.split(b"\n"), folder, parsed)
         self.index.add(parsed, rel)
-        state["offset"] += end
+        state["offset"], state["skipping"] = cursor.offset, cursor.skipping
         self.index.extra["skipped"] = self.index.extra.get("skipped", 0) + parsed.skipped
         self.index.save()
-        return end
+        return used
 
 
 class DbFeeder:

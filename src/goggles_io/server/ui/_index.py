@@ -14,7 +14,6 @@ to the counts, sources are read again from the recorded offsets.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -25,6 +24,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+import nonfinite_json
 from goggles_io.runs.lines import Columns, Parsed
 from goggles_io.server.ui._pyramid import Pyramid
 
@@ -114,7 +114,7 @@ class RunIndex:
     def _load(self) -> None:
         path = self.folder / "manifest.json"
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = nonfinite_json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             data = None
         if (
@@ -131,7 +131,7 @@ class RunIndex:
         media_count = int(data.get("media", 0))
         try:
             lines = (self.folder / "media.jsonl").read_bytes().split(b"\n")[:media_count]
-            self.media = [json.loads(line) for line in lines if line.strip()]
+            self.media = [nonfinite_json.loads(line) for line in lines if line.strip()]
         except (OSError, ValueError):
             self.media = []
         self._rewrite_media()  # drops lines written after the manifest (a crash)
@@ -146,7 +146,7 @@ class RunIndex:
         self._stores, self._next = {}, 0
 
     def _rewrite_media(self) -> None:
-        text = "".join(json.dumps(m) + "\n" for m in self.media)
+        text = "".join(nonfinite_json.dumps(m) + "\n" for m in self.media)
         (self.folder / "media.jsonl").write_text(text, encoding="utf-8")
 
     def save(self) -> None:
@@ -162,7 +162,7 @@ class RunIndex:
                 "metrics": {n: m.to_json() for n, m in self.metrics.items()},
             }
             tmp = self.folder / f".manifest.{os.getpid()}.tmp"
-            tmp.write_text(json.dumps(data), encoding="utf-8")
+            tmp.write_text(nonfinite_json.dumps(data), encoding="utf-8")
             os.replace(tmp, self.folder / "manifest.json")
 
     # -- writing ------------------------------------------------------------------------------
@@ -202,7 +202,7 @@ class RunIndex:
                 item["source"] = source
             if parsed.media:
                 with open(self.folder / "media.jsonl", "a", encoding="utf-8") as fh:
-                    fh.write("".join(json.dumps(m) + "\n" for m in parsed.media))
+                    fh.write("".join(nonfinite_json.dumps(m) + "\n" for m in parsed.media))
                 self.media += parsed.media
         return added
 

@@ -15,10 +15,12 @@ from typing import Any
 
 import numpy as np
 
+import nonfinite_json
+from goggles_io._event.remote_protocol import dump_json
 from goggles_io.server.ui._downsample import downsample, window
 from goggles_io.server.ui._index import RunIndex
 
-__all__ = ["export_rows", "group_band", "metric_series"]
+__all__ = ["export_rows", "group_band", "json_rows", "metric_series"]
 
 _UNSORTED_MAX = 5_000_000  # points sorted in memory when a metric's steps are out of order
 _NOTES = {
@@ -170,3 +172,17 @@ def export_rows(index: RunIndex, name: str, chunk: int = 65536) -> Iterator[np.n
                 store.column(a, start, start + chunk) for a in ("step", "time", "custom", "value")
             ]
         yield np.stack(cols, axis=1)
+
+
+def json_rows(rows: np.ndarray, base: int, found: list[list[Any]]) -> bytes:
+    """``rows`` (from :func:`export_rows`, starting at row ``base``) as JSON array items.
+
+    An unknown step, time or x (NaN in the index) is ``null``; a logged non-finite value is its
+    string in the one convention (:mod:`nonfinite_json`) and its path is appended to ``found``,
+    for the export's ``_nonfinite``.
+    """
+    listed = rows.tolist()
+    for i in np.flatnonzero(~np.isfinite(rows[:, 3])).tolist():
+        listed[i][3] = nonfinite_json.plain(listed[i][3])[0]
+        found.append(["rows", base + i, 3])
+    return dump_json(listed)[1:-1]

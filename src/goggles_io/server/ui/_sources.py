@@ -4,7 +4,8 @@ Runs come from run directories (with ``run.kv``, or robo-goggles' layout without
 folder, status ``unknown``) under the given roots, and from the collector's database. The
 page is answered from what is indexed so far (``indexed`` says how far): the server is ready
 before a large log is read, and live runs keep appending. Nothing here writes into a run
-directory; the index lives in a cache directory the dashboard owns (``index_dir``, default
+directory; a run both in a folder and in the collector (``RunContext`` plus ``RemoteHandler``)
+is one row, joined by run id (:func:`_join`); the index lives in a cache directory the dashboard owns (``index_dir``, default
 ``$XDG_CACHE_HOME/split-telemetry/ui-index``; a temporary one if that cannot be written).
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from goggles_io._util.env import ENV_CACHE_HOME
 from goggles_io._util.report import ReportOnce
+from goggles_io._util.safe_read import resolves_inside
 from goggles_io.runs import describe_run, find_runs, lost_events, read_config, shown_status
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._feed import DbFeeder, DirFeeder, index_folder
@@ -32,6 +34,7 @@ _FIRST_ANSWER_S = 1.0  # indexing waits this long for the first page request to 
 _INFO_S = 1.0  # run.kv and heartbeat re-read at most this often
 _BUDGET = 1 << 20  # bytes indexed per run per turn: small parse batches keep memory flat
 _DB_STATUS = {"stale": "crashed"}
+_UNSETTLED = ("running", "unknown", "?")  # a folder status the collector's end may improve on
 _report = ReportOnce(who="telemetry ui")
 
 
@@ -98,6 +101,7 @@ class Catalog:
             db_folder = index_folder(root, "db", owner)
         self.db = DbFeeder(store, db_folder, owner)
         self.db_runs: list[dict[str, Any]] = []
+        self.joined: dict[str, str] = {}  # folder key -> run id of its collector copy
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -172,7 +176,8 @@ class Catalog:
         """Add run directories that appeared; re-read run.kv of each at most once a second."""
         with self._lock:
             known = {run.path for run in self.dirs.values()}
-            for path in find_runs(*self.roots):
+            found = [p for root in self.roots for p in find_runs(root) if resolves_inside(root, p)]
+            for path in found:  # a run folder symlinked in from outside its root is not served
                 if path not in known:
                     key = f"dir:{path.name}"
                     while key in self.dirs:
@@ -204,11 +209,19 @@ class Catalog:
         return run
 
     def index(self, key: str) -> RunIndex | None:
-        """The index of run ``key`` (``dir:...`` or ``db:...``), or ``None``."""
+        """The index of run ``key`` (``dir:...`` or ``db:...``), or ``None``.
+
+        A joined row's charts read the folder; while the folder holds no metric (a run that
+        logs only through its ``RemoteHandler``) they read the collector's copy.
+        """
         if key.startswith("db:"):
             return self.db.runs.get(key[3:])
         run = self._dir(key)
-        return run.feeder.index if run else None
+        if run is None:
+            return None
+        if key in self.joined and not run.feeder.index.metrics and not run.feeder.pending:
+            return self.db.runs.get(self.joined[key]) or run.feeder.index
+        return run.feeder.index
 
     def run_dir(self, key: str) -> Path | None:
         run = self._dir(key)
@@ -227,15 +240,28 @@ class Catalog:
         if not self.dirs and not self.db_runs:
             self.discover()
         rows = [self._dir_row(run) for run in list(self.dirs.values())]
+        by_id: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            by_id.setdefault(row["run_id"], row)
         now = time.time()
+        joined: dict[str, str] = {}
         for run in self.db_runs:
             run_id = run["run_id"]
+            status = _DB_STATUS.get(run.get("status"), str(run.get("status")))
+            if run_id in by_id:
+                row = by_id[run_id]
+                _join(row, status)
+                joined[row["key"]] = run_id
+                if not row["metrics"] and row["indexed"] >= 1.0:  # index() charts the copy
+                    row.update(_index_part(self.db.runs.get(run_id), 0))
+                continue
             info = run.get("info") or {}
             tags = info.get("tags")
             rows.append({
-                "key": f"db:{run_id}", "source": "collector", "run_id": run_id,
+                "key": f"db:{run_id}", "source": "collector", "sources": ["collector"],
+                "keys": {"collector": f"db:{run_id}"}, "run_id": run_id,
                 "name": str(run.get("name") or run_id),
-                "status": _DB_STATUS.get(run.get("status"), str(run.get("status"))),
+                "status": status,
                 "age_s": now - run["registered"] if run.get("registered") else None,
                 "started": None, "group": str(info.get("project") or info.get("group") or ""),
                 "tags": [str(t) for t in tags] if isinstance(tags, list) else [],
@@ -243,6 +269,7 @@ class Catalog:
                 "stats": False, "alerts": False, "layout": "collector",
                 **_index_part(self.db.runs.get(run_id), 0),
             })  # fmt: skip
+        self.joined = joined
         return rows
 
     def _dir_row(self, run: _DirRun) -> dict[str, Any]:
@@ -251,6 +278,8 @@ class Catalog:
         return {
             "key": run.key,
             "source": "dir",
+            "sources": ["dir"],
+            "keys": {"dir": run.key},
             "run_id": str(info.get("run_id", run.path.name)),
             "name": str(info.get("name") or info.get("slug") or run.path.name),
             "status": shown_status(info),  # "done (lost 120)": never a plain done
@@ -261,7 +290,7 @@ class Catalog:
             "tags": [t for t in tags.split(",") if t],
             "config": run.config,
             "path": str(run.path),
-            "note": info.get("note") or info.get("error"),
+            "note": _note(info, run.feeder.index),
             "stats": (run.path / "stats.jsonl").is_file(),
             "alerts": (run.path / "alerts.jsonl").is_file(),
             "layout": info.get("layout", "run.kv"),
@@ -269,14 +298,37 @@ class Catalog:
         }
 
 
+def _join(row: dict[str, Any], db_status: str) -> None:
+    """Make a folder's row the row of its collector copy too (same run id).
+
+    The status is the more informative of the two: the folder's (it knows ``failed``,
+    ``interrupted``, ``done (lost 120)``) unless it is still ``running`` or ``unknown`` while
+    the collector already knows the end (``crashed``, ``done``).
+    """
+    row["sources"] = ["dir", "collector"]
+    row["keys"] = {"dir": row["key"], "collector": f"db:{row['run_id']}"}
+    if row["status"] in _UNSETTLED and db_status not in _UNSETTLED:
+        row["status"] = db_status
+
+
+def _note(info: dict[str, Any], index: RunIndex) -> str | None:
+    """The run's note: why it has no run.kv or why that was unreadable, and files not read."""
+    with index.lock:
+        refused = list(index.extra.get("refused", {}).values())
+    parts = [str(p) for p in (info.get("note") or info.get("error"), *refused) if p]
+    return "; ".join(parts) or None
+
+
 def _index_part(index: RunIndex | None, pending: int) -> dict[str, Any]:
     """The runs-table columns that come from the index: last step, summaries, progress."""
     if index is None:
-        return {"last_step": None, "metrics": {}, "summary": {}, "media": 0, "indexed": 1.0}
+        return {"last_step": None, "metrics": {}, "summary": {}, "media": 0, "unreadable": 0,
+                "indexed": 1.0}  # fmt: skip
     with index.lock:
         metrics = list(index.metrics.values())
         done = sum(int(s.get("offset", 0)) for s in index.sources.values())
         media = len(index.media)
+        unreadable = int(index.extra.get("skipped", 0))
     steps = [m.ends.get("step") for m in metrics if m.ends.get("step") is not None]
     return {
         "last_step": int(max(steps)) if steps else None,  # type: ignore[type-var]
@@ -285,5 +337,6 @@ def _index_part(index: RunIndex | None, pending: int) -> dict[str, Any]:
             m.name: {"last": m.last, "min": m.low, "max": m.high, "bad": m.bad} for m in metrics
         },
         "media": media,
+        "unreadable": unreadable,  # lines skipped: not JSON, torn, or over MAX_LINE_BYTES
         "indexed": 1.0 if not pending else done / (done + pending),
     }

@@ -36,14 +36,14 @@ function groupChoices() {
     el("option", { value: "tag" }, "tag"));
   const keys = new Set();
   for (const run of state.runs) for (const k of Object.keys(run.config || {})) keys.add(k);
-  for (const k of [...keys].sort()) pick.append(el("option", { value: "config." + k }, "config " + k));
+  for (const k of [...keys].sort()) pick.append(el("option", { value: "config." + k }, "config " + isolated(k)));
   pick.value = [...pick.options].some((o) => o.value === keep) ? keep : "";
 }
 
 function applyRuns(runs) {
   const first = !state.runs.length;
   state.runs = runs;
-  if (first && !state.selected.size) for (const r of runs.slice(-3)) state.selected.add(r.key);
+  if (first && !state.selected.size) for (const r of newestFirst(runs).slice(0, 3)) state.selected.add(r.key);
   if (first) writeUrl();
   renderRuns();
   groupChoices();

@@ -23,26 +23,32 @@ function alpha(color, a) {
   return color.replace("hsl(", "hsla(").replace(")", `, ${a})`);
 }
 
-function quantileRange(data) {
+// The 5th-95th percentile of what is shown, padded: linearly, or by a factor on a log scale
+// (where only positive values count).
+function quantileRange(data, log) {
   const all = [];
-  for (let s = 1; s < data.length; s++) for (const v of data[s]) if (v !== null && v !== undefined && isFinite(v)) all.push(v);
+  for (let s = 1; s < data.length; s++) {
+    for (const v of data[s]) if (v !== null && v !== undefined && isFinite(v) && (!log || v > 0)) all.push(v);
+  }
   if (all.length < 8) return null;
   all.sort((a, b) => a - b);
   const lo = all[Math.floor(all.length * 0.05)], hi = all[Math.ceil(all.length * 0.95) - 1];
+  if (log) return lo === hi ? [lo / 2, hi * 2] : [lo / 1.2, hi * 1.2];
   const pad = (hi - lo) * 0.1 || Math.abs(hi) * 0.1 || 1;
   return [lo - pad, hi + pad];
 }
 
-// Powers of ten, at most ~6 of them, for a log axis over any number of decades (uPlot's own
-// log ticks all fall below its spacing when a value explodes over 30 decades).
-function logSplits(u, axis, min, max) {
-  if (!(min > 0) || !isFinite(max)) return [];
-  const lo = Math.ceil(Math.log10(min)), hi = Math.floor(Math.log10(max));
-  if (hi < lo) return [min, max];
-  const step = Math.max(1, Math.ceil((hi - lo) / 5));
-  const out = [];
-  for (let k = lo; k <= hi; k += step) out.push(Math.pow(10, k));
-  return out;
+// A log scale over whole decades (its ticks then sit at both ends). Zero and negative values
+// cannot be placed on it: it starts at the smallest positive value shown.
+function logRange(data, min, max) {
+  let lo = min;
+  if (!(lo > 0)) {
+    lo = Infinity;
+    for (let s = 1; s < data.length; s++) for (const v of data[s]) if (v > 0 && v < lo) lo = v;
+    if (!isFinite(lo)) return [1, 10];
+  }
+  const hi = max > lo ? max : lo * 10;
+  return [Math.pow(10, Math.floor(Math.log10(lo))), Math.pow(10, Math.ceil(Math.log10(hi)))];
 }
 
 function alertMatches(metric, alert) {
@@ -59,15 +65,16 @@ function panelModel(name, reply) {
   const pairs = [], series = [{}], bands = [], legend = [], nan = [];
   const smooth = state.smooth;
   if (reply.groups) {
+    const labels = groupLabels();
     for (const g of reply.groups) {
-      const color = colorOf(g.keys[0]);
+      const color = groupColor(g.label, labels);
       const base = series.length;
       pairs.push([g.x, g.hi], [g.x, g.lo], [g.x, ema(g.mean, smooth)]);
       series.push({ stroke: alpha(color, 0.0), points: { show: false } },
         { stroke: alpha(color, 0.0), points: { show: false } },
         { stroke: color, width: 1.6, points: { show: false } });
       bands.push({ series: [base, base + 1], fill: alpha(color, 0.18) });
-      legend.push({ key: g.keys[0], label: `${g.label} (n=${g.members})`, index: base + 2 });
+      legend.push({ key: g.label, label: [bdi(g.label), ` (n=${g.members})`], index: base + 2, color });
     }
   } else {
     for (const [key, s] of Object.entries(reply.series || {})) {
@@ -79,7 +86,7 @@ function panelModel(name, reply) {
       }
       pairs.push([s.x, ema(s.y, smooth)]);
       series.push({ stroke: color, width: 1.4, points: dots, spanGaps: true });
-      legend.push({ key, label: runLabel(key), index: series.length - 1 });
+      legend.push({ key, label: runLabelNodes(key), index: series.length - 1, color });
       for (const x of s.nan || []) nan.push(x);
     }
   }
@@ -113,7 +120,7 @@ function drawMarkers(u, panel) {
   for (const a of panel.alerts || []) {
     const left = u.valToPos(a.step, "x");
     if (left < 0 || left > u.over.clientWidth) continue;
-    const title = (a.message || "alert") + " (click: its entry in the stats tab)";
+    const title = isolated(a.message || "alert") + " (click: its entry in the stats tab)";
     const mark = el("div", { className: "alert-marker " + (a.severity || ""), title, role: "link", tabIndex: 0 }, "▼");
     mark.dataset.step = String(a.step);
     mark.addEventListener("click", () => showAlert(a));
@@ -136,7 +143,7 @@ function renderLegend(panel) {
   box.replaceChildren();
   panel.legendItems = [];
   for (const item of panel.model.legend) {
-    const c = chip(item.key, item.label);
+    const c = chip(item.key, item.label, item.color);
     const value = el("b", { className: "value" });
     c.append(value);
     box.append(c);
@@ -155,20 +162,19 @@ function plotOptions(panel, name, width) {
       y: {
         distr: state.logy ? 3 : 1,
         range: (u, min, max) => {
-          const q = state.outliers ? quantileRange(u.data) : null;
+          const q = state.outliers ? quantileRange(u.data, state.logy) : null;
           if (q) return q;
-          if (min === null || max === null || !isFinite(min) || !isFinite(max)) return [0, 1];
+          if (min === null || max === null || !isFinite(min) || !isFinite(max)) return state.logy ? [1, 10] : [0, 1];
+          if (state.logy) return logRange(u.data, min, max);
           if (min === max) return [min - 1, max + 1];
-          if (state.logy) return min > 0 ? [min, max] : [Math.max(min, 1e-12), max];
           const pad = (max - min) * 0.05;
           return isFinite(pad) ? [min - pad, max + pad] : [min, max];
         },
       },
     },
     axes: [
-      { values: time ? undefined : (u, ticks) => ticks.map(bigNumber), size: 34, font: "11px system-ui" },
-      { values: (u, ticks) => ticks.map(bigNumber), size: 56, font: "11px system-ui",
-        splits: state.logy ? logSplits : undefined },
+      { ...(time ? {} : numericAxis(false)), size: 34, font: "11px system-ui" },
+      { ...numericAxis(state.logy), size: axisWidth, font: "11px system-ui" },
     ],
     series: panel.model.series,
     bands: panel.model.bands,
@@ -198,10 +204,10 @@ function drawPanel(panel, name, reply) {
   const body = panel.querySelector(".chart");
   const notes = [];
   for (const [key, s] of Object.entries(reply.series || {})) {
-    if (s.note) notes.push(runLabel(key) + ": " + s.note);
-    if (s.nan && s.nan.length) notes.push(`${runLabel(key)}: ${s.nan.length} NaN/inf marked ×`);
+    if (s.note) notes.push([...runLabelNodes(key), ": ", bdi(s.note)]);
+    if (s.nan && s.nan.length) notes.push([...runLabelNodes(key), `: ${s.nan.length} NaN/inf marked ×`]);
   }
-  panel.querySelector(".note").textContent = notes.join(" · ");
+  panel.querySelector(".note").replaceChildren(...notes.flatMap((n, i) => (i ? [" · ", ...n] : n)));
   const width = Math.max(body.clientWidth || panel.clientWidth - 12, 280);
   if (panel.uplot) panel.uplot.destroy();
   body.replaceChildren();

@@ -122,7 +122,9 @@ function enlarge(items, start) {
   close.addEventListener("click", () => dialog.close());
   const slider = stepSlider(items, (m) => { img.src = m.url; });
   slider.input.value = String(start);
-  dialog.replaceChildren(el("h3", {}, items[0].name), slider, close, el("br"), img);
+  const title = el("h3");
+  title.append(bdi(items[0].name));
+  dialog.replaceChildren(title, slider, close, el("br"), img);
   dialog.showModal();
 }
 
@@ -130,7 +132,9 @@ function mediaBlock(key, kind, name, items) {
   const block = el("div", { className: "panel media-view" });
   block.dataset.kind = kind;
   block.dataset.name = name;
-  block.append(el("h3", {}, name), chip(key));
+  const title = el("h3");
+  title.append(bdi(name));
+  block.append(title, chip(key));
   const view = el("div", { className: "view" });
   const data = (m) => getJson(`/api/media/data?run=${encodeURIComponent(key)}&path=${encodeURIComponent(m.file)}&kind=${kind}`);
   const failed = (err) => view.replaceChildren(el("div", { className: "note" }, String(err.message || err)));
@@ -158,7 +162,8 @@ function mediaBlock(key, kind, name, items) {
     const list = el("ul", { className: "artifacts" });
     for (const m of items) {
       const li = el("li");
-      const link = el("a", { href: m.url, download: "" }, m.file.split("/").pop());
+      const link = el("a", { href: m.url, download: "" });
+      link.append(bdi(m.file.split("/").pop()));
       const show = el("button", {}, "preview");
       const pre = el("pre", { hidden: true });
       show.addEventListener("click", () => data(m).then((d) => {

@@ -31,6 +31,11 @@ function sectionOf(name) {
   return cut > 0 ? name.slice(0, cut + 1) : "(no prefix)";
 }
 
+// Every group label of the ticked runs, sorted: a group's place here picks its colour.
+function groupLabels() {
+  return [...groupsOf([...state.selected]).keys()].sort((a, b) => a.localeCompare(b));
+}
+
 function groupsOf(keys) {
   const out = new Map();
   for (const key of keys) {
@@ -101,7 +106,9 @@ function downloadMenu(panel, name) {
       if (!run || !run.metrics || !(name in run.metrics)) continue;
       for (const format of ["csv", "json"]) {
         const href = `/api/export?run=${encodeURIComponent(key)}&metric=${encodeURIComponent(name)}&format=${format}`;
-        list.append(el("a", { href, className: "download", download: "" }, `${runLabel(key)} .${format}`));
+        const link = el("a", { href, className: "download", download: "" });
+        link.append(...runLabelNodes(key), ` .${format}`);
+        list.append(link);
       }
     }
   });
@@ -113,7 +120,9 @@ function makePanel(name) {
   const panel = el("div", { className: "panel" });
   panel.dataset.metric = name;
   const head = el("div", { className: "panel-head" });
-  head.append(el("h3", { className: "metric-name", title: name }, name), downloadMenu(panel, name));
+  const title = el("h3", { className: "metric-name", title: isolated(name) });
+  title.append(bdi(name));
+  head.append(title, downloadMenu(panel, name));
   panel.append(head, el("div", { className: "chart" }), el("div", { className: "legend" }),
     el("div", { className: "note" }));
   panel.dirty = true;
@@ -145,8 +154,10 @@ function renderPanels() {
     return;
   }
   if (!shown.length) {
-    container.replaceChildren(el("div", { className: "empty" }, names.length
-      ? `no metric matches “${state.search}”` : "no metrics logged yet by the selected runs"));
+    const empty = el("div", { className: "empty" });
+    if (names.length) empty.append("no metric matches “", bdi(state.search), "”");
+    else empty.append("no metrics logged yet by the selected runs");
+    container.replaceChildren(empty);
     return;
   }
   const old = new Map([...container.querySelectorAll(".panel")].map((p) => [p.dataset.metric, p]));
@@ -161,7 +172,9 @@ function renderPanels() {
   for (const [title, members] of [...sections].sort((a, b) => order(a[0]).localeCompare(order(b[0])))) {
     const section = el("details", { className: "section", open: !state.closed.has(title) });
     section.dataset.section = title;
-    section.append(el("summary", {}, `${title} (${members.length})`));
+    const summary = el("summary");
+    summary.append(bdi(title), ` (${members.length})`);
+    section.append(summary);
     section.addEventListener("toggle", () => {
       if (section.open) state.closed.delete(title); else state.closed.add(title);
       writeUrl();

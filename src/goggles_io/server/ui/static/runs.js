@@ -39,9 +39,21 @@ function matches(run, token) {
     default: return numeric && a >= b;
   }
 }
+// When a run started, in seconds: run.kv's start, else (collector runs) now less its age.
+function startedAt(run) {
+  const t = Date.parse(run.started || "");
+  if (Number.isFinite(t)) return t / 1000;
+  return typeof run.age_s === "number" ? Date.now() / 1000 - run.age_s : -Infinity;
+}
+
+// The runs, newest first (ties keep the server's order, reversed).
+function newestFirst(runs) {
+  return runs.map((r, i) => [startedAt(r), i, r]).sort((a, b) => b[0] - a[0] || b[1] - a[1]).map((x) => x[2]);
+}
+
 function visibleRuns() {
   const tokens = state.filter.split(/\s+/).filter(Boolean);
-  let runs = state.runs.filter((r) => tokens.every((t) => matches(r, t)));
+  let runs = newestFirst(state.runs).filter((r) => tokens.every((t) => matches(r, t)));
   if (state.sort) {
     const desc = state.sort.startsWith("-");
     const col = desc ? state.sort.slice(1) : state.sort;
@@ -70,7 +82,9 @@ function headerCell(label, column, removable) {
   const th = el("th", { className: "sortable" });
   th.dataset.column = column;
   const mark = state.sort === column ? " ▲" : state.sort === "-" + column ? " ▼" : "";
-  th.append(el("span", {}, label + mark));
+  const text = el("span");
+  text.append(bdi(label), mark);
+  th.append(text);
   th.addEventListener("click", () => {
     state.sort = state.sort === column ? "-" + column : column;
     writeUrl();
@@ -89,6 +103,31 @@ function headerCell(label, column, removable) {
   return th;
 }
 
+// Folders that share a run id (a copied run folder) -> for each, the shortest tail of its path
+// that tells it from the others, and a tooltip naming them. A run's folder and its collector
+// copy are one run, not copies: only folders count.
+function copiesOf(runs) {
+  const byId = new Map();
+  for (const run of runs) {
+    if (!run.path) continue;
+    if (!byId.has(run.run_id)) byId.set(run.run_id, []);
+    byId.get(run.run_id).push(run);
+  }
+  const out = new Map();
+  for (const same of byId.values()) {
+    if (same.length < 2) continue;
+    const parts = same.map((r) => String(r.path).split(/[\\/]/).filter(Boolean));
+    let n = 1;
+    const tail = (p) => p.slice(-n).join("/");
+    while (n < Math.max(...parts.map((p) => p.length)) && new Set(parts.map(tail)).size < same.length) n++;
+    same.forEach((run, i) => {
+      const others = same.filter((r) => r !== run).map((r) => r.path);
+      out.set(run.key, { folder: tail(parts[i]), title: `a copy: the same run id ${run.run_id} is in ${others.join(", ")}` });
+    });
+  }
+  return out;
+}
+
 function renderRuns() {
   const table = document.getElementById("runs");
   const head = el("tr");
@@ -99,6 +138,7 @@ function renderRuns() {
   thead.append(head);
   const body = el("tbody");
   const runs = visibleRuns();
+  const copies = copiesOf(state.runs);
   for (const run of runs) {
     const row = el("tr", { className: "run" + (state.selected.has(run.key) ? " selected" : "") });
     row.dataset.key = run.key;
@@ -111,20 +151,33 @@ function renderRuns() {
     const first = el("td");
     first.append(box, el("i", { className: "swatch", style: "background:" + colorOf(run.key) }));
     row.append(first);
-    const name = el("td", { className: "name", title: (run.path || run.run_id) + (run.note ? "\n" + run.note : "") });
-    name.append(el("span", {}, run.name));
-    if (run.name !== run.run_id) name.append(el("span", { className: "rid" }, " " + shortId(run)));
+    const name = el("td", { className: "name",
+      title: isolated(run.path || run.run_id) + (run.note ? "\n" + isolated(run.note) : "") });
+    const label = el("span", { className: "run-name" });
+    label.append(bdi(run.name));
+    name.append(label);
+    if (run.name !== run.run_id) name.append(" ", el("span", { className: "rid" }, shortId(run)));
+    const twin = copies.get(run.key);
+    if (twin) {
+      const where = el("span", { className: "folder", title: isolated(run.path) + "\n" + isolated(twin.title) }, "copy · ");
+      where.append(bdi(twin.folder));
+      name.append(" ", where);
+    }
     if (run.indexed < 1) name.append(el("span", { className: "rid" }, ` indexing ${Math.floor(run.indexed * 100)}%`));
+    if (run.unreadable) name.append(el("span", { className: "rid unreadable", title: "lines skipped: not JSON, torn, or longer than 4 MiB" },
+                                       ` ${run.unreadable} unreadable line${run.unreadable === 1 ? "" : "s"}`));
     row.append(name);
     const status = el("td");
     const lost = run.lost ? run.lost + " logged events never reached a sink (run.kv lost=" + run.lost + ")" : "";
     status.append(el("span", { className: "status " + run.status.split(" ")[0] + (run.lost ? " lost" : ""),
-                               title: [lost, run.note || ""].filter(Boolean).join("; ") }, run.status));
+                               title: [lost, run.note ? isolated(run.note) : ""].filter(Boolean).join("; ") }, run.status));
     row.append(status, el("td", { className: "age" }, age(run.age_s)),
       el("td", { className: "last-step num" }, run.last_step === null ? "–" : run.last_step));
     for (const c of state.columns) {
       const v = runValue(run, c);
-      row.append(el("td", { className: typeof v === "number" ? "num" : "" }, fmt(v)));
+      const cell = el("td", { className: typeof v === "number" ? "num" : "" });
+      cell.append(bdi(fmt(v)));
+      row.append(cell);
     }
     body.append(row);
   }
@@ -133,7 +186,7 @@ function renderRuns() {
   const pick = document.getElementById("add-column");
   const keep = pick.value;
   pick.replaceChildren(el("option", { value: "" }, "+ column"));
-  for (const c of columnChoices()) pick.append(el("option", { value: c }, c));
+  for (const c of columnChoices()) pick.append(el("option", { value: c }, isolated(c)));
   pick.value = keep && [...pick.options].some((o) => o.value === keep) ? keep : "";
 }
 

@@ -2,20 +2,29 @@
 // highlighted) and "Experiment stats" (the harness's recognition stats, or why there are none).
 "use strict";
 
+// A table of run-supplied rows in a box that scrolls sideways when it is wider than the panel.
 function table(rows, columns) {
   const t = el("table", { className: "data" });
   const head = el("tr");
-  for (const c of columns) head.append(el("th", {}, c));
+  for (const c of columns) { const th = el("th"); th.append(bdi(c)); head.append(th); }
   t.append(head);
   for (const row of rows) {
     const tr = el("tr");
     for (const c of columns) {
       const v = row[c];
-      tr.append(el("td", { className: typeof v === "number" ? "num" : "" }, v === undefined ? "" : fmt(v)));
+      const td = el("td", { className: typeof v === "number" ? "num" : "" });
+      td.append(bdi(v === undefined ? "" : fmt(v)));
+      tr.append(td);
     }
     t.append(tr);
   }
-  return t;
+  return scrolling(t);
+}
+
+function scrolling(node) {
+  const box = el("div", { className: "table-scroll" });
+  box.append(node);
+  return box;
 }
 
 // An alert's identity in the stats tab's table: what a chart marker links to.
@@ -58,11 +67,14 @@ async function loadCompare() {
   for (const row of rows) {
     const tr = el("tr", { className: row.differs ? "differs" : "" });
     tr.dataset.key = row.key;
-    tr.append(el("td", { className: "key" }, row.key));
+    const keyCell = el("td", { className: "key" });
+    keyCell.append(bdi(row.key));
+    tr.append(keyCell);
     row.values.forEach((v, i) => {
       const present = row.present[i];
-      tr.append(el("td", { className: (typeof v === "number" ? "num" : "") + (present ? "" : " missing") },
-        present ? fmt(v) : "(not set)"));
+      const td = el("td", { className: (typeof v === "number" ? "num" : "") + (present ? "" : " missing") });
+      td.append(present ? bdi(fmt(v)) : "(not set)");
+      tr.append(td);
     });
     t.append(tr);
   }
@@ -70,8 +82,16 @@ async function loadCompare() {
   const summary = el("p", {}, `${differing} of ${diff.rows.length} config keys differ between ${diff.runs.length} runs`
     + " (the same comparison: telemetry diff RUN_DIR RUN_DIR ...)");
   container.replaceChildren(el("div", { className: "panel wide" }));
-  container.firstChild.append(summary, only, rows.length ? t : el("p", { className: "empty" },
+  container.firstChild.append(summary, only, rows.length ? scrolling(t) : el("p", { className: "empty" },
     diff.rows.length ? "no key differs" : "none of these runs recorded a config"));
+}
+
+// A legend key drawn like its line: the series colour, solid, dashed or dotted.
+const DASH_STYLE = { 0: "solid", 4: "dashed", 1: "dotted" };
+function legendKey(color, dash, label) {
+  const node = el("span", { className: "chip" });
+  node.append(el("i", { className: "line-key", style: `border-top: 3px ${DASH_STYLE[dash[0] || 0]} ${color}` }), ...label);
+  return node;
 }
 
 function statsChart(box, overall) {
@@ -85,15 +105,15 @@ function statsChart(box, overall) {
       const color = `hsl(${(i * 137.508 + 215) % 360}, 70%, 45%)`;
       pairs.push([rows.map((o) => o.num_episodes ?? o.episode), rows.map((o) => o[field] ?? null)]);
       series.push({ stroke: color, dash, width: 1.5 });
-      legend.append(el("span", { className: "chip" }, `${mode} ${field.replace("percent_", "% ")}`));
+      legend.append(legendKey(color, dash, [bdi(mode), ` ${field.replace("percent_", "% ")}`]));
     }
   });
   if (!pairs.length) return;
   const opts = { width: Math.max(box.clientWidth - 12, 400), height: 220, legend: { show: false },
     scales: { x: { time: false }, y: { range: [-2, 105] } }, series };
-  const chart = el("div");
+  const chart = el("div", { className: "stats-chart" });
   box.append(chart, legend);
-  new uPlot(opts, uPlot.join(pairs), chart);
+  chart.__uplot = new uPlot(opts, uPlot.join(pairs), chart);
 }
 
 async function loadStats() {
@@ -115,6 +135,10 @@ async function loadStats() {
     panel.append(head);
     container.append(panel);
     if (data.reason) panel.append(el("p", { className: "reason" }, data.reason));
+    for (const [file, n] of Object.entries(data.unreadable || {})) {
+      if (n) panel.append(el("p", { className: "reason unreadable" }, `${file}: ${n} unreadable line${n === 1 ? "" : "s"} (not shown)`));
+    }
+    if (data.records) panel.append(el("p", { className: "note records" }, `${data.records} stat record${data.records === 1 ? "" : "s"} read from stats.jsonl`));
     if (data.overall.length) {
       panel.append(el("h4", {}, "% correct / confused / no match over episodes"));
       statsChart(panel, data.overall);
@@ -134,7 +158,9 @@ async function loadStats() {
     }
     for (const [file, t] of Object.entries(data.tables || {})) {
       const rows = t.rows.slice(-200).map((r) => Object.fromEntries(t.columns.map((c, i) => [c, r[i]])));
-      panel.append(el("h4", {}, `${file} (${t.total} rows)`), table(rows, t.columns));
+      const title = el("h4");
+      title.append(bdi(file), ` (${t.total} rows)`);
+      panel.append(title, table(rows, t.columns));
     }
     panel.append(el("h4", {}, `alerts (${data.alerts.length})`));
     if (data.alerts.length) {

@@ -48,14 +48,6 @@ function fmt(value) {
   return typeof value === "object" ? JSON.stringify(value) : String(value);
 }
 
-function bigNumber(v) {
-  if (v === null || v === undefined || !isFinite(v)) return "";  // log scales pass null ticks
-  const a = Math.abs(v);
-  if (a >= 1e12 || (a > 0 && a < 1e-3)) return v.toExponential(1);
-  for (const [s, d] of [["G", 1e9], ["M", 1e6], ["k", 1e3]]) if (a >= d) return +(v / d).toPrecision(3) + s;
-  return String(+v.toPrecision(4));
-}
-
 // -- colours: one per run, fixed by its place in the runs list (stable across views/reloads);
 // the golden angle puts consecutive runs far apart on the hue circle.
 function colorOf(key) {
@@ -63,6 +55,12 @@ function colorOf(key) {
   const hue = (i * 137.508 + 215) % 360;
   const light = i % 2 ? 58 : 42;
   return `hsl(${hue.toFixed(1)}, 72%, ${light}%)`;
+}
+// Groups have their own colours, by their place among all groups of the ticked runs (the same
+// in every panel; never a member's, so no two groups share one).
+function groupColor(label, labels) {
+  const i = Math.max(0, labels.indexOf(label));
+  return `hsl(${((i * 137.508 + 35) % 360).toFixed(1)}, 85%, ${i % 2 ? 36 : 46}%)`;
 }
 function runOf(key) { return state.runs.find((r) => r.key === key); }
 function shortId(run) {
@@ -74,9 +72,25 @@ function runLabel(key) {
   if (!run) return key;
   return run.name === run.run_id ? run.name : run.name + " · " + shortId(run);
 }
-function chip(key, text) {
-  const node = el("span", { className: "chip", title: key });
-  node.append(el("i", { style: "background:" + colorOf(key) }), el("span", {}, text ?? runLabel(key)));
+
+// -- bidi: every text a run supplies (names, ids, metric names, config, tags, messages, media
+// and file names, stats cells) is printed in its own isolate, so a right-to-left override in
+// it ends with it and cannot reorder what the page prints next to it.
+function bdi(text) { return el("bdi", {}, text); }
+// The same for text that cannot hold an element (tooltips, <option>s): FSI ... PDI marks.
+function isolated(text) { return "\u2068" + String(text) + "\u2069"; }
+// A run's label as nodes: its name, then its short id, each isolated.
+function runLabelNodes(key) {
+  const run = runOf(key);
+  if (!run) return [bdi(key)];
+  return run.name === run.run_id ? [bdi(run.name)] : [bdi(run.name), " · ", bdi(shortId(run))];
+}
+// A colour key and a label (a run's by default; else a list of nodes and strings).
+function chip(key, label, color) {
+  const node = el("span", { className: "chip", title: isolated(key) });
+  const text = el("span");
+  text.append(...(label === undefined ? runLabelNodes(key) : label));
+  node.append(el("i", { style: "background:" + (color || colorOf(key)) }), text);
   return node;
 }
 
