@@ -28,6 +28,7 @@ run "Import cost: goggles_io < 150 ms, no jax or matplotlib (issue #3)" python3 
 run "goggles_io transport vs robo-goggles and stdlib QueueHandler (issue #4)" python3 benchmarks/bus.py
 run "W&B producer cost: our handler vs wandb.log in the loop (issue #5)" python3 benchmarks/sinks.py
 run "RecognitionAggregator cost per runtime event (issue #6)" python3 benchmarks/aggregator.py --episodes 200 --repeats 7
+run "Watchers you can trust: detection, delay, false alarms (issue 31)" python3 benchmarks/watchers.py --seeds 1000:1100 --failing 34 --show-false 0
 run "Device-resident history update vs T, CPU (issue #7)" python3 benchmarks/history.py
 run "Collector ingest through RemoteHandler, 1 and 4 producers (issue #15)" python3 benchmarks/ingest.py
 run "Demo scaling: episodes/s and event sizes at 3 and 300 epochs (issue #15)" python3 benchmarks/demo_scaling.py

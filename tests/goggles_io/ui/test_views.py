@@ -142,6 +142,31 @@ class TestPanels:
         assert ("1280", 1) == (step, elsewhere) and "value_explosion" in title
         assert abs(expected - left) < 1.0
 
+    def test_alert_marker_links_to_the_alerts_entry(
+        self, browser: Any, server: Collector, runs: Any
+    ) -> None:
+        """Clicking the marker opens the stats tab on the alert's row, highlighted."""
+        open_page(browser, server, run=runs[1][0], q="q_mean")
+        wait(
+            browser,
+            lambda d: js(d, "return document.querySelector('.panel .alert-marker')"),
+            "marker",
+        )
+        js(browser, "document.querySelector('.panel .alert-marker').click()")
+        wait(
+            browser,
+            lambda d: js(d, "return document.querySelector('#stats tr.focused')"),
+            "the alert's row highlighted",
+        )
+        tab, row = js(
+            browser,
+            """return [document.getElementById('stats').hidden,
+                       document.querySelector('#stats tr.focused').textContent];""",
+        )
+
+        assert not tab
+        assert "1280" in row and "value_explosion in learner/q_mean at step 1280" in row
+
 
 class TestCompare:
     def test_config_diff_highlights_what_differed(

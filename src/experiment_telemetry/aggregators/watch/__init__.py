@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from experiment_telemetry.aggregators.watch.aggregator import WatchAggregator
 from experiment_telemetry.aggregators.watch.configs import (
+    LOSSES,
+    RETURNS,
     Collapse,
     CounterStall,
     Divergence,
@@ -22,6 +24,8 @@ from experiment_telemetry.aggregators.watch.configs import (
 )
 
 __all__ = [
+    "LOSSES",
+    "RETURNS",
     "Collapse",
     "CounterStall",
     "Divergence",

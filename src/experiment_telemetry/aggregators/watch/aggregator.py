@@ -20,7 +20,7 @@ from experiment_telemetry.aggregators.watch.configs import (
     Watch,
     default_watches,
 )
-from experiment_telemetry.aggregators.watch.states import Finding, make_states
+from experiment_telemetry.aggregators.watch.states import Finding, Pairing, make_states
 from experiment_telemetry.exceptions import ExperimentTypeError
 from experiment_telemetry.stats import MetricAlert
 from runtime_telemetry import receives
@@ -65,7 +65,7 @@ class WatchAggregator(Aggregator):
             raise ExperimentTypeError(msg, watches)
         self.watches = tuple(chosen)
         self.tally = MetricTally()
-        self._hubs: list[dict[tuple[str, str], object]] = [{} for _ in self.watches]
+        self._hubs = [Pairing() for _ in self.watches]
         self._series: dict[str, dict[str, _Series]] = {}
         self._bundles: dict[str, int] = {}
         self._seq = 0
@@ -92,7 +92,7 @@ class WatchAggregator(Aggregator):
                     series.silence = watch
                     claimed.add(check)
             else:
-                states = make_states(watch, source, name, hub)  # type: ignore[arg-type]
+                states = make_states(watch, source, name, hub)
                 if states:
                     claimed.add(check)
                     series.updates.extend(s.update for s in states)

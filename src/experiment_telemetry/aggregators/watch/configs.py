@@ -11,8 +11,10 @@ failure that lasts gives one alert, not one per block, even when one noisy windo
 looks clear.
 
 Default patterns follow the metrics-logging guide's naming rules: a loss ends in ``_loss``, an
-evaluation starts with ``eval_``, a return or reward statistic is ``*_return``, ``avg_reward``,
-``reward_mean`` (``<quantity>_<stat>``).
+evaluation starts with ``eval_``, a return is ``avg_reward`` (the drivers' progress signal) or
+``*_return``. A ``<quantity>_<stat>`` name (``reward_mean``, ``action_abs_mean``) is a statistic
+of a batch, not a return: a replay batch's ``reward_mean`` barely moves while a healthy SAC's
+policy loss (``-Q``) falls, so returns-only patterns are what keeps divergence trustworthy.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from experiment_telemetry.exceptions import ExperimentTypeError, ExperimentValue
 from experiment_telemetry.stats import SEVERITIES
 
 __all__ = [
+    "LOSSES",
+    "RETURNS",
     "Collapse",
     "CounterStall",
     "Divergence",
@@ -36,6 +40,12 @@ __all__ = [
     "Watch",
     "default_watches",
 ]
+
+
+RETURNS = ("avg_reward", "*_return", "eval_*")
+"""The guide's returns: the drivers' ``avg_reward``, ``*_return`` and evaluations (``eval_*``)."""
+LOSSES = ("*_loss", "loss")
+"""The guide's losses: ``*_loss`` (and DQN's bare ``loss``)."""
 
 
 def _patterns(value: object) -> tuple[str, ...]:
@@ -109,8 +119,10 @@ class Growth(Watch):
     times its MAD (the window starts clear of noise: ``|x|`` of a ramp leaving a noise floor
     looks geometric for a few blocks), and the whole rise exceeds ``z`` noise sigmas. A healthy
     rise slows down (ratios shrink toward 1; a linear ramp's are (k+1)/k); only sustained
-    geometric growth keeps them up. Defaults: 5 blocks of 16 points (a window of 80), ratio 1.5;
-    a series growing 2x per 16 points from a plateau fires within 96 points of the onset. Growth
+    geometric growth keeps them up. Defaults: 6 blocks of 16 points (a window of 96), ratio 1.5;
+    a series growing 2x per 16 points from a plateau fires within 96 points of the onset (5
+    blocks let a healthy ``mean_q`` climbing a 6x stair of its return from near zero through:
+    ``benchmarks/watchers.py``). Growth
     faster than about 4x per block out of a noise floor around zero is missed (no block is clear
     of its own spread); ``NonFinite`` catches it when it overflows.
     """
@@ -121,7 +133,7 @@ class Growth(Watch):
     )
     severity: str = attrs.field(default="error", validator=_severity)
     block: int = attrs.field(default=16, validator=_block_size)
-    blocks: int = attrs.field(default=5, validator=_block_size)
+    blocks: int = attrs.field(default=6, validator=_block_size)
     min_ratio: float = attrs.field(default=1.5, validator=_positive)
     z: float = attrs.field(default=3.0, validator=_positive)
 
@@ -131,17 +143,18 @@ class Collapse(Watch):
     """Collapse after progress: a higher-is-better metric loses a ``fraction`` of its gain.
 
     Progress is the best block median minus the first one; it must exceed ``z`` sigmas of a block
-    median (noise alone never counts as progress), and so must the drop from the best. Defaults:
+    median (noise alone never counts as progress), and so must the drop from the best. The sigma
+    comes from the latest 32 blocks' median absolute deviations (8 were too few: their median
+    once came out at half the true spread, and one lucky block made a healthy plateau collapse).
+    Default metrics are the guide's returns (``RETURNS``). Defaults:
     blocks of 8, fraction 0.5, z 10; a drop past the threshold fires within 16 points of the onset
     (the block it completes in, plus one when the onset splits a block). ``higher_is_better=False``
     watches a metric that should go down.
     """
 
     check: ClassVar[str] = "collapse"
-    metrics: tuple[str, ...] = attrs.field(
-        default=("eval_*", "*return*", "*reward*"), converter=_patterns
-    )
-    exclude: tuple[str, ...] = attrs.field(default=("*_loss", "loss"), converter=_patterns)
+    metrics: tuple[str, ...] = attrs.field(default=RETURNS, converter=_patterns)
+    exclude: tuple[str, ...] = attrs.field(default=LOSSES, converter=_patterns)
     block: int = attrs.field(default=8, validator=_block_size)
     fraction: float = attrs.field(default=0.5, validator=_fraction)
     z: float = attrs.field(default=10.0, validator=_positive)
@@ -153,27 +166,29 @@ class Collapse(Watch):
 class Divergence(Watch):
     """Loss descending while the return stays flat: the model learns something, not the task.
 
-    ``metrics`` are the progress metrics (returns); ``losses`` the losses they are compared with.
-    When a progress metric completes a window of ``blocks`` blocks, every loss (any source) whose
-    block median fell by more than ``loss_drop`` of its value at the window's start (and by more
-    than ``z`` sigmas) is checked against the progress metric's rise: flat is a rise below ``z``
-    sigmas of a block median over the window *and* a best block never more than three such gates
-    above the first block, so a return resting at its ceiling after progress is not flagged (nor
-    is one that stalls after progress: that needs a known ceiling). Order is the aggregator's
-    arrival order, so sources with different step counters line up. Defaults: 8 blocks of 8
-    points, loss_drop 0.3, z 3: fires within 72 points of the progress metric after the onset.
+    The pairing: ``metrics`` are the returns (by default the guide's ``RETURNS``: ``avg_reward``,
+    ``*_return``, ``eval_*``; never a ``<quantity>_<stat>`` batch statistic such as
+    ``reward_mean``), ``losses`` the losses each is compared with; the alert names both. When a
+    return completes a window of ``blocks`` blocks, every loss (any source) whose block median fell
+    by more than ``loss_drop`` of its value at the window's start (and by more than ``z`` sigmas)
+    is checked against the return's rise: flat is a rise below ``z`` sigmas of a block median over
+    the window *and* no progress: a best held for two blocks in a row never more than 1.5 such
+    gates above the first block, in this return or in any other return the watch sees (a noisy
+    ``eval_return`` is not flat next to an ``avg_reward`` that climbed). So a return resting at
+    its ceiling after progress is not flagged (nor one that stalls after progress: that needs a
+    known ceiling). Order is the aggregator's arrival order, so sources with different step
+    counters line up. Defaults: 8 blocks of 8 points, loss_drop 0.3, z 2.5: fires within 72
+    points of the return after the onset (median 43 in ``benchmarks/watchers.py``).
     """
 
     check: ClassVar[str] = "divergence"
-    metrics: tuple[str, ...] = attrs.field(
-        default=("*return*", "*reward*", "eval_*"), converter=_patterns
-    )
-    exclude: tuple[str, ...] = attrs.field(default=("*_loss", "loss"), converter=_patterns)
-    losses: tuple[str, ...] = attrs.field(default=("*_loss", "loss"), converter=_patterns)
+    metrics: tuple[str, ...] = attrs.field(default=RETURNS, converter=_patterns)
+    exclude: tuple[str, ...] = attrs.field(default=LOSSES, converter=_patterns)
+    losses: tuple[str, ...] = attrs.field(default=LOSSES, converter=_patterns)
     block: int = attrs.field(default=8, validator=_block_size)
     blocks: int = attrs.field(default=8, validator=_block_size)
     loss_drop: float = attrs.field(default=0.3, validator=_fraction)
-    z: float = attrs.field(default=3.0, validator=_positive)
+    z: float = attrs.field(default=2.5, validator=_positive)
 
     def is_loss(self, name: str) -> bool:
         """Whether ``name`` is one of the losses this watch compares with."""

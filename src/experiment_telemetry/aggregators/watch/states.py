@@ -27,13 +27,14 @@ from experiment_telemetry.aggregators.watch.configs import (
     Growth,
 )
 
-__all__ = ["Finding", "SeriesState", "make_states", "median_and_mad", "median_of"]
+__all__ = ["Finding", "Pairing", "SeriesState", "make_states", "median_and_mad", "median_of"]
 
 _CLEAR = 3.0  # first block median over its MAD: the window starts clear of its noise
 _KEEPS_PACE = 0.75  # later growth ratios at least this share of the earlier ones
-_PROGRESSED = 3.0  # best - first above this many flat gates: the return has made progress
+_PROGRESSED = 1.5  # best - first above this many flat gates: the return has made progress
 _LOSS_HISTORY = 256  # block medians kept per loss series (an even number)
 _COUNTER_CLEAR_WINDOWS = 2  # windows back at the expected rate before a stall counts as over
+_NOISE_MADS = 32  # block MADs behind a return's noise scale: the median of 8 is too jumpy
 
 Finding = tuple[str, "float | None", "float | None", tuple[float, ...], "str | None"]
 """What a check found: (message, observed, threshold, window, related metric)."""
@@ -107,7 +108,7 @@ class _CollapseState(BlockState):
     watch: Collapse
 
     def __init__(self, watch: Collapse) -> None:
-        super().__init__(watch, 8)
+        super().__init__(watch, _NOISE_MADS)
         self.sign = 1.0 if watch.higher_is_better else -1.0
         self.recent: deque[float] = deque(maxlen=8)
         self.initial: float | None = None
@@ -188,23 +189,43 @@ class _LossState(BlockState):
         return start, blocks[-1][1], median_sd(self.mads, self.watch.block)
 
 
+class Pairing:
+    """What one divergence watch pairs: every loss series (any source) and every return series.
+
+    Each falling loss is compared with each return; a return that made progress clears them all
+    (the run is learning the task), so a noisy ``eval_return`` is not flat next to an
+    ``avg_reward`` that climbed.
+    """
+
+    __slots__ = ("losses", "returns")
+
+    def __init__(self) -> None:
+        self.losses: dict[tuple[str, str], _LossState] = {}
+        self.returns: list[_ProgressState] = []
+
+
 class _ProgressState(BlockState):
-    __slots__ = ("best", "first", "losses", "medians", "name", "once", "source", "start", "starts")
+    __slots__ = ("best", "first", "hub", "medians", "name", "once", "source", "start", "starts")
     watch: Divergence
 
-    def __init__(
-        self, watch: Divergence, source: str, name: str, losses: dict[tuple[str, str], _LossState]
-    ) -> None:
-        super().__init__(watch, watch.blocks)
+    def __init__(self, watch: Divergence, source: str, name: str, hub: Pairing) -> None:
+        super().__init__(watch, _NOISE_MADS)
         self.source = source
         self.name = name
-        self.losses = losses  # shared by every series of this watch
+        self.hub = hub  # shared by every series of this watch
         self.once = OncePerFailure(watch.blocks)
         self.first: float | None = None
         self.best = -math.inf
         self.start = 0
         self.medians: deque[float] = deque(maxlen=watch.blocks)
         self.starts: deque[int] = deque(maxlen=watch.blocks)
+
+    def progressed(self) -> bool:
+        """Whether this return has held a best (two blocks in a row) clearly above its start."""
+        if self.first is None or not self.mads:
+            return False
+        w = self.watch
+        return self.best - self.first > _PROGRESSED * w.z * median_sd(self.mads, w.block)
 
     def update(
         self, seq: int, step: int, value: float, values: Mapping[str, float]
@@ -222,19 +243,26 @@ class _ProgressState(BlockState):
         self.starts.append(self.start)
         if self.first is None:
             self.first = median
-        self.best = max(self.best, median)
+        elif len(medians) > 1:
+            # Progress held for two blocks in a row: one lucky block median is not progress.
+            self.best = max(self.best, min(medians[-2], median))
         if len(medians) < w.blocks:
             return None
         flat = w.z * median_sd(self.mads, w.block)
         rise = medians[-1] - medians[0]
         # A return that rose earlier and now sits at its ceiling is not "flat": only one that
         # never got clearly above its first block is.
-        if rise > flat or self.best - self.first > _PROGRESSED * flat:
+        if rise > flat:
             self.once.calm()
+            return None
+        if self.progressed() or any(r.progressed() for r in self.hub.returns if r is not self):
+            # Progress (here or in another return of the run) says the task is being learnt;
+            # it ends an ongoing divergence only once a window rises (noise makes it flicker).
+            self.once.hold()
             return None
         span, middle = self.starts[0], self.starts[len(self.starts) // 2]
         still_falling = False  # a loss falls, only by less than loss_drop: the failure goes on
-        for (source, name), loss in sorted(self.losses.items()):
+        for (source, name), loss in sorted(self.hub.losses.items()):
             found = loss.drop_since(span, middle)
             if found is None:
                 continue
@@ -251,7 +279,9 @@ class _ProgressState(BlockState):
             related = name if source == self.source else f"{source}/{name}"
             message = (
                 f"{related} fell {100 * drop / abs(start):.0f}% ({start:.4g} -> {end:.4g}) while "
-                f"{self.name} stayed flat (rise {rise:.4g} <= {flat:.4g}) over {len(window)} blocks"
+                f"the return it is paired with, {self.name}, stayed flat (rise {rise:.4g} <= "
+                f"{flat:.4g} over {len(window)} blocks of {w.block}; best {self.best:.4g} from "
+                f"{self.first:.4g}: no progress)"
             )
             return message, drop / abs(start), w.loss_drop, window, related
         if still_falling:
@@ -323,10 +353,8 @@ class _CounterState:
         return message, ratio, limit, (counter0, value, reference0, reference), against
 
 
-def make_states(
-    watch: object, source: str, name: str, hub: dict[tuple[str, str], _LossState]
-) -> list[SeriesState]:
-    """The states ``watch`` keeps for ``name`` of ``source`` (``hub``: that watch's losses)."""
+def make_states(watch: object, source: str, name: str, hub: Pairing) -> list[SeriesState]:
+    """The states ``watch`` keeps for ``name`` of ``source`` (``hub``: that watch's pairing)."""
     if isinstance(watch, Growth):
         return [_GrowthState(watch)] if watch.matches(name) else []
     if isinstance(watch, Collapse):
@@ -336,9 +364,11 @@ def make_states(
     if isinstance(watch, Divergence):
         states: list[SeriesState] = []
         if watch.is_loss(name):
-            loss = hub[(source, name)] = _LossState(watch)
+            loss = hub.losses[(source, name)] = _LossState(watch)
             states.append(loss)
         if watch.matches(name):
-            states.append(_ProgressState(watch, source, name, hub))
+            progress = _ProgressState(watch, source, name, hub)
+            hub.returns.append(progress)
+            states.append(progress)
         return states
     return []

@@ -8,14 +8,15 @@ function showTab(tab) {
   for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("active", b.dataset.tab === tab);
   for (const s of document.querySelectorAll("section.tab")) s.hidden = s.id !== tab;
   writeUrl();
-  refreshView();
+  return refreshView();
 }
 
+// The view's load, as a promise (a chart marker waits for the stats tab before scrolling).
 function refreshView() {
-  if (state.tab === "charts") { renderPanels(); refreshPanels(false); }
-  else if (state.tab === "compare") loadCompare();
-  else if (state.tab === "stats") loadStats();
-  else loadMedia();
+  if (state.tab === "charts") { renderPanels(); return refreshPanels(false); }
+  if (state.tab === "compare") return loadCompare();
+  if (state.tab === "stats") return loadStats();
+  return loadMedia();
 }
 
 function selectionChanged() {

@@ -120,8 +120,11 @@ function drawMarkers(u, panel) {
   for (const a of panel.alerts || []) {
     const left = u.valToPos(a.step, "x");
     if (left < 0 || left > u.over.clientWidth) continue;
-    const mark = el("div", { className: "alert-marker " + (a.severity || ""), title: isolated(a.message || "alert") }, "▼");
+    const title = isolated(a.message || "alert") + " (click: its entry in the stats tab)";
+    const mark = el("div", { className: "alert-marker " + (a.severity || ""), title, role: "link", tabIndex: 0 }, "▼");
     mark.dataset.step = String(a.step);
+    mark.addEventListener("click", () => showAlert(a));
+    mark.addEventListener("keydown", (e) => { if (e.key === "Enter") showAlert(a); });
     mark.style.left = left + "px";
     u.over.append(mark);
   }

@@ -55,7 +55,7 @@ async function alertsFor(key) {
   if (!alertCache.has(key)) {
     const run = runOf(key);
     alertCache.set(key, run && run.alerts ? getJson("/api/alerts?run=" + encodeURIComponent(key))
-      .then((r) => r.alerts).catch(() => []) : Promise.resolve([]));
+      .then((r) => r.alerts.map((a) => ({ ...a, run: key }))).catch(() => []) : Promise.resolve([]));
   }
   return alertCache.get(key);
 }

@@ -27,6 +27,22 @@ function scrolling(node) {
   return box;
 }
 
+// An alert's identity in the stats tab's table: what a chart marker links to.
+function alertKey(a) {
+  return [a.source || "", a.metric || "", a.check || "", a.step].join("|");
+}
+
+// A chart marker's link: the stats tab, scrolled to the alert's row (of its run), highlighted.
+async function showAlert(a) {
+  await showTab("stats");
+  const scope = a.run ? `#stats .stats-run[data-key="${CSS.escape(a.run)}"]` : "#stats";
+  const row = document.querySelector(`${scope} tr[data-alert="${CSS.escape(alertKey(a))}"]`);
+  for (const old of document.querySelectorAll("#stats tr.focused")) old.classList.remove("focused");
+  if (!row) return;
+  row.classList.add("focused");
+  row.scrollIntoView({ block: "center" });
+}
+
 let compareTicket = 0, statsTicket = 0;  // only the latest of overlapping loads renders
 async function loadCompare() {
   const container = document.getElementById("compare");
@@ -147,7 +163,11 @@ async function loadStats() {
       panel.append(title, table(rows, t.columns));
     }
     panel.append(el("h4", {}, `alerts (${data.alerts.length})`));
-    if (data.alerts.length) panel.append(table(data.alerts, ["step", "severity", "source", "metric", "message"]));
+    if (data.alerts.length) {
+      const t = table(data.alerts, ["step", "severity", "source", "metric", "message"]);
+      [...t.rows].slice(1).forEach((tr, i) => { tr.dataset.alert = alertKey(data.alerts[i]); });
+      panel.append(t);
+    }
     else panel.append(el("p", { className: "note" }, "no metric watcher fired"));
   }
 }
