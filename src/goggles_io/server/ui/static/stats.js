@@ -165,7 +165,7 @@ async function loadStats() {
     panel.append(el("h4", {}, `alerts (${data.alerts.length})`));
     if (data.alerts.length) {
       const t = table(data.alerts, ["step", "severity", "source", "metric", "message"]);
-      [...t.rows].slice(1).forEach((tr, i) => { tr.dataset.alert = alertKey(data.alerts[i]); });
+      [...t.querySelector("table").rows].slice(1).forEach((tr, i) => { tr.dataset.alert = alertKey(data.alerts[i]); });
       panel.append(t);
     }
     else panel.append(el("p", { className: "note" }, "no metric watcher fired"));
