@@ -21,6 +21,7 @@ from runtime_telemetry.events import (
     LearningModuleReset,
     LearningModuleStep,
     LearningModuleTimedOut,
+    LearningModuleVotesReceived,
     MostLikelyHypothesis,
     SensorimotorStep,
 )
@@ -65,12 +66,13 @@ def recognize(
     n: int = 2,
     rotation: Q = IDENTITY,
     sym: Sequence[Q] = (),
+    symmetry: int | None = None,
     **kw: object,
 ) -> None:
     runtime.emit(
         LearningModuleObjectRecognized(
             lm_id=lm, step=n, graph_id=graph, location=(0, 0, 0), rotation=rotation,
-            symmetric_rotations=sym, symmetry_evidence=len(sym), **kw,  # type: ignore[arg-type]
+            symmetric_rotations=sym, symmetry_evidence=symmetry, **kw,  # type: ignore[arg-type]
         )
     )  # fmt: skip
 
@@ -93,16 +95,21 @@ def timeout(
     )  # fmt: skip
 
 
+def votes(lm: str = "lm_0", matches: Sequence[str] = ("g0", "g1"), n: int = 1) -> None:
+    runtime.emit(LearningModuleVotesReceived(lm_id=lm, step=n, possible_matches=matches))
+
+
 def mlh(
     lm: str = "lm_0",
     graph: str = "g0",
     rotation: Q = IDENTITY,
     evidence: float = 1.0,
     error: float | None = None,
+    n: int = 3,
 ) -> None:
     runtime.emit(
         MostLikelyHypothesis(
-            lm_id=lm, step=3, graph_id=graph, location=(0, 0, 0), rotation=rotation,
+            lm_id=lm, step=n, graph_id=graph, location=(0, 0, 0), rotation=rotation,
             evidence=evidence, prediction_error=error,
         )
     )  # fmt: skip

@@ -5,6 +5,12 @@ same state, kept from events as they arrive (ADR 0026). The terminal state follo
 ``Recognized`` (match), ``NoMatch`` (no_match), ``TimedOut`` (time_out) and
 ``ConclusionWithdrawn`` (back to none), and only a reset clears it: a step with matches again
 does not undo a no-match.
+
+Two things Monty's buffer gets between inputs are kept too: a vote round
+(``LearningModuleVotesReceived``) can narrow the possible matches without an input, and it
+appends the last input's prediction error to the errors Monty averages, once per round; the
+symmetry count is the last one reported, by a step or by the check that settled or stopped
+the module (``Recognized``/``TimedOut`` carrying it).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from runtime_telemetry.events import (
     LearningModuleNoMatch,
     LearningModuleObjectRecognized,
     LearningModuleStep,
+    LearningModuleTimedOut,
     MostLikelyHypothesis,
 )
 
@@ -38,6 +45,7 @@ class ModuleState:
         "goals_attempted",
         "graphs",
         "last_matching_ts",
+        "last_prediction_error",
         "last_recognition",
         "location",
         "mlh",
@@ -71,6 +79,8 @@ class ModuleState:
         self.mlh: MostLikelyHypothesis | None = None
         self.prediction_error_sum = 0.0
         self.prediction_error_count = 0
+        self.last_prediction_error: float | None = None
+        """The error of the module's last input, which every vote round appends again."""
         self.goals_attempted = 0
         self.goals_achieved = 0
         self.graphs: list[str] = []
@@ -92,6 +102,8 @@ class ModuleState:
         self.state = MATCH
         self.detected_object = event.graph_id
         self.last_recognition = event
+        if event.symmetry_evidence is not None:
+            self.symmetry_evidence = event.symmetry_evidence
         if event.possible_poses:
             self.poses, self.pose_locations = event.possible_poses, event.possible_locations
         if self.first_conclusion is None:
@@ -109,21 +121,27 @@ class ModuleState:
         self.detected_object = None
         self.possible = possible
 
-    def timed_out(
-        self,
-        possible: tuple[str, ...],
-        poses: tuple[Quaternion, ...],
-        locations: tuple[Vector3, ...],
-    ) -> None:
+    def timed_out(self, event: LearningModuleTimedOut) -> None:
         self.state = TIME_OUT  # the detected object and the first conclusion stay as they are
+        self.possible = event.possible_matches
+        if event.symmetry_evidence is not None:
+            self.symmetry_evidence = event.symmetry_evidence
+        if event.possible_poses:
+            self.poses, self.pose_locations = event.possible_poses, event.possible_locations
+
+    def voted(self, possible: tuple[str, ...]) -> None:
+        """A vote round: Monty's ``update_stats_after_vote`` appends the last input's error."""
         self.possible = possible
-        if poses:
-            self.poses, self.pose_locations = poses, locations
+        self._add_error(self.last_prediction_error)
 
     def hypothesis(self, event: MostLikelyHypothesis) -> None:
         self.mlh = event
-        if event.prediction_error is not None:
-            self.prediction_error_sum += event.prediction_error
+        self.last_prediction_error = event.prediction_error
+        self._add_error(event.prediction_error)
+
+    def _add_error(self, error: float | None) -> None:
+        if error is not None:
+            self.prediction_error_sum += error
             self.prediction_error_count += 1
 
     def goal(self, achieved: bool) -> None:

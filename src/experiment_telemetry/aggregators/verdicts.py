@@ -1,7 +1,7 @@
 """``RecognitionAggregator``: Monty's per-module statistics, computed from runtime events only.
 
-Learning modules report what they know (inputs, possible matches, recognitions, no-matches,
-withdrawals, time-outs, most-likely hypotheses, goal states, memory updates); the system
+Learning modules report what they know (inputs, vote rounds, possible matches, recognitions,
+no-matches, withdrawals, time-outs, most-likely hypotheses, goal states, memory updates); the system
 reports its steps; the experiment adds the target in ``post_episode``. Graph ids are the
 modules' own names for objects: which labels a graph stands for is learned here, from the
 contexts of past episodes, and only after an episode is scored (updating first would make
@@ -33,6 +33,7 @@ from runtime_telemetry.events import (
     LearningModuleReset,
     LearningModuleStep,
     LearningModuleTimedOut,
+    LearningModuleVotesReceived,
     MostLikelyHypothesis,
     SensorimotorStep,
 )
@@ -138,9 +139,11 @@ class RecognitionAggregator(Aggregator):
 
     @receives(LearningModuleTimedOut)
     def _on_timed_out(self, event: LearningModuleTimedOut) -> None:
-        self._module(event.lm_id, event.timestamp).timed_out(
-            event.possible_matches, event.possible_poses, event.possible_locations
-        )
+        self._module(event.lm_id, event.timestamp).timed_out(event)
+
+    @receives(LearningModuleVotesReceived)
+    def _on_votes(self, event: LearningModuleVotesReceived) -> None:
+        self._module(event.lm_id, event.timestamp).voted(event.possible_matches)
 
     @receives(MostLikelyHypothesis)
     def _on_mlh(self, event: MostLikelyHypothesis) -> None:

@@ -23,6 +23,7 @@ from runtime_telemetry.events import (
     LearningModuleObjectRecognized,
     LearningModuleStep,
     LearningModuleTimedOut,
+    LearningModuleVotesReceived,
     MostLikelyHypothesis,
     SensorPatchObserved,
 )
@@ -51,9 +52,12 @@ class Episode:
         rng: random.Random,
         all_features: list[str],
         telemetry: TelemetryEmitter,
+        votes: random.Random | None = None,
     ) -> None:
         spec = module.spec
         self.module, self.spec, self.obj, self.rng = module, spec, obj, rng
+        # Votes draw from their own generator, so adding them left every input as it was.
+        self.votes = votes if votes is not None else random.Random(0)
         self.all_features = all_features
         self._telemetry = telemetry
         self.missed = rng.random() < spec.miss_rate
@@ -147,6 +151,24 @@ class Episode:
             self._recognize(matches[0], rotation, needed)
         return True
 
+    def receive_votes(self, voters: int, got_input: bool) -> None:
+        """One vote round, after the step's inputs: ``voters`` other modules processed input.
+
+        In a step without input of its own, the others' votes may rule out graphs that lack a
+        feature of the object they sensed (never all of them).
+        """
+        if voters and not got_input and not self.done and len(self.possible) > 1:
+            if self.votes.random() < 0.5:
+                feature = self.votes.choice(sorted(self.obj.features))
+                kept = {g for g in self.possible if feature in self.module.memory[g]}
+                if kept:
+                    self.possible = kept
+        self._telemetry.emit(
+            LearningModuleVotesReceived(
+                lm_id=self.spec.lm_id, step=self.processed, possible_matches=sorted(self.possible)
+            )
+        )
+
     def _score(self, graph: str) -> float:
         # Evidence per stored feature: among graphs that fit, the most specific one wins.
         return self.hits[graph] / math.sqrt(len(self.module.memory[graph]))
@@ -204,6 +226,7 @@ class Episode:
                 pose_resolved=resolved,
                 possible_poses=[(1.0, 0.0, 0.0, 0.0)] if hypotheses else [],
                 possible_locations=[(0.0, 0.0, 0.0)] if hypotheses else [],
+                symmetry_evidence=self.pose if self.obj.symmetry > 1 and len(matches) == 1 else 0,
             )
         )
 

@@ -5,8 +5,9 @@ It stands for the runtime side of the split and imports nothing but the standard
 ``episode.py``: one module's episode): it never sees labels, targets, episodes' verdicts or any sink. Each
 learning module looks at the object through its own patch (wide or narrow view), with sensor
 noise, off-object steps and a step limit; it narrows its possible matches among the graphs in
-its memory, resolves the pose (longer for symmetric objects), and learns new graphs when told
-to. Every outcome the experiment side scores can happen, driven by one seed.
+its memory, resolves the pose (longer for symmetric objects), hears the other modules' votes
+once per step (which can narrow its matches in a step without input), and learns new graphs
+when told to. Every outcome the experiment side scores can happen, driven by one seed.
 
 Its memory (the graphs each module learned) is plain data (``dump_memory``/``load_memory``), so
 an experiment can hand the same trained memory to several worker processes.
@@ -94,6 +95,10 @@ class SimulatedRuntime:
             if not active:
                 break
             processed = [s.spec.lm_id for s in active if s.step(step, rotation)]
+            if len(states) > 1:  # one vote round per step among the modules still at work
+                for state in active:
+                    got_input = state.spec.lm_id in processed
+                    state.receive_votes(len(processed) - got_input, got_input)
             _telemetry.emit(SensorimotorStep(step=step, modules_processed=processed))
             self.global_step += 1
             _telemetry.emit(
@@ -144,4 +149,5 @@ class SimulatedRuntime:
             LearningModuleReset(lm_id=module.spec.lm_id, evidence_based=module.spec.evidence)
         )
         rng = random.Random(seed * 1_000_003 + salt)
-        return Episode(module, obj, rng, self._all_features, _telemetry)
+        votes = random.Random(f"votes:{seed}:{salt}")
+        return Episode(module, obj, rng, self._all_features, _telemetry, votes)

@@ -17,6 +17,7 @@ from runtime_telemetry.events.learning_module import (
     LearningModuleReset,
     LearningModuleStep,
     LearningModuleTimedOut,
+    LearningModuleVotesReceived,
     MostLikelyHypothesis,
 )
 from runtime_telemetry.events.metrics import MetricsBundle
@@ -34,6 +35,7 @@ __all__ = [
     "LearningModuleReset",
     "LearningModuleStep",
     "LearningModuleTimedOut",
+    "LearningModuleVotesReceived",
     "MetricsBundle",
     "MostLikelyHypothesis",
     "SensorPatchObserved",

@@ -8,6 +8,10 @@ Version 2 of these events (ADR 0026): ``step`` counts the inputs the module proc
 its last ``LearningModuleReset``, rotations are the object's rotation for every kind of
 module, and ``symmetric_rotations`` holds every equally likely rotation, the detected one
 included.
+
+Later additions keep version 2 and decode every line written before them: new events
+(``LearningModuleVotesReceived``) and new optional fields whose default means "not said"
+(``symmetry_evidence`` on recognitions and time-outs).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ __all__ = [
     "LearningModuleReset",
     "LearningModuleStep",
     "LearningModuleTimedOut",
+    "LearningModuleVotesReceived",
     "MostLikelyHypothesis",
 ]
 
@@ -97,8 +102,10 @@ class LearningModuleObjectRecognized(LearningModuleEvent):
     symmetric_rotations: tuple[Quaternion, ...] = attrs.field(default=(), converter=quaternions)
     """Every object rotation still equally likely, the detected one included (empty: the
     object showed no symmetry)."""
-    symmetry_evidence: int = 0
-    """Steps for which the symmetric rotations stayed equally likely."""
+    symmetry_evidence: int | None = None
+    """The module's count of steps for which symmetric poses stayed equally likely, as its
+    check that settled the pose left it (that check may raise it after the step's
+    ``LearningModuleStep``); None: not said, the last step's count stands."""
     path: tuple[Vector3, ...] = attrs.field(default=(), converter=vectors)
     """Locations on the model that resolved the pose: the most likely location for an
     evidence-based module, the followed path for one that narrows matches."""
@@ -144,6 +151,26 @@ class LearningModuleTimedOut(LearningModuleEvent):
     """Distinct object rotations still possible for the first possible match."""
     possible_locations: tuple[Vector3, ...] = attrs.field(default=(), converter=vectors)
     """The last location of each path still possible for the first possible match."""
+    symmetry_evidence: int | None = None
+    """The module's symmetry count when it was stopped, like the recognition's (None: not
+    said, the last step's count stands)."""
+
+
+@attrs.frozen(kw_only=True)
+class LearningModuleVotesReceived(LearningModuleEvent):
+    """The module took part in a vote round: it heard the other modules' votes and updated its
+    hypotheses with them, whether or not it processed an input in this step.
+
+    Emit it once per module and vote round, after the votes and after the
+    ``MostLikelyHypothesis`` of the step's input, if it had one. Votes can narrow the module's
+    matches in a step without input of its own, which no ``LearningModuleStep`` then reports;
+    when they empty them or bring them back, also emit ``LearningModuleNoMatch`` or
+    ``LearningModuleConclusionWithdrawn``. A round changes no prediction error: the error of
+    the module's last input (its last ``MostLikelyHypothesis``) still stands after it.
+    """
+
+    possible_matches: tuple[str, ...] = attrs.field(converter=strings)
+    """Graph ids still possible after the votes."""
 
 
 @attrs.frozen(kw_only=True)
@@ -160,7 +187,9 @@ class MostLikelyHypothesis(LearningModuleEvent):
     evidence: float
     """Evidence for this hypothesis, in the module's own units."""
     prediction_error: float | None = None
-    """How far this step's input was from what the hypothesis predicted, in [0, 1]."""
+    """How far this step's input was from what the hypothesis predicted, in [0, 1] (None:
+    no prediction to compare with yet). Emit one hypothesis per input processed, carrying
+    that input's error."""
 
 
 @attrs.frozen(kw_only=True)

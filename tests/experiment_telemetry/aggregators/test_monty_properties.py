@@ -40,6 +40,7 @@ from runtime_telemetry.events import (
     LearningModuleReset,
     LearningModuleStep,
     LearningModuleTimedOut,
+    LearningModuleVotesReceived,
     MostLikelyHypothesis,
     SensorimotorStep,
 )
@@ -60,6 +61,7 @@ _action = st.one_of(
     st.tuples(st.just("timed_out"), _matches),
     st.tuples(st.just("goal"), st.booleans()),
     st.tuples(st.just("memory"), st.sampled_from(GRAPHS)),
+    st.tuples(st.just("votes"), _matches),
 )
 
 
@@ -98,6 +100,10 @@ def _module_events(
                                                  possible_locations=((0, 0, 0),)))  # fmt: skip
         elif kind == "goal":
             events.append(LearningModuleGoalStateAttempted(lm_id=lm_id, step=n, achieved=action[1]))
+        elif kind == "votes":
+            events.append(
+                LearningModuleVotesReceived(lm_id=lm_id, step=n, possible_matches=action[1])
+            )
         else:
             events.append(
                 GraphMemoryUpdated(lm_id=lm_id, graph_id=action[1], num_nodes=1, created=True)

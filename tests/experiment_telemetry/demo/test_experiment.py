@@ -10,6 +10,11 @@ from experiment_telemetry.demo.experiment import run_demo
 from experiment_telemetry.harness import RunResult
 from experiment_telemetry.replay import read_log, read_stats, replay_run
 from experiment_telemetry.stats import VERDICTS, LearningModuleEpisodeStats, OverallStats
+from runtime_telemetry.events import (
+    LearningModuleReset,
+    LearningModuleStep,
+    LearningModuleVotesReceived,
+)
 from wandb_reader import read_offline_runs
 
 
@@ -37,7 +42,8 @@ class TestDemo:
         assert set(VERDICTS) - {"consistent_child_obj"} == seen
 
     def test_demo_emits_every_new_runtime_event(self, demo_run: RunResult) -> None:
-        """The demo's runtime emits resets, system steps, goal states and withdrawals."""
+        """The demo's runtime emits resets, system steps, goal states, withdrawals and vote
+        rounds."""
         kinds = {type(s).__name__ for s in read_log(demo_run.run_dir)}
 
         assert {
@@ -45,7 +51,24 @@ class TestDemo:
             "SensorimotorStep",
             "LearningModuleGoalStateAttempted",
             "LearningModuleConclusionWithdrawn",
+            "LearningModuleVotesReceived",
         } <= kinds
+
+    def test_votes_narrow_matches_between_inputs(self, demo_run: RunResult) -> None:
+        """Some vote rounds leave a module fewer matches than its last input did (Monty's
+        receive_votes in a step without input), which only the vote-round event reports."""
+        last: dict[str, tuple[str, ...]] = {}
+        narrowed = 0
+        for event in read_log(demo_run.run_dir):
+            if isinstance(event, LearningModuleReset):
+                last.pop(event.lm_id, None)
+            elif isinstance(event, LearningModuleStep | LearningModuleVotesReceived):
+                before = last.get(event.lm_id)
+                by_votes = isinstance(event, LearningModuleVotesReceived) and before is not None
+                narrowed += by_votes and len(event.possible_matches) < len(before or ())
+                last[event.lm_id] = event.possible_matches
+
+        assert narrowed > 0
 
     def test_replayed_stats_equal_live_stats(self, demo_run: RunResult) -> None:
         """Replaying the recorded events gives exactly the stats emitted live, timestamps included."""
