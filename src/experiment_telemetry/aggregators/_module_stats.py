@@ -213,7 +213,9 @@ def score_module(
         most_likely_rotation=None if not evidence_based else (
             _ORIGIN if mlh is None else _euler(lm_id, mlh.rotation, rounded=False)
         ),
-        highest_evidence=None if not evidence_based else (0.0 if mlh is None else mlh.evidence),
+        highest_evidence=None if not evidence_based else (  # Monty's sentinel is the int 0
+            0 if mlh is None else float(mlh.evidence)
+        ),
         episode_avg_prediction_error=None if not evidence_based else (
             state.prediction_error_sum / state.prediction_error_count
             if state.prediction_error_count
