@@ -3,7 +3,7 @@
 The branches follow Monty's ``get_graph_lm_episode_stats``, ``add_evidence_lm_episode_stats``,
 ``calculate_performance``, ``add_pose_lm_episode_stats``, ``add_policy_episode_stats`` and
 ``compute_unsupervised_stats`` (``docs/experiment_telemetry.md`` lists each with its line
-numbers and the departures D1-D18). Nothing here reads runtime objects: only events, what the
+numbers and the departures D1-D19). Nothing here reads runtime objects: only events, what the
 experiment passed, and the labels learned from earlier contexts.
 """
 

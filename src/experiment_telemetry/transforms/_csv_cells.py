@@ -1,7 +1,7 @@
 """Cell text of Monty's stats CSV: what pandas writes for each value, column by column.
 
 Monty builds one ``DataFrame`` per episode from its modules' stat dicts
-(``pd.DataFrame.from_dict(..., orient="index")``, L1006) and appends it with ``to_csv`` (H292).
+(``pd.DataFrame.from_dict(..., orient="index")``, L1007) and appends it with ``to_csv`` (H288).
 pandas gives each column one dtype from the values of that episode's rows, and the dtype decides
 how a number is written: an ``int64`` column writes ``1``; a ``float64`` column writes ``1.0``,
 and a column of ints with a missing value (None, NaN, or a key the module lacks) is ``float64``

@@ -172,9 +172,9 @@ class TestCsvTransform:
 
 class TestNumberText:
     """Numbers are written as pandas writes the dtype it gives their column in the episode's
-    DataFrame (L1006 ``from_dict(orient="index")``, H292 ``to_csv``)."""
+    DataFrame (L1007 ``from_dict(orient="index")``, H288 ``to_csv``)."""
 
-    def test_L1006_int_column_with_a_missing_value_is_float(self, tmp_path: Path) -> None:
+    def test_L1007_int_column_with_a_missing_value_is_float(self, tmp_path: Path) -> None:
         """Two modules, one first conclusion at step 1 and one without: Monty writes 1.0 and an
         empty cell (its column is float64); alone, the same module's 1 stays 1."""
         both = written(tmp_path / "two",
@@ -189,7 +189,7 @@ class TestNumberText:
             [r["individual_ts_reached_at_step"] for r in alone],
         )
 
-    def test_H292_float_columns_write_whole_numbers_with_point_zero(self, tmp_path: Path) -> None:
+    def test_H288_float_columns_write_whole_numbers_with_point_zero(self, tmp_path: Path) -> None:
         """Columns Monty holds as floats write 1.0 even when our value is the int 1; int columns
         without a missing value write 1."""
         (row,) = written(tmp_path, module_stats("eval", 0, "lm_0", detected_scale=1, rotation_error=60,
@@ -216,7 +216,7 @@ class TestNumberText:
             [r["highest_evidence"] for r in both],
         )
 
-    def test_H292_numbers_equal_pandas_on_montys_values(self, tmp_path: Path) -> None:
+    def test_H288_numbers_equal_pandas_on_montys_values(self, tmp_path: Path) -> None:
         """For a mixed episode (evidence module recognised, pose module without a conclusion,
         evidence module without a hypothesis), every numeric column's text equals what pandas
         writes for the values Monty holds there."""

@@ -115,7 +115,7 @@ class TestGogglesTransform:
         } == hists
         transform.close()
 
-    def test_G495_G503_empty_histograms_logged_as_monty_does(self) -> None:
+    def test_G497_G503_empty_histograms_logged_as_monty_does(self) -> None:
         """With several modules and none concluded, Monty still logs steps_per_lm_indv_ts and
         lm_performances (empty); only avg_prediction_error_dist is skipped when empty (G507)."""
         handler = memory()
@@ -134,7 +134,7 @@ class TestGogglesTransform:
         } == hists
         transform.close()
 
-    def test_G495_G503_empty_histograms_in_a_real_offline_wandb_run(self, tmp_path: Path) -> None:
+    def test_G497_G503_empty_histograms_in_a_real_offline_wandb_run(self, tmp_path: Path) -> None:
         """A real offline W&B run holds the empty histograms as Monty's wandb.Histogram([])."""
         wandb = pytest.importorskip("wandb")
         handler = goggles_io.WandBHandler(
