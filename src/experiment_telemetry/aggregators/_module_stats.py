@@ -3,7 +3,7 @@
 The branches follow Monty's ``get_graph_lm_episode_stats``, ``add_evidence_lm_episode_stats``,
 ``calculate_performance``, ``add_pose_lm_episode_stats``, ``add_policy_episode_stats`` and
 ``compute_unsupervised_stats`` (``docs/experiment_telemetry.md`` lists each with its line
-numbers and the departures D1-D18). Nothing here reads runtime objects: only events, what the
+numbers and the departures D1-D19). Nothing here reads runtime objects: only events, what the
 experiment passed, and the labels learned from earlier contexts.
 """
 
@@ -213,7 +213,9 @@ def score_module(
         most_likely_rotation=None if not evidence_based else (
             _ORIGIN if mlh is None else _euler(lm_id, mlh.rotation, rounded=False)
         ),
-        highest_evidence=None if not evidence_based else (0.0 if mlh is None else mlh.evidence),
+        highest_evidence=None if not evidence_based else (  # Monty's sentinel is the int 0
+            0 if mlh is None else float(mlh.evidence)
+        ),
         episode_avg_prediction_error=None if not evidence_based else (
             state.prediction_error_sum / state.prediction_error_count
             if state.prediction_error_count

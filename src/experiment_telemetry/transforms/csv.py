@@ -9,19 +9,20 @@ most-likely columns, the others the possible-pose columns), ``lm_id`` last, and 
 Written through goggles_io's row writer (:class:`goggles_io.handlers.csv.CsvRows`, whole lines,
 a full disk counted) beside the run's other files. A module's row waits for its episode's
 ``EpisodeStats``, then the episode's rows are written together, so a crash keeps every
-finished episode. Cells render as pandas would (``None``/NaN empty, ``True``/``False``, a list
-of graph ids as Python's list), except vectors: ``[x y z]`` with each number's repr (D10).
+finished episode. Cells render as pandas would (``_csv_cells``: numbers as the dtype pandas gives
+their column in that episode, ``None``/NaN empty, ``True``/``False``, a list of graph ids as
+Python's list), except vectors: ``[x y z]`` with each number's repr (D10).
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from experiment_telemetry.exceptions import ExperimentValueError
 from experiment_telemetry.stats import EpisodeStats, LearningModuleEpisodeStats
+from experiment_telemetry.transforms._csv_cells import column_cells, render_cell
 from experiment_telemetry.transforms.base import Transform
 from goggles_io.handlers.csv import CsvRows
 from runtime_telemetry import receives
@@ -30,6 +31,7 @@ __all__ = [
     "EVIDENCE_FRONT",
     "POSE_FRONT",
     "CsvTransform",
+    "column_cells",
     "monty_columns",
     "render_cell",
 ]
@@ -83,21 +85,6 @@ def monty_columns(kinds: Sequence[bool]) -> list[str]:
     return ["", *front, *rest]
 
 
-def render_cell(value: object) -> str:
-    """One cell as Monty's CSV shows it (vectors as ``[x y z]``: departure D10)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, (bool, int, str)):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, tuple):
-        if value and all(isinstance(v, str) for v in value):
-            return repr(list(value))  # the possible matches of a time-out, as pandas writes them
-        return "[" + " ".join(render_cell(v) for v in value) + "]"
-    return str(value)
-
-
 class CsvTransform(Transform):
     """Write module stats to ``<directory>/<mode>_stats.csv`` in Monty's columns.
 
@@ -133,10 +120,11 @@ class CsvTransform(Transform):
         if rows is None:
             header = monty_columns([m.evidence_based for m in modules])
             rows = self._files[mode] = CsvRows(self.path(mode), header, "CsvTransform")
-        for index, module in enumerate(modules):
-            cells = [f"LM_{index}"]
-            cells.extend(render_cell(getattr(module, c, None)) for c in rows.columns[1:])
-            rows.append(cells)
+        columns = [
+            column_cells(c, [getattr(m, c, None) for m in modules]) for c in rows.columns[1:]
+        ]
+        for index in range(len(modules)):
+            rows.append([f"LM_{index}", *(cells[index] for cells in columns)])
 
     def close(self) -> None:
         """Write rows still waiting for their episode, close the files; a later row reopens."""

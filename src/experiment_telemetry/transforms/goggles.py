@@ -3,7 +3,8 @@
 Per episode: ``episode/<stat>`` scalars (Monty's ``episode/*``), ``<lm_id>/episode/<stat>`` per
 module, and, when the episode has more than one module, Monty's six histograms
 (``episode/rotation_error_per_lm``, ``steps_per_lm``, ``steps_per_lm_indv_ts``,
-``symmetry_evidence_per_lm``, ``lm_performances``, ``avg_prediction_error_dist``); per mode's
+``symmetry_evidence_per_lm``, ``lm_performances``, ``avg_prediction_error_dist``), empty ones
+included as Monty logs them (``wandb.Histogram([])``), except the prediction errors'; per mode's
 totals: ``overall/<stat>`` (Monty's keys carry no mode; both modes write them, at the run-wide
 episode as step: D11, D12). None and NaN values are left out. An ``episode_stats`` table (ours)
 is logged on ``close()``. Every goggles handler on the scope receives them: ``CsvHandler`` for
@@ -144,11 +145,12 @@ class GogglesTransform(Transform):
                 for m in modules
                 if m.primary_performance is not None
             ],
-            "episode/avg_prediction_error_dist": [p for p in predictions if _number(p)],
         }
-        for name, values in histograms.items():
-            if values:  # an empty histogram says nothing (and W&B refuses it)
-                self.logger.histogram(values, step=step, name=name)
+        valid = [p for p in predictions if _number(p)]
+        if valid:  # Monty skips this one alone when it would be empty (G507-512)
+            histograms["episode/avg_prediction_error_dist"] = valid
+        for name, values in histograms.items():  # the others even when empty, as Monty logs them
+            self.logger.histogram(values, step=step, name=name)
 
     @receives(OverallStats)
     def _on_overall(self, s: OverallStats) -> None:

@@ -240,6 +240,23 @@ class TestEpisodeNumbers:
 
         assert 0.2 == episode_of(eval_episode(agg, 1)).avg_prediction_error
 
+    def test_D6_G513_several_modules_without_a_valid_error_is_nan(
+        self, agg: RecognitionAggregator
+    ) -> None:
+        """Several modules, none with a prediction error this episode: ours is NaN (W&B leaves
+        the key out), where Monty logs its running list of averages, [0.9, nan, nan, nan]."""
+        errors = {0: (0.9, None), 1: (None, None)}  # per episode: lm_0's and lm_1's error
+        stats = []
+        for episode, pair in errors.items():
+            for lm, error in zip(("lm_0", "lm_1"), pair, strict=True):
+                reset(lm, evidence=True)
+                step(lm)
+                mlh(lm, error=error)  # None: no error, a NaN average
+            stats.append(episode_of(eval_episode(agg, episode)).avg_prediction_error)
+
+        assert 0.9 == stats[0]
+        assert math.isnan(stats[1])
+
 
 class TestOverallStats:
     def _six_episodes(self, agg: RecognitionAggregator) -> object:

@@ -160,12 +160,14 @@ class TestEvidenceModules:
         assert pytest.approx((0.0, 0.0, 90.0)) == s.most_likely_rotation
 
     def test_L788_no_hypothesis_defaults(self, agg: RecognitionAggregator) -> None:
-        """An evidence module without a hypothesis reports Monty's reset values."""
+        """An evidence module without a hypothesis reports Monty's reset values (its evidence
+        the int 0, as Monty's, so the CSV writes it as pandas does)."""
         reset(evidence=True)
         s = lm_stats(agg.post_episode(ctx()))
 
-        assert ("no_observations_yet", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0) == (
-            s.most_likely_object, s.most_likely_location, s.most_likely_rotation, s.highest_evidence
+        assert ("no_observations_yet", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0, int) == (
+            s.most_likely_object, s.most_likely_location, s.most_likely_rotation, s.highest_evidence,
+            type(s.highest_evidence),
         )  # fmt: skip
 
     def test_L794_episode_avg_prediction_error_mean(self, agg: RecognitionAggregator) -> None:

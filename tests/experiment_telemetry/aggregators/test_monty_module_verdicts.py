@@ -31,6 +31,12 @@ QUARTER_Z = (math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))  # 90 degrees about z
 HALF_Z = (0.0, 0.0, 0.0, 1.0)
 
 
+def about_z(degrees: float) -> tuple[float, float, float, float]:
+    """(w, x, y, z) of a rotation by ``degrees`` about z."""
+    half = math.radians(degrees) / 2
+    return (math.cos(half), 0.0, 0.0, math.sin(half))
+
+
 class TestGate:
     def test_L574_no_input_is_patch_off_object(self, agg: RecognitionAggregator) -> None:
         """A module that only reset: patch_off_object everywhere, no steps, no result."""
@@ -126,6 +132,18 @@ class TestPrimaryPerformance:
         recognize(graph="g0", rotation=QUARTER_Z)
 
         assert 90.0 == lm_stats(agg.post_episode(ctx())).rotation_error
+
+    def test_D19_L595_stale_symmetric_set_is_not_reused(self, agg: RecognitionAggregator) -> None:
+        """Recognised by symmetry 60 degrees off, then uniquely 5 degrees off: the error is that
+        of the last recognition, 5.0 (Monty scores its stale symmetric set: 60.0, D19)."""
+        teach(agg, "g0", "mug")
+        step()
+        recognize(graph="g0", rotation=about_z(60), sym=(about_z(60), about_z(-60)))
+        recognize(graph="g0", rotation=about_z(5), n=3)
+
+        assert (
+            5.0 == lm_stats(agg.post_episode(ctx("mug", target_rotation=IDENTITY))).rotation_error
+        )
 
     def test_L611_match_without_target_label_is_confused(self, agg: RecognitionAggregator) -> None:
         """A recognised graph learned under another label is confused, without an error."""

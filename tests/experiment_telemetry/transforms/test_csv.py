@@ -68,6 +68,17 @@ def rows(path: Path) -> list[list[str]]:
     return list(csv.reader(path.open(encoding="utf-8")))
 
 
+def written(tmp_path: Path, *modules: LearningModuleEpisodeStats) -> list[dict[str, str]]:
+    """The CSV rows of one eval episode made of ``modules``, as column -> cell."""
+    transform = CsvTransform(tmp_path).attach()
+    for module in modules:
+        stats_stream.emit(module)
+    end_episode("eval", modules[0].episode)
+    transform.close()
+    header, *body = rows(tmp_path / "eval_stats.csv")
+    return [dict(zip(header, row, strict=True)) for row in body]
+
+
 class TestHeader:
     def test_H244_evidence_run_header_is_montys(self) -> None:
         """A run of evidence modules has Monty's 38 columns, in Monty's order."""
@@ -157,6 +168,103 @@ class TestCsvTransform:
         """A non-path directory raises, naming the parameter."""
         with pytest.raises(ExperimentValueError, match="directory must be a non-empty path"):
             CsvTransform(42)  # type: ignore[arg-type]
+
+
+class TestNumberText:
+    """Numbers are written as pandas writes the dtype it gives their column in the episode's
+    DataFrame (L1007 ``from_dict(orient="index")``, H288 ``to_csv``)."""
+
+    def test_L1007_int_column_with_a_missing_value_is_float(self, tmp_path: Path) -> None:
+        """Two modules, one first conclusion at step 1 and one without: Monty writes 1.0 and an
+        empty cell (its column is float64); alone, the same module's 1 stays 1."""
+        both = written(tmp_path / "two",
+                       module_stats("eval", 0, "lm_0", individual_ts_reached_at_step=1),
+                       module_stats("eval", 0, "lm_1", individual_ts_reached_at_step=None))  # fmt: skip
+        alone = written(
+            tmp_path / "one", module_stats("eval", 0, "lm_0", individual_ts_reached_at_step=1)
+        )
+
+        assert (["1.0", ""], ["1"]) == (
+            [r["individual_ts_reached_at_step"] for r in both],
+            [r["individual_ts_reached_at_step"] for r in alone],
+        )
+
+    def test_H288_float_columns_write_whole_numbers_with_point_zero(self, tmp_path: Path) -> None:
+        """Columns Monty holds as floats write 1.0 even when our value is the int 1; int columns
+        without a missing value write 1."""
+        (row,) = written(tmp_path, module_stats("eval", 0, "lm_0", detected_scale=1, rotation_error=60,
+                                                time=2, num_steps=1, symmetry_evidence=0))  # fmt: skip
+
+        assert ("1.0", "60.0", "2.0", "1", "0") == (
+            row["detected_scale"], row["rotation_error"], row["time"], row["num_steps"],
+            row["symmetry_evidence"],
+        )  # fmt: skip
+
+    def test_L788_no_hypothesis_evidence_is_montys_int_zero(self, tmp_path: Path) -> None:
+        """An evidence module without a hypothesis has Monty's int 0 (written 0); beside a module
+        with evidence 2.5 the column is float and it is written 0.0."""
+        alone = written(
+            tmp_path / "one",
+            module_stats("eval", 0, "lm_0", evidence_based=True, highest_evidence=0),
+        )
+        both = written(tmp_path / "two",
+                       module_stats("eval", 0, "lm_0", evidence_based=True, highest_evidence=0),
+                       module_stats("eval", 0, "lm_1", evidence_based=True, highest_evidence=2.5))  # fmt: skip
+
+        assert (["0"], ["0.0", "2.5"]) == (
+            [r["highest_evidence"] for r in alone],
+            [r["highest_evidence"] for r in both],
+        )
+
+    def test_H288_numbers_equal_pandas_on_montys_values(self, tmp_path: Path) -> None:
+        """For a mixed episode (evidence module recognised, pose module without a conclusion,
+        evidence module without a hypothesis), every numeric column's text equals what pandas
+        writes for the values Monty holds there."""
+        pd = pytest.importorskip("pandas")
+        np = pytest.importorskip("numpy")
+        montys = {  # the values Monty's get_stats_per_lm holds, per module
+            "LM_0": {"num_steps": 4, "rotation_error": np.float64(5.0), "num_possible_matches": 1,
+                     "detected_scale": np.concatenate([[0, 0, 0], [0.0, 0.0, 5.0], [1]])[6],
+                     "symmetry_evidence": 0, "individual_ts_reached_at_step": 3,
+                     "individual_ts_rotation_error": np.float64(5.0), "time": np.float64(2.0),
+                     "mean_objects_per_graph": np.float64(1.0), "highest_evidence": np.float64(7.0),
+                     "episode_avg_prediction_error": np.float64(0.5), "goal_states_attempted": 0,
+                     "goal_state_achieved": 0, "monty_steps": 9, "episode_seed": 11,
+                     "primary_target_scale": 1.0},
+            "LM_1": {"num_steps": 2, "rotation_error": None, "num_possible_matches": 2,
+                     "detected_scale": None, "symmetry_evidence": 0,
+                     "individual_ts_reached_at_step": None, "individual_ts_rotation_error": None,
+                     "time": np.float64(1.0), "mean_objects_per_graph": np.float64(1.0),
+                     "goal_states_attempted": 1, "goal_state_achieved": np.sum([True]),
+                     "monty_steps": 9, "episode_seed": 11, "primary_target_scale": 1.0},
+            "LM_2": {"num_steps": 1, "rotation_error": None, "num_possible_matches": 2,
+                     "detected_scale": None, "symmetry_evidence": 0,
+                     "individual_ts_reached_at_step": None, "individual_ts_rotation_error": None,
+                     "time": np.float64(0.0), "mean_objects_per_graph": np.float64(1.0),
+                     "highest_evidence": 0, "episode_avg_prediction_error": np.mean([np.nan]),
+                     "goal_states_attempted": 0, "goal_state_achieved": 0, "monty_steps": 9,
+                     "episode_seed": 11, "primary_target_scale": 1.0},
+        }  # fmt: skip
+        ours = [
+            module_stats("eval", 0, "lm_0", evidence_based=True, num_steps=4, rotation_error=5.0,
+                         num_possible_matches=1, detected_scale=1.0, individual_ts_reached_at_step=3,
+                         individual_ts_rotation_error=5.0, time=2.0, mean_objects_per_graph=1.0,
+                         highest_evidence=7.0, episode_avg_prediction_error=0.5, monty_steps=9,
+                         episode_seed=11),
+            module_stats("eval", 0, "lm_1", num_steps=2, num_possible_matches=2, time=1.0,
+                         mean_objects_per_graph=1.0, goal_states_attempted=1, goal_state_achieved=1,
+                         monty_steps=9, episode_seed=11),
+            module_stats("eval", 0, "lm_2", evidence_based=True, num_steps=1, num_possible_matches=2,
+                         time=0.0, mean_objects_per_graph=1.0, highest_evidence=0,
+                         episode_avg_prediction_error=math.nan, monty_steps=9, episode_seed=11),
+        ]  # fmt: skip
+        frame = pd.DataFrame.from_dict(montys, orient="index")
+        pandas_rows = list(csv.reader(frame.to_csv().splitlines()))
+        expected = [dict(zip(pandas_rows[0], row, strict=True)) for row in pandas_rows[1:]]
+
+        got = written(tmp_path, *ours)
+
+        assert expected == [{c: row[c] for c in pandas_rows[0]} for row in got]
 
 
 class TestRenderCell:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import attrs
+import pytest
 
 import goggles_io
 from experiment_telemetry.stats import (
@@ -17,6 +20,7 @@ from experiment_telemetry.transforms import GogglesTransform
 from experiment_telemetry.transforms.goggles import PERFORMANCE_CODES
 from goggles_io.testing import MemoryHandler
 from runtime_telemetry import get_telemetry
+from wandb_reader import read_offline_runs
 
 stats_stream = get_telemetry("experiment_telemetry.stats")
 
@@ -46,6 +50,22 @@ def emit_episode(episode: int, lms: int = 2) -> None:
     stats_stream.emit(
         attrs.evolve(overall(percent_correct=100.0, avg_rotation_error=math.nan), episode=episode)
     )
+
+
+def emit_undecided_episode(episode: int) -> None:
+    """Two modules, neither concluded nor given a verdict (Monty: no terminal state)."""
+    for i in range(2):
+        stats_stream.emit(
+            LearningModuleEpisodeStats(
+                mode="eval", epoch=0, episode=episode, lm_id=f"lm_{i}", evidence_based=True,
+                primary_performance=None, num_steps=4, symmetry_evidence=0,
+                episode_avg_prediction_error=math.nan,
+            )
+        )  # fmt: skip
+    stats_stream.emit(
+        EpisodeStats(mode="eval", epoch=0, episode=episode, target="mug", performance=None,
+                     num_learning_modules=2)
+    )  # fmt: skip
 
 
 def memory() -> MemoryHandler:
@@ -94,6 +114,50 @@ class TestGogglesTransform:
             "episode/avg_prediction_error_dist": 1,
         } == hists
         transform.close()
+
+    def test_G497_G503_empty_histograms_logged_as_monty_does(self) -> None:
+        """With several modules and none concluded, Monty still logs steps_per_lm_indv_ts and
+        lm_performances (empty); only avg_prediction_error_dist is skipped when empty (G507)."""
+        handler = memory()
+        transform = GogglesTransform().attach()
+        emit_undecided_episode(3)
+        goggles_io.flush()
+
+        hists = {e.extra["name"]: list(e.payload) for e in handler.of_kind("histogram")}
+
+        assert {
+            "episode/rotation_error_per_lm": [-1.0],
+            "episode/steps_per_lm": [4, 4],
+            "episode/steps_per_lm_indv_ts": [],
+            "episode/symmetry_evidence_per_lm": [0, 0],
+            "episode/lm_performances": [],
+        } == hists
+        transform.close()
+
+    def test_G497_G503_empty_histograms_in_a_real_offline_wandb_run(self, tmp_path: Path) -> None:
+        """A real offline W&B run holds the empty histograms as Monty's wandb.Histogram([])."""
+        wandb = pytest.importorskip("wandb")
+        handler = goggles_io.WandBHandler(
+            project="t", run_name="empty-hists", dir=str(tmp_path), mode="offline", name="wb"
+        )
+        goggles_io.attach(handler, scopes=["experiment"])
+        transform = GogglesTransform().attach()
+        emit_undecided_episode(3)
+        transform.close()
+        goggles_io.finish()
+
+        (run,) = read_offline_runs(tmp_path).values()
+        logged = {k: v for row in run["history"] for k, v in row.items()}
+
+        def histogram(key: str) -> dict[str, object]:  # W&B stores its fields as key/<field>
+            return {k[len(key) + 1 :]: v for k, v in logged.items() if k.startswith(key + "/")}
+
+        montys = json.loads(json.dumps(wandb.Histogram([]).to_json()))
+
+        assert (montys, montys) == (
+            histogram("episode/steps_per_lm_indv_ts"), histogram("episode/lm_performances")
+        )  # fmt: skip
+        assert {} == histogram("episode/avg_prediction_error_dist")
 
     def test_G503_lm_performances_alphabetical_codes(self) -> None:
         """episode/lm_performances holds each verdict's alphabetical index (correct: 3)."""
