@@ -130,8 +130,10 @@ class TestTheExampleScript:
 
             want = 3 * STEPS + 3 * (STEPS // EVERY)  # loss, lr, return; eval, epoch, best
             wait_until(
-                lambda: len(runs()) == 2
-                and all(sum(r["metrics"].values()) >= want for r in runs().values()),
+                lambda: (
+                    len(runs()) == 2
+                    and all(sum(r["metrics"].values()) >= want for r in runs().values())
+                ),
                 timeout_s=120,
                 interval_s=0.1,
                 what="both runs indexed",
@@ -259,7 +261,7 @@ class TestRunLifecycle:
     def test_before_init_and_after_finish(self, tmp_path: Path) -> None:
         """Without a run, log/config/summary raise NoRunError; finish does nothing."""
         wandb.finish()
-        with pytest.raises(NoRunError, match="wandb.init"):
+        with pytest.raises(NoRunError, match=r"wandb\.init"):
             wandb.log({"a": 1.0})
         with pytest.raises(NoRunError):
             wandb.config.update({"a": 1})
