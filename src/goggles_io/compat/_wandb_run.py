@@ -83,8 +83,9 @@ class Run:
         )
         self.id, self.name, self.dir = self.context.id, name or project, str(self.context.dir)
         self.scope = f"wandb.{secrets.token_hex(4)}"
-        self.handler = LocalStorageHandler(self.context.dir, name=f"compat.wandb:{self.id}")
-        _attach(self.handler, scopes=[self.scope])
+        handler: Any = LocalStorageHandler(self.context.dir, name=f"compat.wandb:{self.id}")
+        _attach(handler, scopes=[self.scope])
+        self.handler = handler
         self.logger: Any = get_logger("wandb", scope=self.scope, with_metrics=True)
         self.config = Config(record_into(self.context.set_config, self.tell))
 

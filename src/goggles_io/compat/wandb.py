@@ -147,10 +147,10 @@ def init(
 
 
 def _set_globals(current: Run | None) -> None:
-    module = sys.modules[__name__]
-    module.run = current
-    module.config = current.config if current is not None else _NoRun("config")
-    module.summary = current.summary if current is not None else _NoRun("summary")
+    names = globals()  # the module's attributes: `wandb.run` reads them at each use
+    names["run"] = current
+    names["config"] = current.config if current is not None else _NoRun("config")
+    names["summary"] = current.summary if current is not None else _NoRun("summary")
 
 
 def _current(what: str) -> Run:
