@@ -32,6 +32,7 @@ run "Watchers you can trust: detection, delay, false alarms (issue 31)" python3 
 run "Device-resident history update vs T, CPU (issue #7)" python3 benchmarks/history.py
 run "Collector ingest through RemoteHandler, 1 and 4 producers (issue #15)" python3 benchmarks/ingest.py
 run "Demo scaling: episodes/s and event sizes at 3 and 300 epochs (issue #15)" python3 benchmarks/demo_scaling.py
+run "Compat loggers beside W&B offline and tensorboardX (issue #34)" python3 benchmarks/compat.py --calls 20000 --repeats 5
 
 {
   printf '# Benchmarks\n\n'

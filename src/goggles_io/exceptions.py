@@ -24,6 +24,7 @@ __all__ = [
     "InvalidPayloadError",
     "InvalidPayloadTypeError",
     "MethodNotAllowedError",
+    "NoRunError",
     "RunFileError",
     "ShutdownError",
     "SocketOwnershipError",
@@ -176,3 +177,7 @@ class RunFileError(GogglesIOError, ValueError):
         super().__init__(msg)
         self.path = path
         self.line = line
+
+
+class NoRunError(GogglesIOError, RuntimeError):
+    """A ``goggles_io.compat.wandb`` call needs a run: ``wandb.init()`` first, not after ``finish()``."""

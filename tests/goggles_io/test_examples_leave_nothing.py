@@ -41,6 +41,7 @@ SAYS = {
     "104b_filters_jit.py": ["jit + scan matches numpy"],
     "10_remote.py": ["status=done, 100 points"],
     "11_multiprocess.py": ["4000 events from 4 worker processes"],
+    "12_from_wandb.py": ["summary: best_eval_return=", "run written to runs/"],
     "own_experiment.py": ["run done:"],
 }  # fmt: skip
 

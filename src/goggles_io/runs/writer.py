@@ -99,6 +99,8 @@ class RunContext:
         seed: Random seed, recorded in ``run.kv`` when given.
         root: Directory holding all runs.
         heartbeat_s: Seconds between heartbeat touches (crash detection granularity).
+        info: More ``run.kv`` fields (``tags`` as ``a,b``, ``group``, ``notes``: what the
+            dashboard filters and groups by); they never replace the run's own fields.
 
     Raises:
         ConfigurationError: ``project``/``slug`` empty or ``heartbeat_s`` not positive.
@@ -112,6 +114,8 @@ class RunContext:
         seed: int | None = None,
         root: str | os.PathLike[str] = "runs",
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
+        *,
+        info: Mapping[str, Any] | None = None,
     ) -> None:
         for pname, pvalue in (("project", project), ("slug", slug)):
             if not isinstance(pvalue, str) or not pvalue.strip():
@@ -147,6 +151,9 @@ class RunContext:
             "status": RunStatus.RUNNING,
             "started": _now_iso(),
         }
+        for key, value in (info or {}).items():
+            if value is not None:
+                self._info.setdefault(str(key), value)
         write_kv(self.dir / "run.kv", self._info)
         self._touch()
         self._lost: int | None = None  # events logged and not delivered, once finish() said
