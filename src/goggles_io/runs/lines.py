@@ -278,15 +278,18 @@ def _csv_row(record: dict[str, str], out: Parsed) -> None:
 def metric_sources(run_dir: Path) -> list[Path]:
     """The files a run's metrics come from, in the order that owns a name seen in several.
 
-    Event logs first (they carry wall time), then CSV tables; the run directory's own files,
-    then one folder down (a handler given a sub-folder). A name already read from an earlier
+    Event logs first (they carry wall time), then CSV tables, then TensorBoard event files
+    (``events.out.tfevents.*``); the run directory's own files, then one folder down (a
+    handler given a sub-folder). A name already read from an earlier
     file is not read again from a later one: a run logging through both ``LocalStorageHandler``
     and ``CsvHandler`` has each point once.
     """
     found: list[Path] = []
     for name in (*EVENT_FILES, CSV_FILE):
         found += [p for p in (run_dir / name, *sorted(run_dir.glob(f"*/{name}"))) if p.is_file()]
-    return found
+    from goggles_io.runs.tfevents import tfevents_files  # it parses into this module's columns
+
+    return found + tfevents_files(run_dir)  # TensorBoard's event files last (ADR 0040)
 
 
 @attrs.frozen
