@@ -1,0 +1,128 @@
+"""``patch()``: torch's and tensorboardX's ``SummaryWriter`` build goggles_io's writer instead.
+
+The original class's ``__new__`` is replaced, so a script or library that imported the class
+before ``patch()`` ran (Stable Baselines3 imports it when it is imported) is covered too; a
+module not imported yet is patched when it is (an import hook), so torch is never imported
+here. Subclasses of the original are left alone (their own methods would be lost). With
+``keep_tfevents=True`` the original writer is built as well, in the run directory, and every
+call is mirrored to it: TensorBoard pointed at the runs root still shows the run.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+import threading
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+__all__ = ["TARGETS", "patch", "unpatch"]
+
+TARGETS = ("tensorboardX", "tensorboardX.writer", "torch.utils.tensorboard",
+           "torch.utils.tensorboard.writer")  # fmt: skip
+"""Modules whose ``SummaryWriter`` class :func:`patch` intercepts."""
+_ABSENT = object()
+_lock = threading.Lock()
+_originals: dict[type, Any] = {}  # patched class -> its own __new__ before (or _ABSENT)
+_options: dict[str, Any] = {"active": False, "keep_tfevents": False, "project": "tensorboard"}
+
+
+def patch(*, keep_tfevents: bool = False, project: str = "tensorboard") -> None:
+    """Make ``torch.utils.tensorboard.SummaryWriter`` and ``tensorboardX.SummaryWriter`` log
+    through goggles_io (:class:`goggles_io.compat.tensorboard.SummaryWriter`).
+
+    Call it once, before the script makes its writer; a second call changes the options.
+
+    Args:
+        keep_tfevents: Also write TensorBoard's own event files (into the run directory).
+        project: The project of the runs the writers make.
+    """
+    with _lock:
+        _options.update(active=True, keep_tfevents=bool(keep_tfevents), project=str(project))
+        for name in TARGETS:
+            module = sys.modules.get(name)
+            if module is not None:
+                _patch_module(module)
+        if not any(isinstance(f, _Finder) for f in sys.meta_path):
+            sys.meta_path.insert(0, _Finder())
+
+
+def unpatch() -> None:
+    """Give the original classes back their own constructors (writers made stay as they are)."""
+    with _lock:
+        _options["active"] = False
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
+        for cls, before in _originals.items():
+            if before is _ABSENT:
+                del cls.__new__
+            else:
+                cls.__new__ = before
+        _originals.clear()
+
+
+def _patch_module(module: ModuleType) -> None:
+    cls = getattr(module, "SummaryWriter", None)
+    if not isinstance(cls, type) or cls in _originals:
+        return
+    _originals[cls] = cls.__dict__.get("__new__", _ABSENT)
+    cls.__new__ = _constructor(cls)
+
+
+def _constructor(original: type) -> Any:
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+        if cls is not original or not _options["active"]:
+            return object.__new__(cls)
+        return _build(original, args, kwargs)
+
+    return staticmethod(__new__)
+
+
+def _build(original: type, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    from goggles_io.compat.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(*args, project=_options["project"], **kwargs)
+    if _options["keep_tfevents"]:
+        rest = {k: v for k, v in kwargs.items() if k not in ("log_dir", "logdir")}
+        mirror = object.__new__(original)
+        original.__init__(mirror, writer.log_dir, *args[1:], **rest)  # type: ignore[misc]
+        writer._mirror = mirror
+    return writer
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Patches a target module right after it is first imported."""
+
+    def __init__(self) -> None:
+        self._busy: set[str] = set()
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in TARGETS or fullname in self._busy:
+            return None
+        self._busy.add(fullname)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._busy.discard(fullname)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        spec.loader = _Loader(spec.loader)
+        return spec
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:  # get_source, is_package, ... as the inner loader
+        return getattr(self._inner, name)
+
+    def create_module(self, spec: Any) -> Any:
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._inner.exec_module(module)
+        with _lock:
+            if _options["active"]:
+                _patch_module(module)
