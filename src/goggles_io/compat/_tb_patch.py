@@ -26,21 +26,15 @@ TARGETS = ("tensorboardX", "tensorboardX.writer", "torch.utils.tensorboard",
 _ABSENT = object()
 _lock = threading.Lock()
 _originals: dict[type, Any] = {}  # patched class -> its own __new__ before (or _ABSENT)
-_options: dict[str, Any] = {"active": False, "keep_tfevents": False, "project": "tensorboard"}
+_options: dict[str, Any] = {"active": False, "keep_tfevents": False, "project": "tensorboard",
+                            "writer": None}  # fmt: skip
 
 
-def patch(*, keep_tfevents: bool = False, project: str = "tensorboard") -> None:
-    """Make ``torch.utils.tensorboard.SummaryWriter`` and ``tensorboardX.SummaryWriter`` log
-    through goggles_io (:class:`goggles_io.compat.tensorboard.SummaryWriter`).
-
-    Call it once, before the script makes its writer; a second call changes the options.
-
-    Args:
-        keep_tfevents: Also write TensorBoard's own event files (into the run directory).
-        project: The project of the runs the writers make.
-    """
+def patch(writer: type, *, keep_tfevents: bool, project: str) -> None:
+    """Make the targets' ``SummaryWriter`` build ``writer`` (goggles_io's) instead."""
     with _lock:
-        _options.update(active=True, keep_tfevents=bool(keep_tfevents), project=str(project))
+        _options.update(active=True, keep_tfevents=bool(keep_tfevents), project=str(project),
+                        writer=writer)  # fmt: skip
         for name in TARGETS:
             module = sys.modules.get(name)
             if module is not None:
@@ -80,9 +74,7 @@ def _constructor(original: type) -> Any:
 
 
 def _build(original: type, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-    from goggles_io.compat.tensorboard import SummaryWriter
-
-    writer = SummaryWriter(*args, project=_options["project"], **kwargs)
+    writer = _options["writer"](*args, project=_options["project"], **kwargs)
     if _options["keep_tfevents"]:
         rest = {k: v for k, v in kwargs.items() if k not in ("log_dir", "logdir")}
         mirror = object.__new__(original)

@@ -31,10 +31,11 @@ import numpy as np
 
 import goggles_io as gg
 from goggles_io.compat import _tb_values as tv
-from goggles_io.compat._tb_patch import patch, unpatch
+from goggles_io.compat import _tb_patch
 from goggles_io.handlers.storage import LocalStorageHandler
 from goggles_io.runs import RunContext, register_run
 from goggles_io.runs.hparams import HPARAMS_TAGS, markdown_table
+from goggles_io.runs.compare import typed
 from goggles_io.runs.status import RunStatus
 
 __all__ = ["SummaryWriter", "patch", "unpatch"]
@@ -238,7 +239,7 @@ class SummaryWriter:
         if tag in HPARAMS_TAGS:
             table = markdown_table(text_string)
             if table:
-                self._run.set_config(table)
+                self._run.set_config({key: typed(value) for key, value in table.items()})
         self._log.text(str(text_string), tv.to_step(global_step), name=tag)
         if self._mirror is not None:
             self._mirror.add_text(tag, text_string, global_step, walltime)
@@ -332,6 +333,27 @@ class SummaryWriter:
         tb: TracebackType | None,
     ) -> None:
         self.close(RunStatus.DONE if exc is None else RunStatus.FAILED)
+
+
+def patch(*, keep_tfevents: bool = False, project: str = "tensorboard") -> None:
+    """Make ``torch.utils.tensorboard.SummaryWriter`` and ``tensorboardX.SummaryWriter`` build
+    this module's :class:`SummaryWriter`: an unchanged script logs through goggles_io.
+
+    Call it before the script makes its writer (a module imported later is patched when it
+    is imported; torch is never imported here). A second call changes the options;
+    :func:`unpatch` undoes it. Subclasses of the original writers are left as they are.
+
+    Args:
+        keep_tfevents: Also write TensorBoard's own event files, into the run directory
+            (each call mirrored to the original writer), for TensorBoard itself.
+        project: The project of the runs the writers make.
+    """
+    _tb_patch.patch(SummaryWriter, keep_tfevents=keep_tfevents, project=project)
+
+
+def unpatch() -> None:
+    """Give torch's and tensorboardX's writers back their own constructors."""
+    _tb_patch.unpatch()
 
 
 _hooked = False

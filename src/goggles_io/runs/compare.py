@@ -67,7 +67,7 @@ def read_config(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     if not out:  # a TensorBoard run: the hyperparameters its event files hold
         from goggles_io.runs.hparams import tfevents_config
 
-        out = tfevents_config(run_dir)
+        out = {key: typed(value) for key, value in tfevents_config(run_dir).items()}
     return out
 
 

@@ -41,10 +41,8 @@ def markdown_table(text: str) -> dict[str, Any] | None:
     ``text`` is no such table (a header row, a rule row of dashes, then the rows).
 
     Rows whose key is no config key (``[A-Za-z0-9_.-/]+``) or that have more than two cells
-    are left out; ``3`` reads as an int, ``1e-3`` a float, ``True`` a bool.
+    are left out. Values stay text: :func:`goggles_io.runs.compare.typed` types them.
     """
-    from goggles_io.runs.compare import typed  # compare reads configs through this module
-
     lines = [line for line in str(text).splitlines() if line.strip()]
     if len(lines) < 2:
         return None
@@ -58,7 +56,7 @@ def markdown_table(text: str) -> dict[str, Any] | None:
         cells = _cells(line)
         if cells is None or len(cells) != 2 or not _KEY.match(cells[0]):
             continue
-        found[cells[0]] = typed(cells[1])
+        found[cells[0]] = cells[1]
     return found
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "CSV_FILE",
     "EVENT_FILES",
     "MEDIA_KINDS",
+    "TFEVENTS_GLOB",
     "Columns",
     "Objects",
     "Parsed",
@@ -49,6 +50,9 @@ __all__ = [
 EVENT_FILES = ("events.jsonl", "log.jsonl")
 """Event logs a run directory may hold: goggles_io's old one, then robo-goggles' layout."""
 CSV_FILE = "metrics.csv"
+TFEVENTS_GLOB = "events.out.tfevents.*"
+"""The names TensorBoard's, torch's and tensorboardX's writers give their event files
+(read by :mod:`goggles_io.runs.tfevents`)."""
 MEDIA_KINDS = ("image", "video", "histogram", "vector_field", "trajectories", "artifact")
 """Media kinds the logger takes; each has its view in the dashboard."""
 
@@ -287,9 +291,9 @@ def metric_sources(run_dir: Path) -> list[Path]:
     found: list[Path] = []
     for name in (*EVENT_FILES, CSV_FILE):
         found += [p for p in (run_dir / name, *sorted(run_dir.glob(f"*/{name}"))) if p.is_file()]
-    from goggles_io.runs.tfevents import tfevents_files  # it parses into this module's columns
-
-    return found + tfevents_files(run_dir)  # TensorBoard's event files last (ADR 0040)
+    for pattern in (TFEVENTS_GLOB, f"*/{TFEVENTS_GLOB}"):  # TensorBoard's last (ADR 0040)
+        found += sorted(p for p in run_dir.glob(pattern) if p.is_file())
+    return found
 
 
 @attrs.frozen

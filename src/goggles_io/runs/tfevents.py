@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from goggles_io._util.safe_read import MAX_LINE_BYTES
-from goggles_io.runs.lines import Parsed
+from goggles_io.runs.lines import TFEVENTS_GLOB, Parsed, metric_sources
 
 __all__ = [
     "TFEVENTS_GLOB",
@@ -35,8 +35,6 @@ __all__ = [
     "tfevents_files",
 ]
 
-TFEVENTS_GLOB = "events.out.tfevents.*"
-"""The names TensorBoard, torch's and tensorboardX's writers give their event files."""
 _HEADER = struct.Struct("<QI")  # record length, masked CRC of the length
 _FOOTER = 4  # masked CRC of the record
 _NAN = math.nan
@@ -50,9 +48,7 @@ def is_tfevents(path: Path) -> bool:
 
 def tfevents_files(run_dir: Path) -> list[Path]:
     """The run's event files: its own, then one folder down (sub-writers), sorted by name."""
-    own = sorted(p for p in run_dir.glob(TFEVENTS_GLOB) if p.is_file())
-    down = sorted(p for p in run_dir.glob(f"*/{TFEVENTS_GLOB}") if p.is_file())
-    return own + down
+    return [p for p in metric_sources(run_dir) if is_tfevents(p)]
 
 
 def missing_reader() -> str | None:
