@@ -148,7 +148,7 @@ def _read_tfevents(run_dir: Path, source: Path, merged: Parsed) -> None:
     if missing_reader():
         return
     parsed = Parsed()
-    folder = "" if source.parent == run_dir else source.parent.name
+    folder = "" if source.parent == run_dir else source.parent.relative_to(run_dir).as_posix()
     offset = 0
     try:
         with open_inside(run_dir, source) as fh:

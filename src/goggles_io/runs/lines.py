@@ -283,15 +283,15 @@ def metric_sources(run_dir: Path) -> list[Path]:
     """The files a run's metrics come from, in the order that owns a name seen in several.
 
     Event logs first (they carry wall time), then CSV tables, then TensorBoard event files
-    (``events.out.tfevents.*``); the run directory's own files, then one folder down (a
-    handler given a sub-folder). A name already read from an earlier
+    (``events.out.tfevents.*``, also two folders down: ``add_scalars``' sub-writers); the run
+    directory's own files, then one folder down (a handler given a sub-folder). A name already read from an earlier
     file is not read again from a later one: a run logging through both ``LocalStorageHandler``
     and ``CsvHandler`` has each point once.
     """
     found: list[Path] = []
     for name in (*EVENT_FILES, CSV_FILE):
         found += [p for p in (run_dir / name, *sorted(run_dir.glob(f"*/{name}"))) if p.is_file()]
-    for pattern in (TFEVENTS_GLOB, f"*/{TFEVENTS_GLOB}"):  # TensorBoard's last (ADR 0040)
+    for pattern in (TFEVENTS_GLOB, f"*/{TFEVENTS_GLOB}", f"*/*/{TFEVENTS_GLOB}"):  # ADR 0040
         found += sorted(p for p in run_dir.glob(pattern) if p.is_file())
     return found
 

@@ -1,8 +1,8 @@
 """TensorBoard event files (``events.out.tfevents.*``) read as a run's metrics, every point.
 
-A TensorBoard log directory is a run: its event files, and those one folder down (the
-sub-writers of ``add_scalars`` and ``add_hparams``, whose metrics are named
-``<folder>/<tag>``), are read into the same :class:`~goggles_io.runs.lines.Parsed` columns as
+A TensorBoard log directory is a run: its event files, and those up to two folders down (the
+sub-writers of ``add_scalars``, whose metrics are named ``<main tag>/<tag>`` as the compat
+writer names them, and of ``add_hparams``, named ``<folder>/<tag>``), are read into the same :class:`~goggles_io.runs.lines.Parsed` columns as
 ``log.jsonl``, so the notebook API and the dashboard show old TensorBoard runs beside new ones.
 
 Each event is decoded by the ``tensorboard`` package (its ``Event`` protocol buffer, its CRC
@@ -112,14 +112,13 @@ def tf_events(records: Iterable[bytes], folder: str = "", into: Parsed | None = 
 
     Scalars are TensorBoard 1's ``simple_value`` (torch's and tensorboardX's ``add_scalar``)
     and scalar tensors of the ``scalars`` plugin (``tensorboard.summary.Writer``, TF 2).
-    ``folder`` (a sub-writer's folder) prefixes the names. Other kinds (images, histograms,
+    ``folder`` (a sub-writer's folder, relative to the run) names the metrics with it. Other kinds (images, histograms,
     text) are not metrics and are left to TensorBoard; a record that does not decode is skipped.
     """
     from google.protobuf.message import DecodeError
     from tensorboard.compat.proto.event_pb2 import Event
 
     out = Parsed() if into is None else into
-    prefix = f"{folder}/" if folder else ""
     for raw in records:
         try:
             event = Event.FromString(raw)
@@ -141,8 +140,20 @@ def tf_events(records: Iterable[bytes], folder: str = "", into: Parsed | None = 
                     continue
             else:
                 continue
-            out.column(prefix + value.tag).add(step, when, _NAN, number)
+            out.column(_name(folder, value.tag)).add(step, when, _NAN, number)
     return out
+
+
+def _name(folder: str, tag: str) -> str:
+    """A sub-writer's metric name: ``add_scalars("loss", {"train": ..})`` writes the tag
+    ``loss`` into ``loss/train/`` (tensorboardX) or ``loss_train/`` (torch): ``loss/train``."""
+    if not folder:
+        return tag
+    if folder.startswith(f"{tag}/"):
+        return folder
+    if folder.startswith(tag.replace("/", "_") + "_"):
+        return f"{tag}/{folder[len(tag) + 1 :]}"
+    return f"{folder}/{tag}"
 
 
 def _plugin(value: Any) -> str:

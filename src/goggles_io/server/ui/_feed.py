@@ -122,8 +122,8 @@ class DirFeeder:
         used = offset - state["offset"]
         if not used:
             return 0  # only a torn last record so far: wait for its end
-        folder = "" if path.parent == self.run_dir else path.parent.name
-        parsed = tf_events(records, folder)
+        folder = path.parent.relative_to(self.run_dir).as_posix()
+        parsed = tf_events(records, "" if folder == "." else folder)
         parsed.skipped += skipped
         self.index.add(parsed, rel)
         state["offset"] = offset
