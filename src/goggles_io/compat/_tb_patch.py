@@ -44,16 +44,16 @@ def patch(writer: type, *, keep_tfevents: bool, project: str) -> None:
 
 
 def unpatch() -> None:
-    """Give the original classes back their own constructors (writers made stay as they are)."""
+    """The original classes construct their own writers again (writers made stay as they are)."""
     with _lock:
         _options["active"] = False
         sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
-        for cls, before in _originals.items():
-            if before is _ABSENT:
-                del cls.__new__
-            else:
+        for cls, before in list(_originals.items()):
+            if before is not _ABSENT:
                 cls.__new__ = before
-        _originals.clear()
+                del _originals[cls]
+            # else: ours stays as a pass-through (inactive). Deleting a __new__ set on a class
+            # leaves CPython's slot refusing the constructor's arguments.
 
 
 def _patch_module(module: ModuleType) -> None:

@@ -118,7 +118,9 @@ def video_thwc(vid: Any) -> np.ndarray:
 
 def figure_pixels(figure: Any, close: bool) -> np.ndarray:
     """A matplotlib figure drawn to ``(H, W, 3)`` uint8 pixels (closed after, if ``close``)."""
-    canvas = figure.canvas
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)  # any figure, whatever backend it was made with
     canvas.draw()
     pixels = np.asarray(canvas.buffer_rgba())[:, :, :3].copy()
     if close:
