@@ -3,10 +3,14 @@ every point (no reservoir), hyperparameters as config."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import urllib.parse
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,10 +19,30 @@ pytest.importorskip("tensorboard")
 
 from goggles_io.server.collector import Collector
 from support import wait_until
-from test_api import get, indexed, runs_of, series
 
 ROOT = Path(__file__).resolve().parents[3]
 POINTS = 5_000  # TensorBoard's EventAccumulator would keep 1,000 of them
+
+
+def get(url: str) -> tuple[int, Any]:
+    with urllib.request.urlopen(url, timeout=30) as reply:
+        body = reply.read()
+        kind = reply.headers.get("content-type", "")
+        return reply.status, json.loads(body) if "json" in kind else body
+
+
+def runs_of(server: Collector) -> dict[str, dict[str, Any]]:
+    return {r["key"]: r for r in get(f"{server.url}/api/runs")[1]["runs"]}
+
+
+def indexed(server: Collector, key: str, points: int) -> bool:
+    run = runs_of(server).get(key)
+    return run is not None and sum(run["metrics"].values()) >= points
+
+
+def series(server: Collector, key: str, metric: str, **query: Any) -> dict[str, Any]:
+    args = urllib.parse.urlencode({"run": key, "metric": metric, **query})
+    return dict(get(f"{server.url}/api/series?{args}")[1]["series"].get(key, {}))
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +80,12 @@ def test_tensorboard_runs_appear_beside_compat_runs_with_every_point(root: Path)
         wait_until(lambda: indexed(server, compat["key"], 4 * 9), timeout_s=120)
         compat = runs_of(server)[compat["key"]]
         status, body = get(f"{server.url}/api/export?run=dir:tb_writer&metric=loss&format=csv")
-        line = series(server, "dir:tbx_writer", "charts/episodic_return", x0=100, x1=199)
+        line = series(server, "dir:tbx_writer", "charts/episodic_return", x0=100, x1=199)  # +1 each side
 
     assert ({"loss": POINTS}, "tensorboard") == (rows["dir:tb_writer"]["metrics"], rows["dir:tb_writer"]["layout"])
     assert {"charts/episodic_return": POINTS} == rows["dir:tbx_writer"]["metrics"]
     assert {"lr": 0.001} == rows["dir:tbx_writer"]["config"]
     assert (200, POINTS + 1) == (status, body.count(b"\n"))
-    assert (list(range(100, 200)), "full") == ([int(x) for x in line["x"]], line["resolution"])
+    assert (list(range(99, 201)), "full") == ([int(x) for x in line["x"]], line["resolution"])
     assert ("done", 5, "tensorboard") == (compat["status"], compat["config"]["seed"], compat["group"])
     assert {"charts/SPS", "losses/value_loss", "charts/episodic_return"} <= set(compat["metrics"])
