@@ -41,6 +41,7 @@ SAYS = {
     "104b_filters_jit.py": ["jit + scan matches numpy"],
     "10_remote.py": ["status=done, 100 points"],
     "11_multiprocess.py": ["4000 events from 4 worker processes"],
+    "cleanrl_ppo.py": ["global_step=", "SPS:"],
     "own_experiment.py": ["run done:"],
 }  # fmt: skip
 
