@@ -100,8 +100,12 @@ if __name__ == "__main__":
                 for info in infos["final_info"]:
                     if info and "episode" in info:
                         print(f"global_step={global_step}, episodic_return={info['episode']['r']}")
-                        writer.add_scalar("charts/episodic_return", info["episode"]["r"], global_step)
-                        writer.add_scalar("charts/episodic_length", info["episode"]["l"], global_step)
+                        writer.add_scalar(
+                            "charts/episodic_return", info["episode"]["r"], global_step
+                        )
+                        writer.add_scalar(
+                            "charts/episodic_length", info["episode"]["l"], global_step
+                        )
 
         b_obs = np.concatenate(obs)
         b_actions = np.concatenate(actions)
@@ -119,7 +123,11 @@ if __name__ == "__main__":
         pg_loss = np.maximum(-advantages * ratio, -advantages * np.clip(ratio, 0.8, 1.2)).mean()
         entropy_loss = -(probs * np.log(probs)).sum(axis=1).mean()
         v_loss = 0.5 * ((b_values - b_returns) ** 2).mean()
-        explained_var = np.nan if np.var(b_returns) == 0 else 1 - np.var(b_returns - b_values) / np.var(b_returns)
+        explained_var = (
+            np.nan
+            if np.var(b_returns) == 0
+            else 1 - np.var(b_returns - b_values) / np.var(b_returns)
+        )
         onehot = np.eye(2)[b_actions]
         weights += args.learning_rate * b_obs.T @ ((onehot - probs) * advantages[:, None])
         values += args.learning_rate * b_obs.T @ advantages

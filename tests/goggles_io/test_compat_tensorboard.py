@@ -68,8 +68,15 @@ def check_every_point(run_dir: Path, stdout: str, seed: int) -> None:
         len(run.series("charts/episodic_return")),
         len(run.series("charts/episodic_length")),
     )
-    assert [iterations] * 9 == [len(run.series(m)) for m in [*LOSSES, "charts/SPS", "charts/learning_rate"]]
-    assert {"seed": seed, "learning_rate": 0.00025, "num_envs": 4, "env_id": "Chain-v0"}.items() <= run.config.items()
+    assert [iterations] * 9 == [
+        len(run.series(m)) for m in [*LOSSES, "charts/SPS", "charts/learning_rate"]
+    ]
+    assert {
+        "seed": seed,
+        "learning_rate": 0.00025,
+        "num_envs": 4,
+        "env_id": "Chain-v0",
+    }.items() <= run.config.items()
     assert len(history["step"]) >= episodes and 0 == len(run.unreadable)
 
 
@@ -77,7 +84,9 @@ def check_every_point(run_dir: Path, stdout: str, seed: int) -> None:
 class TestCleanRLScript:
     def test_one_import_changed_every_point_and_the_hyperparameters(self, tmp_path: Path) -> None:
         """The example, its import line changed, writes a run with every point and its config."""
-        run_dir, stdout = run_script(tmp_path, str(SCRIPT), "--seed", "3", "--total-timesteps", "4096")
+        run_dir, stdout = run_script(
+            tmp_path, str(SCRIPT), "--seed", "3", "--total-timesteps", "4096"
+        )
 
         check_every_point(run_dir, stdout, seed=3)
 

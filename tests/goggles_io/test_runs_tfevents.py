@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -43,14 +42,20 @@ def tensorboardx_run(folder: Path, points: int = POINTS) -> Path:
 
 
 class TestEveryPoint:
-    def test_tensorboard_writer_run_has_every_point_with_its_wall_time(self, tmp_path: Path) -> None:
+    def test_tensorboard_writer_run_has_every_point_with_its_wall_time(
+        self, tmp_path: Path
+    ) -> None:
         """5,000 scalars of tensorboard.summary.Writer are 5,000 rows of history, wall time kept."""
         run = open_run(tensorboard_run(tmp_path / "old"))
         table = run.history(pandas=False)
         loss = run.series("loss")
 
         assert (POINTS, list(range(POINTS))) == (len(table["step"]), table["step"])
-        assert (1.0, 1_000.0, 1_000.0 + POINTS - 1) == (table["loss"][0], loss.time[0], loss.time[-1])
+        assert (1.0, 1_000.0, 1_000.0 + POINTS - 1) == (
+            table["loss"][0],
+            loss.time[0],
+            loss.time[-1],
+        )
 
     def test_tensorboardx_run_has_every_point_and_its_hyperparameters(self, tmp_path: Path) -> None:
         """tensorboardX's scalars all arrive; add_scalars gives <main tag>/<tag>;
@@ -69,7 +74,10 @@ class TestEveryPoint:
         tensorboardx_run(tmp_path / "runs" / "b", points=10)
         table = search_runs(tmp_path / "runs", pandas=False)
 
-        assert (["a", "b"], [pytest.approx(0.1), None]) == (sorted(table["run_id"]), table["summary.loss"])
+        assert (["a", "b"], [pytest.approx(0.1), None]) == (
+            sorted(table["run_id"]),
+            table["summary.loss"],
+        )
         assert [None, 0.00025] == table["config.lr"]
 
 

@@ -50,7 +50,7 @@ def unpatch() -> None:
         sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
         for cls, before in list(_originals.items()):
             if before is not _ABSENT:
-                cls.__new__ = before
+                setattr(cls, "__new__", before)  # noqa: B010
                 del _originals[cls]
             # else: ours stays as a pass-through (inactive). Deleting a __new__ set on a class
             # leaves CPython's slot refusing the constructor's arguments.
@@ -61,7 +61,7 @@ def _patch_module(module: ModuleType) -> None:
     if not isinstance(cls, type) or cls in _originals:
         return
     _originals[cls] = cls.__dict__.get("__new__", _ABSENT)
-    cls.__new__ = _constructor(cls)
+    setattr(cls, "__new__", _constructor(cls))  # noqa: B010
 
 
 def _constructor(original: type) -> Any:
@@ -77,7 +77,7 @@ def _build(original: type, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     writer = _options["writer"](*args, project=_options["project"], **kwargs)
     if _options["keep_tfevents"]:
         rest = {k: v for k, v in kwargs.items() if k not in ("log_dir", "logdir")}
-        mirror = object.__new__(original)
+        mirror: Any = object.__new__(original)
         original.__init__(mirror, writer.log_dir, *args[1:], **rest)  # type: ignore[misc]
         writer._mirror = mirror
     return writer

@@ -62,8 +62,8 @@ def _pixels(arr: np.ndarray) -> np.ndarray:
     if arr.dtype == np.uint8:
         return arr
     if np.issubdtype(arr.dtype, np.floating):
-        return (np.clip(np.nan_to_num(arr), 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
-    return np.clip(arr, 0, 255).astype(np.uint8)
+        return np.asarray((np.clip(np.nan_to_num(arr), 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8))
+    return np.asarray(np.clip(arr, 0, 255).astype(np.uint8))
 
 
 def image_hwc(img: Any, dataformats: str) -> np.ndarray:

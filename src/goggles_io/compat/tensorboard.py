@@ -25,17 +25,18 @@ import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 import goggles_io as gg
-from goggles_io.compat import _tb_values as tv
+from goggles_io import GogglesLogger
 from goggles_io.compat import _tb_patch
+from goggles_io.compat import _tb_values as tv
 from goggles_io.handlers.storage import LocalStorageHandler
 from goggles_io.runs import RunContext, register_run
-from goggles_io.runs.hparams import HPARAMS_TAGS, markdown_table
 from goggles_io.runs.compare import typed
+from goggles_io.runs.hparams import HPARAMS_TAGS, markdown_table
 from goggles_io.runs.status import RunStatus
 
 __all__ = ["SummaryWriter", "patch", "unpatch"]
@@ -98,7 +99,9 @@ class SummaryWriter:
         self._handler = LocalStorageHandler(self._run.dir, name=self._name)
         gg.attach(self._handler, scopes=[self._scope])
         register_run(self._run, self._handler)
-        self._log = gg.get_logger("tensorboard", scope=self._scope, with_metrics=True)
+        self._log = cast(
+            GogglesLogger, gg.get_logger("tensorboard", scope=self._scope, with_metrics=True)
+        )
         self._mirror: Any = None  # the original writer, when patch(keep_tfevents=True)
         self._warned: set[str] = set()
         self._closed = False
@@ -380,4 +383,3 @@ def _close_all() -> None:
     status = RunStatus.FAILED if _failed.is_set() else RunStatus.DONE
     for writer in list(_open):
         writer.close(status)
-

@@ -134,10 +134,11 @@ def tf_events(records: Iterable[bytes], folder: str = "", into: Parsed | None = 
             if kind == "simple_value":
                 number = float(value.simple_value)
             elif kind == "tensor" and _plugin(value) == "scalars":
-                number = _scalar_tensor(value.tensor)
-                if number is None:
+                decoded = _scalar_tensor(value.tensor)
+                if decoded is None:
                     out.skipped += 1
                     continue
+                number = decoded
             else:
                 continue
             out.column(_name(folder, value.tag)).add(step, when, _NAN, number)

@@ -80,12 +80,21 @@ def test_tensorboard_runs_appear_beside_compat_runs_with_every_point(root: Path)
         wait_until(lambda: indexed(server, compat["key"], 4 * 9), timeout_s=120)
         compat = runs_of(server)[compat["key"]]
         status, body = get(f"{server.url}/api/export?run=dir:tb_writer&metric=loss&format=csv")
-        line = series(server, "dir:tbx_writer", "charts/episodic_return", x0=100, x1=199)  # +1 each side
+        line = series(
+            server, "dir:tbx_writer", "charts/episodic_return", x0=100, x1=199
+        )  # +1 each side
 
-    assert ({"loss": POINTS}, "tensorboard") == (rows["dir:tb_writer"]["metrics"], rows["dir:tb_writer"]["layout"])
+    assert ({"loss": POINTS}, "tensorboard") == (
+        rows["dir:tb_writer"]["metrics"],
+        rows["dir:tb_writer"]["layout"],
+    )
     assert {"charts/episodic_return": POINTS} == rows["dir:tbx_writer"]["metrics"]
     assert {"lr": 0.001} == rows["dir:tbx_writer"]["config"]
     assert (200, POINTS + 1) == (status, body.count(b"\n"))
     assert (list(range(99, 201)), "full") == ([int(x) for x in line["x"]], line["resolution"])
-    assert ("done", 5, "tensorboard") == (compat["status"], compat["config"]["seed"], compat["group"])
+    assert ("done", 5, "tensorboard") == (
+        compat["status"],
+        compat["config"]["seed"],
+        compat["group"],
+    )
     assert {"charts/SPS", "losses/value_loss", "charts/episodic_return"} <= set(compat["metrics"])

@@ -113,7 +113,6 @@ class DirFeeder:
         self.index.save()
         return used
 
-
     def _read_tfevents(
         self, fh: BinaryIO, path: Path, rel: str, state: dict[str, Any], size: int
     ) -> int:
