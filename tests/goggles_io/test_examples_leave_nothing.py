@@ -42,6 +42,7 @@ SAYS = {
     "10_remote.py": ["status=done, 100 points"],
     "11_multiprocess.py": ["4000 events from 4 worker processes"],
     "12_from_wandb.py": ["summary: best_eval_return=", "run written to runs/"],
+    "cleanrl_ppo.py": ["global_step=", "SPS:"],
     "own_experiment.py": ["run done:"],
 }  # fmt: skip
 

@@ -1,7 +1,9 @@
 """Other loggers' APIs over goggles_io: scripts written for them log here with one import changed.
 
-Each submodule is imported only when asked for (``import goggles_io.compat.wandb as wandb``),
-so importing this package costs nothing and pulls in no optional dependency.
+``goggles_io.compat.tensorboard`` is TensorBoard's ``SummaryWriter`` (and ``patch()`` for
+torch's and tensorboardX's); ``goggles_io.compat.wandb`` is W&B's ``init`` / ``log``. Each
+submodule is imported only when asked for, so importing this package costs nothing and pulls in
+no optional dependency.
 """
 
 from __future__ import annotations

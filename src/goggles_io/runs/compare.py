@@ -48,7 +48,8 @@ def typed(text: Any) -> Any:
 
 
 def read_config(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """A run directory's recorded config, typed: ``metrics.config.kv`` then ``config.kv``.
+    """A run directory's recorded config, typed: ``metrics.config.kv`` then ``config.kv``; with
+    neither, the hyperparameters of its TensorBoard event files (:mod:`goggles_io.runs.hparams`).
 
     A missing file adds nothing; an unreadable one (not UTF-8, not a regular file, over
     4 MiB, a symlink out of the run) is skipped, so a damaged file never hides the rest.
@@ -63,6 +64,10 @@ def read_config(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         except (OSError, ValueError):
             continue
         out.update({key: typed(value) for key, value in values.items()})
+    if not out:  # a TensorBoard run: the hyperparameters its event files hold
+        from goggles_io.runs.hparams import tfevents_config
+
+        out = {key: typed(value) for key, value in tfevents_config(run_dir).items()}
     return out
 
 

@@ -34,18 +34,30 @@ from goggles_io.runs.lines import (
     metric_sources,
 )
 from goggles_io.runs.reader import read_run
+from goggles_io.runs.tfevents import (
+    TFEVENTS_GLOB,
+    is_tfevents,
+    missing_reader,
+    read_records,
+    tf_events,
+    tfevents_files,
+)
 
 __all__ = ["Run", "describe_run", "find_runs", "is_run_dir", "open_run", "search_runs"]
 
 _OBJECT_FILES = ("alerts.jsonl", "stats.jsonl")
+_TF_BUDGET = 1 << 20  # bytes of event records decoded at a time
 UNKNOWN_STATUS = "unknown"
 """The status of a run directory without ``run.kv`` (nothing says whether it finished)."""
 
 
 def is_run_dir(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a run directory: it holds ``run.kv``, an event log or ``metrics.csv``."""
+    """Whether ``path`` is a run directory: it holds ``run.kv``, an event log, ``metrics.csv``
+    or TensorBoard event files."""
     base = Path(path)
-    return any((base / name).is_file() for name in ("run.kv", *EVENT_FILES, CSV_FILE))
+    if any((base / name).is_file() for name in ("run.kv", *EVENT_FILES, CSV_FILE)):
+        return True
+    return any(p.is_file() for p in base.glob(TFEVENTS_GLOB))  # a TensorBoard log directory
 
 
 def find_runs(*roots: str | os.PathLike[str]) -> list[Path]:
@@ -78,15 +90,18 @@ def describe_run(run_dir: str | os.PathLike[str], *, with_last_step: bool = True
     import time
 
     files = [path / name for name in (*EVENT_FILES, CSV_FILE) if (path / name).is_file()]
-    mtime = max((f.stat().st_mtime for f in files), default=path.stat().st_mtime)
+    tensorboard = tfevents_files(path)
+    mtime = max((f.stat().st_mtime for f in files + tensorboard), default=path.stat().st_mtime)
+    layout = "robo-goggles" if (path / "log.jsonl").is_file() else "files"
     started = _dt.datetime.fromtimestamp(mtime, _dt.timezone.utc).isoformat(timespec="seconds")
     return {
         "run_id": path.name,
         "name": path.name,
         "run_dir": str(path),
         "status": UNKNOWN_STATUS,
-        "layout": "robo-goggles" if (path / "log.jsonl").is_file() else "files",
-        "note": "no run.kv: named by its folder; status unknown",
+        "layout": "tensorboard" if tensorboard and not files else layout,
+        "note": "no run.kv: named by its folder; status unknown"
+        + ("; TensorBoard event files, read-only" if tensorboard and not files else ""),
         "started": started,
         "age_s": time.time() - mtime,
         "last_step": None,
@@ -105,6 +120,9 @@ def _read_all(run_dir: Path) -> Parsed:
         too_long = [0]
         header: list[str] | None = None
         folder = "" if source.parent == run_dir else source.parent.name
+        if is_tfevents(source):
+            _read_tfevents(run_dir, source, merged)
+            continue
         try:
             with open_inside(run_dir, source) as fh:
                 for chunk in iter_chunks(fh, too_long):
@@ -123,6 +141,29 @@ def _read_all(run_dir: Path) -> Parsed:
         merged.media += parsed.media
         merged.skipped += parsed.skipped + too_long[0]
     return merged
+
+
+def _read_tfevents(run_dir: Path, source: Path, merged: Parsed) -> None:
+    """Every scalar of one TensorBoard event file into ``merged`` (names it has not yet)."""
+    if missing_reader():
+        return
+    parsed = Parsed()
+    folder = "" if source.parent == run_dir else source.parent.relative_to(run_dir).as_posix()
+    offset = 0
+    try:
+        with open_inside(run_dir, source) as fh:
+            while True:
+                records, after, skipped = read_records(fh, offset, _TF_BUDGET)
+                tf_events(records, folder, parsed)
+                parsed.skipped += skipped
+                if after == offset:
+                    break
+                offset = after
+    except OSError:
+        return
+    for name, columns in parsed.metrics.items():
+        merged.metrics.setdefault(name, columns)
+    merged.skipped += parsed.skipped
 
 
 def _frame(columns: dict[str, list[Any]], pandas: bool | None) -> Any:

@@ -35,6 +35,7 @@ __all__ = [
     "CSV_FILE",
     "EVENT_FILES",
     "MEDIA_KINDS",
+    "TFEVENTS_GLOB",
     "Columns",
     "Objects",
     "Parsed",
@@ -49,6 +50,9 @@ __all__ = [
 EVENT_FILES = ("events.jsonl", "log.jsonl")
 """Event logs a run directory may hold: goggles_io's old one, then robo-goggles' layout."""
 CSV_FILE = "metrics.csv"
+TFEVENTS_GLOB = "events.out.tfevents.*"
+"""The names TensorBoard's, torch's and tensorboardX's writers give their event files
+(read by :mod:`goggles_io.runs.tfevents`)."""
 MEDIA_KINDS = ("image", "video", "histogram", "vector_field", "trajectories", "artifact")
 """Media kinds the logger takes; each has its view in the dashboard."""
 
@@ -278,14 +282,17 @@ def _csv_row(record: dict[str, str], out: Parsed) -> None:
 def metric_sources(run_dir: Path) -> list[Path]:
     """The files a run's metrics come from, in the order that owns a name seen in several.
 
-    Event logs first (they carry wall time), then CSV tables; the run directory's own files,
-    then one folder down (a handler given a sub-folder). A name already read from an earlier
+    Event logs first (they carry wall time), then CSV tables, then TensorBoard event files
+    (``events.out.tfevents.*``, also two folders down: ``add_scalars``' sub-writers); the run
+    directory's own files, then one folder down (a handler given a sub-folder). A name already read from an earlier
     file is not read again from a later one: a run logging through both ``LocalStorageHandler``
     and ``CsvHandler`` has each point once.
     """
     found: list[Path] = []
     for name in (*EVENT_FILES, CSV_FILE):
         found += [p for p in (run_dir / name, *sorted(run_dir.glob(f"*/{name}"))) if p.is_file()]
+    for pattern in (TFEVENTS_GLOB, f"*/{TFEVENTS_GLOB}", f"*/*/{TFEVENTS_GLOB}"):  # ADR 0040
+        found += sorted(p for p in run_dir.glob(pattern) if p.is_file())
     return found
 
 

@@ -1,4 +1,5 @@
-"""Feeding the index: new complete lines of a run's files, new rows of the collector database.
+"""Feeding the index: new complete lines of a run's files (whole records of TensorBoard event
+files), new rows of the collector database.
 
 Each ``step(budget_bytes)`` reads at most about ``budget_bytes`` and says whether more is
 waiting, so one big run never holds up the others and the first answers come while a large
@@ -19,6 +20,7 @@ from typing import Any, BinaryIO
 
 from goggles_io._util.safe_read import LineCursor, RefusedFileError, open_inside, read_lines
 from goggles_io.runs.lines import Parsed, csv_rows, json_lines, metric_sources
+from goggles_io.runs.tfevents import is_tfevents, missing_reader, read_records, tf_events
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._index import RunIndex
 
@@ -48,6 +50,10 @@ class DirFeeder:
         refused: dict[str, str] = {}
         for path in metric_sources(self.run_dir):
             rel = path.relative_to(self.run_dir).as_posix()
+            why = missing_reader() if is_tfevents(path) else None
+            if why:  # TensorBoard event files without the tensorboard package: said, not read
+                refused[rel] = f"{rel}: {why}"
+                continue
             try:
                 fh = open_inside(self.run_dir, path)
             except RefusedFileError as exc:  # a symlink out of the run, a FIFO: never read
@@ -84,6 +90,8 @@ class DirFeeder:
     def _read(self, fh: BinaryIO, path: Path, rel: str, state: dict[str, Any], size: int) -> int:
         """Parse the next whole lines (about ``size`` bytes); a line over ``MAX_LINE_BYTES``
         is discarded without being held and counted as unreadable. Returns the bytes passed."""
+        if is_tfevents(path):
+            return self._read_tfevents(fh, path, rel, state, size)
         cursor = LineCursor(state["offset"], bool(state.get("skipping")))
         chunk, too_long = read_lines(fh, cursor, size)
         used = cursor.offset - state["offset"]
@@ -101,6 +109,23 @@ class DirFeeder:
             json_lines(chunk.split(b"\n"), folder, parsed)
         self.index.add(parsed, rel)
         state["offset"], state["skipping"] = cursor.offset, cursor.skipping
+        self.index.extra["skipped"] = self.index.extra.get("skipped", 0) + parsed.skipped
+        self.index.save()
+        return used
+
+    def _read_tfevents(
+        self, fh: BinaryIO, path: Path, rel: str, state: dict[str, Any], size: int
+    ) -> int:
+        """Decode the next whole event records (about ``size`` bytes); returns the bytes passed."""
+        records, offset, skipped = read_records(fh, state["offset"], size)
+        used = offset - state["offset"]
+        if not used:
+            return 0  # only a torn last record so far: wait for its end
+        folder = path.parent.relative_to(self.run_dir).as_posix()
+        parsed = tf_events(records, "" if folder == "." else folder)
+        parsed.skipped += skipped
+        self.index.add(parsed, rel)
+        state["offset"] = offset
         self.index.extra["skipped"] = self.index.extra.get("skipped", 0) + parsed.skipped
         self.index.save()
         return used
