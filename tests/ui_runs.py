@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 _HERE = Path(__file__).resolve().parent
-ROBO_SCRIPT = _HERE / "goggles_io" / "ui" / "scripts" / "robo_goggles_run.py"
+ROBO_SCRIPT = _HERE / "goggles_io" / "server" / "ui" / "scripts" / "robo_goggles_run.py"
 MEDIA_KINDS = ("image", "video", "histogram", "trajectories", "vector_field", "artifact")
 
 

@@ -32,7 +32,7 @@ from goggles_io.handlers.csv import METRICS_FILE
 from goggles_io.handlers.storage import LOG_FILE, MEDIA_DIRS, read_events
 from support import wait_until
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "redelivery_writer.py"
+SCRIPT = Path(__file__).parent / "scripts" / "redelivery_writer.py"
 SRC = Path(__file__).resolve().parents[3] / "src"
 _spec = importlib.util.spec_from_file_location("redelivery_writer", SCRIPT)
 assert _spec is not None and _spec.loader is not None

@@ -24,7 +24,7 @@ from goggles_io.handlers.base import handler_from_dict
 from goggles_io.handlers.storage import EVENTS_FILE, LOG_FILE, read_events, safe_filename
 from support import wait_until
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "storage_writer.py"
+SCRIPT = Path(__file__).parent / "scripts" / "storage_writer.py"
 SRC = Path(__file__).resolve().parents[3] / "src"
 HOSTILE = ["..", "../../etc/passwd", "/abs/path", "a\x00b", "\\win\\x", ".hidden", "", "ü/é"]
 HAS_MP4 = importlib.util.find_spec("imageio_ffmpeg") is not None

@@ -28,7 +28,7 @@ from goggles_io.exceptions import (
 from goggles_io.runs import find_runs, open_run, read_run
 from support import wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "12_from_wandb.py"
 STEPS, EVERY = 300, 50
 

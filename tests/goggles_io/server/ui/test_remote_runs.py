@@ -23,7 +23,7 @@ import pytest
 from goggles_io.server import Collector
 from support import wait_until
 
-_SCRIPT = Path(__file__).parents[1] / "scripts" / "remote_run.py"
+_SCRIPT = Path(__file__).parent / "scripts" / "remote_run.py"
 
 
 def _get(url: str) -> Any:

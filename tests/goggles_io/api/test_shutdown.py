@@ -15,7 +15,7 @@ from goggles_io import GracefulShutdown
 from goggles_io.exceptions import ShutdownError
 
 SCRIPT = Path(__file__).parent / "scripts" / "shutdown_loop.py"
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(__file__).resolve().parents[3] / "src"
 
 
 def _start(*args: str) -> subprocess.Popen[str]:

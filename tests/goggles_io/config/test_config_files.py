@@ -222,7 +222,7 @@ class TestSaveConfiguration:
 class TestExample:
     def test_example_101_runs_and_leaves_the_temp_dir_empty(self, tmp_path: Path) -> None:
         """examples/101_config.py exits 0 and removes every file it made in the temp dir."""
-        example = Path(__file__).resolve().parents[2] / "examples" / "101_config.py"
+        example = Path(__file__).resolve().parents[3] / "examples" / "101_config.py"
         env = {**os.environ, "TMPDIR": str(tmp_path)}
 
         done = subprocess.run(

@@ -20,7 +20,7 @@ pytest.importorskip("tensorboard")
 from goggles_io.server.collector import Collector
 from support import wait_until
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 POINTS = 5_000  # TensorBoard's EventAccumulator would keep 1,000 of them
 
 

@@ -16,7 +16,7 @@ from goggles_io.compat.tensorboard import SummaryWriter, patch, unpatch
 from goggles_io.runs import find_runs, open_run, read_config
 from goggles_io.runs.tfevents import read_records, tf_events
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "examples" / "cleanrl_ppo.py"
 COMPAT_IMPORT = "from goggles_io.compat.tensorboard import SummaryWriter"
 UNCHANGED = """
