@@ -17,6 +17,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from goggles_io._broker.entries import encode_entry
+from goggles_io._broker.housekeeping import release_run
 from goggles_io._broker.outbox import Outbox
 from goggles_io._event.codec import Encoder
 from goggles_io._event.records import Event, approx_nbytes
@@ -230,5 +231,13 @@ class StreamWriter:
                 self._lock.release()
         if client is not None and locked:
             with contextlib.suppress(Exception):
+                self._leave(client)
+            with contextlib.suppress(Exception):
                 client.close()
         return last
+
+    def _leave(self, client: Any) -> None:
+        """This producer sends no more: its marker goes, and the run's keys too when nobody
+        else is left and every entry was handled (ADR 0039)."""
+        client.delete(self._keys[0])
+        release_run(client, self.stream)
