@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from goggles_io._bus.conflict import differences
+from goggles_io._bus.conflict import warn_conflict
 from goggles_io._bus.items import Ticket
 from goggles_io._bus.lane import Lane
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
@@ -27,6 +27,7 @@ from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_
 from goggles_io._event.records import Event, Kind
 from goggles_io._util.report import report
 from goggles_io.exceptions import UnknownHandlerError, UnknownScopeError
+from goggles_io._bus.closing import close_in_parallel
 from goggles_io.handlers.base import Handler, check_remote_method, handler_from_dict
 
 __all__ = ["EventBus"]
@@ -100,7 +101,7 @@ class EventBus:
                 lane.start()
                 self._lanes[handler.name] = lane
             elif lane.handler is not handler:
-                self._warn_conflict(lane.handler, handler)
+                warn_conflict(lane.handler, handler, self._warned)
             lane.scopes.update(scopes)
             self._routes = {}
 
@@ -112,33 +113,23 @@ class EventBus:
             return attrs.evolve(self.policy, when_full=WhenFull.BLOCK, block_timeout_s=math.inf)
         return self.policy
 
-    def _warn_conflict(self, kept: Handler, ignored: Handler) -> None:
-        diffs = differences(kept, ignored)
-        if not diffs:
-            return
-        key = (kept.name, "; ".join(diffs))
-        if key in self._warned:
-            return
-        self._warned.add(key)
-        report(
-            f"handler name {kept.name!r} is already attached; the later attach is ignored "
-            f"(first registration wins) and only its scopes are merged. Differing options: "
-            f"{'; '.join(diffs)}"
-        )
-
-    def detach(self, handler_name: str, scope: str) -> None:
+    def detach(self, handler_name: str, scope: str, *, missing_ok: bool = False) -> None:
         """Remove ``handler_name`` from ``scope``; with no scope left it is flushed, closed,
         forgotten.
 
         Raises:
-            UnknownScopeError: ``name`` is attached but not on ``scope`` (a ``ValueError``).
-                Detaching a name that is not attached at all is a no-op.
+            UnknownScopeError: ``name`` is not attached on ``scope`` (a ``ValueError``, as
+                robo-goggles 0.3.6's bus raises), or not attached at all unless ``missing_ok``
+                (``gg.detach`` passes it: detaching twice is harmless there).
         """
         name = handler_name
         with self._lock:
             lane = self._lanes.get(name)
             if lane is None:
-                return
+                if missing_ok:
+                    return
+                msg = f"handler {name!r} is not attached (on scope {scope!r} or any other)."
+                raise UnknownScopeError(msg, name=name, scope=scope)
             if scope not in lane.scopes:
                 msg = (
                     f"handler {name!r} is not attached on scope {scope!r} "
@@ -312,8 +303,15 @@ class EventBus:
         return result
 
     def shutdown(self, timeout: float | None = None) -> None:
-        """robo-goggles' name for :meth:`finish` (which also returns the report)."""
-        self.finish(timeout)
+        """robo-goggles' shutdown: close every handler at once, each on its own thread, and
+        forget them all; returns within about ``timeout`` even when a ``close()`` hangs."""
+        with self._lock:
+            lanes, self._lanes, self._routes = list(self._lanes.values()), {}, {}
+            closed, self._finished = self._finished, False
+        close_in_parallel([] if closed else lanes, timeout)  # finish() closed them already
+        with self._lock:
+            for lane in lanes:
+                self._retire(lane)
 
     def _reopen(self) -> None:
         with self._lock:
