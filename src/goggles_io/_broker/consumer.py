@@ -92,6 +92,7 @@ class BrokerConsumer:
         self.claim_idle_ms = settings.claim_idle_ms
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.bus = EventBus(async_mode=False)
+        self.bus.unrouted.enabled = False  # the stream holds every scope; few are wanted here
         self.handled = 0  # entries whose handlers ran
         self.events = 0
         self.duplicates = 0  # entries skipped: already handled by some consumer

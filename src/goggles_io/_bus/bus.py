@@ -1,11 +1,9 @@
 """The in-process event bus: scope routing to one lane per handler, first registration wins.
 
-Routing: a handler attached on scope ``S`` receives events whose scope is ``S`` or starts with
-``S + "."`` (``global.namespace`` reaches ``global``; ``globalA`` does not), whose kind is in its
-``capabilities`` and, for ``LOG`` events, whose level is >= its ``level``. Handler names are
-bus-wide: the first registration wins, a differing later one is ignored with one warning on
-stderr, and its scopes are merged. Routes are cached per scope and the cache is replaced (never
-mutated) on attach/detach, so the hot path takes no lock.
+A handler on scope ``S`` gets events of ``S`` or ``S.*`` (not ``SA``) whose kind is in its
+``capabilities`` and, for ``LOG``, whose level is >= its ``level``. Names are bus-wide: a
+differing later registration is ignored with one warning, its scopes merged. Routes are cached
+per scope and the cache replaced (never mutated) on attach/detach: the hot path takes no lock.
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ from goggles_io._bus.conflict import warn_conflict
 from goggles_io._bus.items import Ticket
 from goggles_io._bus.lane import Lane
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
+from goggles_io._bus.unrouted import Unrouted
 from goggles_io._delivery.drain import read_finish_stall
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_policy
 from goggles_io._event.records import Event, Kind
@@ -60,6 +59,7 @@ class EventBus:
         self._warned: set[tuple[str, str]] = set()
         self._retired: dict[str, HandlerStats] = {}  # detached since the last finish
         self.producers_keep = False  # set by the socket host (see _lane_policy)
+        self.unrouted = Unrouted(lambda: self.scopes)  # events no handler's scope reaches
 
     # -- configuration ----------------------------------------------------------------------
     def attach(
@@ -118,9 +118,8 @@ class EventBus:
         forgotten.
 
         Raises:
-            UnknownScopeError: ``name`` is not attached on ``scope`` (a ``ValueError``, as
-                robo-goggles 0.3.6's bus raises), or not attached at all unless ``missing_ok``
-                (``gg.detach`` passes it: detaching twice is harmless there).
+            UnknownScopeError: ``name`` is not on ``scope``, or not attached unless ``missing_ok``
+                (a ``ValueError``, as in robo-goggles 0.3.6; ``gg.detach`` passes ``missing_ok``).
         """
         name = handler_name
         with self._lock:
@@ -177,6 +176,8 @@ class EventBus:
         lanes = self._routes.get(event.scope)
         if lanes is None:
             lanes = self._resolve(event.scope)
+        if not lanes and self._lanes:
+            self.unrouted(event.scope)
         level = event.level
         kind = event.kind
         for lane in lanes:
@@ -205,6 +206,8 @@ class EventBus:
                 found = routes.get(scope)
                 lanes = self._resolve(scope) if found is None else found
                 last_scope = scope
+            if not lanes and self._lanes:
+                self.unrouted(scope)
             level = event.level
             kind = event.kind
             for lane in lanes:
@@ -303,8 +306,7 @@ class EventBus:
         return result
 
     def shutdown(self, timeout: float | None = None) -> None:
-        """robo-goggles' shutdown: close every handler at once, each on its own thread, and
-        forget them all; returns within about ``timeout`` even when a ``close()`` hangs."""
+        """robo-goggles' shutdown: every handler closed at once (``closing.py``), forgotten."""
         with self._lock:
             lanes, self._lanes, self._routes = list(self._lanes.values()), {}, {}
             closed, self._finished = self._finished, False
