@@ -142,3 +142,21 @@ def test_a_producer_and_consumer_leave_nothing(machines, redis_server, tmp_path:
         timeout_s=30,
         what=f"Redis empty of the run (holds {client.keys('goggles_io:*')})",
     )
+
+
+def test_documented_broker_commands_run_against_a_real_redis(redis_server) -> None:
+    """Every `telemetry broker` line of docs/cross-machine.md exits 0 (its URL made this one's)."""
+    doc = (Path(__file__).parents[3] / "docs" / "cross-machine.md").read_text(encoding="utf-8")
+    lines = [
+        line.split(" #")[0].split()
+        for line in doc.splitlines()
+        if line.startswith("telemetry broker ")
+    ]
+    assert len(lines) >= 3
+    client = redis_server.client()
+    _stream(client, "exp-42", 2, group=True)
+    for argv in lines:
+        argv = [redis_server.url if a.startswith("redis://") else a for a in argv]
+        out = _telemetry(*argv[1:])
+        assert 0 == out.returncode, (argv, out.stderr)
+    assert [] == client.keys("goggles_io:*")
