@@ -169,7 +169,9 @@ def list_runs(client: Any) -> list[BrokerRun]:
     return [_footprint(client, s, streams, sorted(k)) for s, k in sorted(by_stream.items())]
 
 
-def prune_runs(client: Any, runs: list[str] | None = None, dry_run: bool = False) -> list[BrokerRun]:
+def prune_runs(
+    client: Any, runs: list[str] | None = None, dry_run: bool = False
+) -> list[BrokerRun]:
     """Delete the keys of every idle run (of ``runs`` only, when given); the runs removed.
 
     Idle: no producer marker (none sent within a day or all closed) and no consumer reading.

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from goggles_io._bus.closing import close_in_parallel
 from goggles_io._bus.conflict import warn_conflict
 from goggles_io._bus.items import Ticket
 from goggles_io._bus.lane import Lane
@@ -26,7 +27,6 @@ from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_
 from goggles_io._event.records import Event, Kind
 from goggles_io._util.report import report
 from goggles_io.exceptions import UnknownHandlerError, UnknownScopeError
-from goggles_io._bus.closing import close_in_parallel
 from goggles_io.handlers.base import Handler, check_remote_method, handler_from_dict
 
 __all__ = ["EventBus"]

@@ -7,9 +7,9 @@ import fcntl
 import os
 import pty
 import struct
-import termios
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 ROOT = Path(__file__).parents[3]
