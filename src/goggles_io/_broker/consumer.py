@@ -129,9 +129,9 @@ class BrokerConsumer:
             time.sleep(0.02)
         self._stop.set()
         thread, self._thread = self._thread, None
-        if thread is not None:
+        if thread is not None:  # it read: leave the group, maybe the run's keys with it
             thread.join(5.0)
-        self._leave()
+            self._leave()
         result = self.bus.finish(timeout_s)
         if self.malformed or self.duplicates:
             report(
