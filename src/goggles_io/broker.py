@@ -26,27 +26,28 @@ def _client(url: str) -> object:
     return redis_client(Secret(url))
 
 
-def broker_runs(url: str) -> list[BrokerRun]:
-    """Every run with keys in the Redis at ``url``, by run name.
+def broker_runs(url: str, idle_s: float = 600.0) -> list[BrokerRun]:
+    """Every run with keys in the Redis at ``url``, by run name; producers and consumers that
+    sent or read within ``idle_s`` seconds count as live.
 
     Raises:
         ConfigurationError: not a Redis URL, no ``redis`` package, or Redis does not answer.
     """
     client = _client(url)
     try:
-        return list_runs(client)
+        return list_runs(client, idle_s)
     finally:
         client.close()  # type: ignore[attr-defined]
 
 
 def prune_broker(
-    url: str, runs: Sequence[str] | None = None, dry_run: bool = False
+    url: str, runs: Sequence[str] | None = None, dry_run: bool = False, idle_s: float = 600.0
 ) -> list[BrokerRun]:
-    """Delete every idle run's keys (of ``runs`` only, when given): no producer writing, no
-    consumer reading. Entries nobody handled go too. Returns what was (``dry_run``: would be)
-    removed."""
+    """Delete every idle run's keys (of ``runs`` only, when given): no producer sent and no
+    consumer read within ``idle_s`` seconds. Entries nobody handled go too. Returns what was
+    (``dry_run``: would be) removed."""
     client = _client(url)
     try:
-        return prune_runs(client, None if runs is None else list(runs), dry_run)
+        return prune_runs(client, None if runs is None else list(runs), dry_run, idle_s)
     finally:
         client.close()  # type: ignore[attr-defined]

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from experiment_telemetry.cli.args import non_negative
+
 __all__ = ["add_parser", "run"]
 
 
@@ -17,9 +19,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.action == "list":
-            found = broker_runs(args.url)
+            found = broker_runs(args.url, idle_s=args.idle)
         else:
-            found = prune_broker(args.url, args.run or None, dry_run=args.dry_run)
+            found = prune_broker(args.url, args.run or None, args.dry_run, idle_s=args.idle)
     except ConfigurationError as exc:
         print(f"telemetry broker: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
@@ -54,5 +56,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--run", action="append", help="prune only this run (repeatable); default: every idle one"
     )
     parser.add_argument("--dry-run", action="store_true", help="say what prune would remove")
+    parser.add_argument(
+        "--idle",
+        type=non_negative,
+        default=600,
+        help="seconds without a producer's send or a consumer's read after which a run is "
+        "idle (default 600)",
+    )
     parser.set_defaults(handler=run)
     return parser

@@ -26,6 +26,7 @@ import attrs
 __all__ = ["BrokerRun", "list_runs", "prune_runs", "release_run", "trim_handled"]
 
 PREFIX = "goggles_io:"
+MARKER_TTL_S = 86400  # a producer's marker lives this long past its last send (ADR 0029)
 _ACTIVE_MS = 2000  # a consumer this quiet (and with nothing pending) is not reading any more
 _ORPHAN_MARKER = re.compile(r"goggles_io:(?P<run>.+?):producer:")
 _ORPHAN_SEEN = re.compile(r"goggles_io:(?P<run>.+?):[^:]+:seen(?::|$)")
@@ -40,7 +41,7 @@ class BrokerRun:
     unhandled: int  # entries some group has not read or not acknowledged (no group: all)
     groups: int
     consumers_reading: int
-    live_producers: int
+    live_producers: int  # markers refreshed within the idle time
     keys: tuple[str, ...]
 
     @property
@@ -100,7 +101,11 @@ def trim_handled(client: Any, stream: str, exact: bool = False) -> int:
 
 
 def _active_consumers(
-    client: Any, stream: str, groups: list[dict[str, Any]], besides: str | None
+    client: Any,
+    stream: str,
+    groups: list[dict[str, Any]],
+    besides: str | None,
+    active_ms: int = _ACTIVE_MS,
 ) -> int:
     import redis
 
@@ -114,7 +119,7 @@ def _active_consumers(
             info = {_text(k): v for k, v in consumer.items()}
             if besides is not None and _text(info["name"]) == besides:
                 continue
-            if int(info.get("pending") or 0) or int(info.get("idle") or 0) < _ACTIVE_MS:
+            if int(info.get("pending") or 0) or int(info.get("idle") or 0) < active_ms:
                 active += 1
     return active
 
@@ -129,7 +134,19 @@ def _owned(keys: list[str], stream: str, streams: set[str]) -> list[str]:
     return [k for k in keys if not any(k == s or k.startswith(s + ":") for s in inner)]
 
 
-def _footprint(client: Any, stream: str, streams: set[str], keys: list[str]) -> BrokerRun:
+def _live_markers(client: Any, markers: list[str], idle_s: float) -> int:
+    """Producer markers refreshed within ``idle_s`` (each send sets its TTL back to a day)."""
+    live = 0
+    for key in markers:
+        ttl = int(client.ttl(key))
+        if ttl == -1 or (ttl >= 0 and MARKER_TTL_S - ttl < idle_s):  # -1: no TTL, not ours
+            live += 1
+    return live
+
+
+def _footprint(
+    client: Any, stream: str, streams: set[str], keys: list[str], idle_s: float
+) -> BrokerRun:
     groups = _groups(client, stream)
     entries = int(client.xlen(stream)) if stream in streams else 0
     unhandled = entries
@@ -145,14 +162,15 @@ def _footprint(client: Any, stream: str, streams: set[str], keys: list[str]) -> 
         entries=entries,
         unhandled=unhandled,
         groups=len(groups),
-        consumers_reading=_active_consumers(client, stream, groups, None),
-        live_producers=len(markers),
+        consumers_reading=_active_consumers(client, stream, groups, None, int(idle_s * 1000)),
+        live_producers=_live_markers(client, markers, idle_s),
         keys=tuple(keys),
     )
 
 
-def list_runs(client: Any) -> list[BrokerRun]:
-    """Every run with a key in this Redis (a stream, or what a crash left without one)."""
+def list_runs(client: Any, idle_s: float = 600.0) -> list[BrokerRun]:
+    """Every run with a key in this Redis (a stream, or what a crash left without one); a
+    producer or consumer counts as live when it sent or read within ``idle_s``."""
     everything = _scan(client, PREFIX + "*")
     streams = {k for k in everything if _text(client.type(k)) == "stream"}
     by_stream: dict[str, list[str]] = {s: [s] for s in streams}
@@ -166,19 +184,19 @@ def list_runs(client: Any) -> list[BrokerRun]:
         found = _ORPHAN_MARKER.match(key) or _ORPHAN_SEEN.match(key)
         owner = PREFIX + found["run"] if found else key
         by_stream.setdefault(owner, []).append(key)
-    return [_footprint(client, s, streams, sorted(k)) for s, k in sorted(by_stream.items())]
+    return [_footprint(client, s, streams, sorted(k), idle_s) for s, k in sorted(by_stream.items())]
 
 
 def prune_runs(
-    client: Any, runs: list[str] | None = None, dry_run: bool = False
+    client: Any, runs: list[str] | None = None, dry_run: bool = False, idle_s: float = 600.0
 ) -> list[BrokerRun]:
     """Delete the keys of every idle run (of ``runs`` only, when given); the runs removed.
 
-    Idle: no producer marker (none sent within a day or all closed) and no consumer reading.
-    Entries no group handled go with it: that is what pruning is for.
+    Idle: no producer sent and no consumer read within ``idle_s`` seconds. Entries no group
+    handled go with it: that is what pruning is for.
     """
     removed = []
-    for found in list_runs(client):
+    for found in list_runs(client, idle_s):
         if runs is not None and found.run not in runs:
             continue
         if not found.idle:

@@ -106,6 +106,19 @@ class TestListAndPrune:
         left = sorted(k.decode() for k in client.keys("goggles_io:*"))
         assert all(k.startswith("goggles_io:crashed") for k in left), left
 
+    def test_a_producer_silent_past_idle_no_longer_keeps_its_run(self, redis_server) -> None:
+        """A marker last refreshed 700 s ago (a killed producer): idle after --idle 600 (the
+        default), still live with --idle 1000."""
+        client = redis_server.client()
+        _stream(client, "killed", 4, group=True)
+        client.set("goggles_io:killed:producer:host:9:abc", "1", ex=86400 - 700)
+        keep = _telemetry("broker", "prune", "--url", redis_server.url, "--idle", "1000")
+        assert "removed 0 runs" in keep.stdout, keep.stderr
+
+        out = _telemetry("broker", "prune", "--url", redis_server.url)
+        assert "removed 1 runs" in out.stdout, out.stderr
+        assert [] == client.keys("goggles_io:*")
+
     def test_prune_of_named_runs_only(self, redis_server) -> None:
         """--run limits prune to that run."""
         client = redis_server.client()
