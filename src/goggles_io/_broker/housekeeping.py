@@ -106,7 +106,11 @@ def _active_consumers(
     groups: list[dict[str, Any]],
     besides: str | None,
     active_ms: int = _ACTIVE_MS,
+    pending_counts: bool = True,
 ) -> int:
+    """Consumers (but ``besides``) that read within ``active_ms``, and with ``pending_counts``
+    those holding pending entries however long silent (the automatic release waits for them;
+    prune does not: a killed consumer keeps its pending entries forever)."""
     import redis
 
     active = 0
@@ -119,7 +123,8 @@ def _active_consumers(
             info = {_text(k): v for k, v in consumer.items()}
             if besides is not None and _text(info["name"]) == besides:
                 continue
-            if int(info.get("pending") or 0) or int(info.get("idle") or 0) < active_ms:
+            pending = pending_counts and int(info.get("pending") or 0)
+            if pending or int(info.get("idle") or 0) < active_ms:
                 active += 1
     return active
 
@@ -162,7 +167,9 @@ def _footprint(
         entries=entries,
         unhandled=unhandled,
         groups=len(groups),
-        consumers_reading=_active_consumers(client, stream, groups, None, int(idle_s * 1000)),
+        consumers_reading=_active_consumers(
+            client, stream, groups, None, int(idle_s * 1000), pending_counts=False
+        ),
         live_producers=_live_markers(client, markers, idle_s),
         keys=tuple(keys),
     )
