@@ -186,6 +186,18 @@ def _table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def _missing_peer() -> str | None:
+    """One line naming the extra to install when the robo-goggles peer is not importable."""
+    try:
+        import goggles  # noqa: F401  (benchmark peer only)
+    except ImportError:
+        return (
+            "compares goggles_io with robo-goggles, which is not installed: install the "
+            "bench extra (python3 -m pip install -e '.[bench]')"
+        )
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peer", choices=PEERS, help=argparse.SUPPRESS)
@@ -196,6 +208,10 @@ def main() -> None:
     if args.peer:
         print(json.dumps(_RUNNERS[args.peer](args.calls, args.events)))
         return
+    missing = _missing_peer()
+    if missing:
+        print(f"benchmarks/logger.py: {missing}", file=sys.stderr)
+        sys.exit(2)
     results = {}
     for peer in PEERS:
         cmd = [

@@ -52,6 +52,18 @@ SCOPE = "experiment"
 _logger = logging.getLogger(__name__)
 
 
+def _draws_a_bar(stream: object) -> bool:
+    """Whether a progress bar on ``stream`` is seen as one: a terminal, or a notebook's cell
+    output. A pipe or a file would get every redraw, in the middle of the episode lines."""
+    if "ipykernel" in sys.modules:
+        return True
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except (OSError, ValueError):  # a closed or detached stream
+        return False
+
+
 @attrs.frozen
 class RunResult:
     """What a finished (or failed) run left behind."""
@@ -82,7 +94,9 @@ class Experiment:
         project, slug: run identity (``RunContext``).
         console: print episode lines and the summary table on stdout.
         wandb: also log to W&B (``WandBHandler``; needs the ``[wandb]`` extra).
-        progress: show a tqdm progress bar on stderr.
+        progress: show a tqdm progress bar on stderr, when stderr is a terminal (or a Jupyter
+            kernel's): piped or redirected, as when stdout and stderr share one pipe, no bar is
+            drawn into the episode lines.
         telemetry_levels: levels set with ``runtime_telemetry.configure`` for the run and
             restored afterwards (default: events at INFO); workers apply them too.
         num_workers: 0 (default) runs episodes here with ``run_episode``; N >= 1 runs them in
@@ -289,7 +303,7 @@ class Experiment:
             desc=self.slug,
             unit="ep",
             file=sys.stderr,
-            disable=not self.progress,
+            disable=not (self.progress and _draws_a_bar(sys.stderr)),
             leave=False,
         )
         with bar:

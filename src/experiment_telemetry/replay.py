@@ -75,6 +75,11 @@ def read_log(
                     skipped.append(number)
                 return
             msg = f"{str(file)!r}: line {number}: {problem}"
+            if not raw.endswith(b"\n"):  # the last line, cut short: a killed writer's
+                msg += (
+                    "; it is the last line and has no newline (a run killed mid-write?): "
+                    "pass --tolerant (tolerant=True) to skip it"
+                )
             raise ReplayError(msg, str(file))
 
 

@@ -8,12 +8,12 @@ import sys
 from collections.abc import Sequence
 
 from experiment_telemetry import __version__
-from experiment_telemetry.cli import collector, demo, diff, plot, replay, runs, show, ui
+from experiment_telemetry.cli import broker, collector, demo, diff, plot, replay, runs, show, ui
 from experiment_telemetry.cli.args import OneLineParser as _OneLineParser
 
 __all__ = ["main", "make_parser"]
 
-_SUBCOMMANDS = (demo, runs, show, diff, replay, plot, ui, collector)
+_SUBCOMMANDS = (demo, runs, show, diff, replay, plot, ui, collector, broker)
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -66,12 +66,17 @@ def run(args: argparse.Namespace) -> int:
         import goggles_io
 
         # Nothing would reach this process, so nothing could be scored: stop before the run.
-        problem = goggles_io.check_broker(args.broker)
+        try:
+            problem = goggles_io.check_broker(args.broker)
+        except GogglesIOError as exc:  # a URL redis-py cannot parse (a port out of range)
+            problem = " ".join(str(exc).split()).rstrip(".")
         if problem is not None:
             print(f"telemetry demo: --broker: {problem}; the demo does not start", file=sys.stderr)
             return 2
         # The workers stand for other machines: they reach this process only through Redis.
         os.environ["GOGGLES_BROKER"] = args.broker
+        # This process only reads the workers' stream: its own events stay here (ADR 0039).
+        os.environ["GOGGLES_BROKER_FORWARD"] = "0"
     try:
         if args.scenario != "recognition":
             results = _run_scenarios(args)

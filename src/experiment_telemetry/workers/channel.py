@@ -39,6 +39,7 @@ def worker_env(scope: str) -> tuple[dict[str, str], str | None]:
         env["GOGGLES_DEDICATED_HOST"] = "1"
         run = env.get("GOGGLES_BROKER_RUN") or scope.replace("experiment_workers.", "w")
         env["GOGGLES_BROKER_RUN"] = os.environ["GOGGLES_BROKER_RUN"] = run
+        env["GOGGLES_BROKER_FORWARD"] = "1"  # the workers' events are what the stream is for
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
     return env, remote_dir
 

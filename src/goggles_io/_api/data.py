@@ -129,10 +129,10 @@ class MetricLogger(TextLogger):
         """Log one scalar; NaN and +-inf are kept and listed in ``extra["nonfinite"]``.
 
         Raises:
-            InvalidNameError: ``name`` is not a non-empty str.
+            InvalidNameError: ``name`` is not a non-empty str of at most 1024 characters.
             InvalidPayloadError: ``value`` is not a real number, or ``step`` is not an int >= 0.
         """
-        if type(name) is not str or not name:
+        if type(name) is not str or not name or len(name) > v.MAX_NAME_CHARS:
             v.check_name(name)
         if type(value) is not float:
             value = v.to_scalar(name, value)

@@ -100,11 +100,12 @@ def _default_factory(settings: Settings) -> Transport:
 
 
 def _forward_to_broker(transport: Transport) -> None:
-    """With ``GOGGLES_BROKER`` set, every event of this machine also goes to that Redis."""
+    """With ``GOGGLES_BROKER`` set, every event of this machine also goes to that Redis
+    (unless ``GOGGLES_BROKER_FORWARD=0``: a process that only reads the broker)."""
     from goggles_io._broker.settings import read_broker_settings
 
     settings = read_broker_settings()  # a malformed GOGGLES_BROKER* raises here, naming it
-    if settings.url is None:
+    if settings.url is None or not settings.forward:
         return
     from goggles_io._broker.forwarder import BrokerForwarder
 

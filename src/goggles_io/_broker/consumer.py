@@ -13,6 +13,9 @@ one before anything else is read, and a Redis that came back empty learns the ma
 producers send their unconfirmed entries again; the marks make those repeats). It then reads its
 own pending entries (``XREADGROUP ... 0``) before new ones, so a producer's order is kept and
 nothing waits for the claim timeout.
+
+Housekeeping (ADR 0039): every second the entries every group handled are trimmed; at
+``finish`` the consumer leaves its group and, when nobody else is left, deletes the run's keys.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import time
 from typing import Any
 
 from goggles_io._broker.entries import decode_entry
+from goggles_io._broker.housekeeping import release_run, trim_handled
 from goggles_io._broker.settings import BrokerSettings, check_url, seen_key, stream_name
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import FinishReport
@@ -88,6 +92,7 @@ class BrokerConsumer:
         self.claim_idle_ms = settings.claim_idle_ms
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.bus = EventBus(async_mode=False)
+        self.bus.unrouted.enabled = False  # the stream holds every scope; few are wanted here
         self.handled = 0  # entries whose handlers ran
         self.events = 0
         self.duplicates = 0  # entries skipped: already handled by some consumer
@@ -124,8 +129,9 @@ class BrokerConsumer:
             time.sleep(0.02)
         self._stop.set()
         thread, self._thread = self._thread, None
-        if thread is not None:
+        if thread is not None:  # it read: leave the group, maybe the run's keys with it
             thread.join(5.0)
+            self._leave()
         result = self.bus.finish(timeout_s)
         if self.malformed or self.duplicates:
             report(
@@ -133,6 +139,22 @@ class BrokerConsumer:
                 f"{self.duplicates} duplicates skipped, {self.malformed} malformed skipped"
             )
         return result
+
+    def _leave(self) -> None:
+        """Leave the group (when nothing is pending here) and, if this run has nobody else
+        left and nothing unhandled, delete its keys (ADR 0039); Redis away: leave it be."""
+        import redis
+
+        try:
+            client = self._connect(create_group=False)
+            try:
+                if not int(client.xpending(self.stream, self.group)["pending"] or 0):
+                    client.xgroup_delconsumer(self.stream, self.group, self.name)
+                release_run(client, self.stream, self.name)
+            finally:
+                client.close()
+        except (redis.RedisError, OSError):
+            pass
 
     # -- the reading thread -----------------------------------------------------------------
     def _run(self) -> None:
@@ -151,6 +173,7 @@ class BrokerConsumer:
                 if time.monotonic() >= next_claim:
                     next_claim = time.monotonic() + _CLAIM_EVERY_S
                     self._process(client, mark, decoder, self._claim(client))
+                    trim_handled(client, self.stream)  # what every group handled goes
                 reply = client.xreadgroup(
                     self.group, self.name, {self.stream: ">"}, count=_READ_COUNT, block=_BLOCK_MS
                 )
@@ -172,7 +195,7 @@ class BrokerConsumer:
             if client is not None:
                 client.close()
 
-    def _connect(self) -> Any:
+    def _connect(self, create_group: bool = True) -> Any:
         """A client without redis-py's own retries: a broken connection must reach ``_run``."""
         import redis
         from redis.backoff import NoBackoff
@@ -181,7 +204,8 @@ class BrokerConsumer:
         client = redis.Redis.from_url(
             self.url, socket_connect_timeout=2.0, socket_timeout=10.0, retry=Retry(NoBackoff(), 0)
         )
-        self._ensure_group(client)
+        if create_group:
+            self._ensure_group(client)
         return client
 
     def _catch_up(self, client: Any, mark: Any, decoder: Decoder) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 
 import attrs
@@ -12,9 +13,11 @@ from goggles_io._util.env import (
     ENV_BROKER,
     ENV_BROKER_BYTES,
     ENV_BROKER_CLAIM_IDLE_MS,
+    ENV_BROKER_FORWARD,
     ENV_BROKER_GROUP,
     ENV_BROKER_MAXLEN,
     ENV_BROKER_RUN,
+    read_bool,
     read_number,
     read_text,
 )
@@ -36,6 +39,7 @@ class BrokerSettings:
     buffer_bytes: int = 64 * 1024 * 1024
     group: str = "goggles_io"
     claim_idle_ms: int = 30_000
+    forward: bool = True  # this machine's events go to the stream (off: it only reads)
 
 
 def check_url(url: object) -> str:
@@ -48,6 +52,14 @@ def check_url(url: object) -> str:
             "or rediss://host:6380/0 for TLS."
         )
         raise ConfigurationError(msg, key=ENV_BROKER, value="<redacted>")
+    try:
+        urllib.parse.urlsplit(url).port  # noqa: B018 (raises for a port out of range)
+    except ValueError as exc:
+        msg = (
+            f"broker URL {url.split('://', 1)[0]}://... is not a valid URL ({exc}; the rest is "
+            "not shown, it may hold a password): a port is 1-65535, e.g. redis://host:6379/0."
+        )
+        raise ConfigurationError(msg, key=ENV_BROKER, value="<redacted>") from None
     return url
 
 
@@ -62,7 +74,8 @@ def seen_key(stream: str, group: str) -> str:
 
 
 def read_broker_settings(env: Mapping[str, str] | None = None) -> BrokerSettings:
-    """Parse ``GOGGLES_BROKER``, ``_RUN``, ``_MAXLEN``, ``_BYTES``, ``_GROUP``, ``_CLAIM_IDLE_MS``."""
+    """Parse ``GOGGLES_BROKER``, ``_RUN``, ``_MAXLEN``, ``_BYTES``, ``_GROUP``, ``_CLAIM_IDLE_MS``,
+    ``_FORWARD``."""
     env = os.environ if env is None else env
     raw_url = read_text(env, ENV_BROKER)
     run = read_text(env, ENV_BROKER_RUN) or "default"
@@ -76,4 +89,5 @@ def read_broker_settings(env: Mapping[str, str] | None = None) -> BrokerSettings
         buffer_bytes=read_number(env, ENV_BROKER_BYTES, 64 * 1024 * 1024, minimum=1 << 16),
         group=read_text(env, ENV_BROKER_GROUP) or "goggles_io",
         claim_idle_ms=read_number(env, ENV_BROKER_CLAIM_IDLE_MS, 30_000, minimum=1),
+        forward=read_bool(env, ENV_BROKER_FORWARD, True),
     )

@@ -17,6 +17,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from goggles_io._broker.entries import encode_entry
+from goggles_io._broker.housekeeping import MARKER_TTL_S, release_run
 from goggles_io._broker.outbox import Outbox
 from goggles_io._event.codec import Encoder
 from goggles_io._event.records import Event, approx_nbytes
@@ -40,13 +41,13 @@ _ENCODE_ERRORS = (TypeError, ValueError, OverflowError)
 # producer} or {0} (lost).
 _ADD_IF_KEPT = """
 if ARGV[3] == '0' and redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
-redis.call('SET', KEYS[1], '1', 'EX', 86400)
+redis.call('SET', KEYS[1], '1', 'EX', MARKER_TTL_S)
 for i = 4, #ARGV, 2 do
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'p', ARGV[1], 's', ARGV[i],
              'd', ARGV[i + 1])
 end
 return {1, tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')}
-"""
+""".replace("MARKER_TTL_S", str(MARKER_TTL_S))
 
 
 class Closed(Exception):
@@ -230,5 +231,13 @@ class StreamWriter:
                 self._lock.release()
         if client is not None and locked:
             with contextlib.suppress(Exception):
+                self._leave(client)
+            with contextlib.suppress(Exception):
                 client.close()
         return last
+
+    def _leave(self, client: Any) -> None:
+        """This producer sends no more: its marker goes, and the run's keys too when nobody
+        else is left and every entry was handled (ADR 0039)."""
+        client.delete(self._keys[0])
+        release_run(client, self.stream)

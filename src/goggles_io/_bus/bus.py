@@ -1,11 +1,9 @@
 """The in-process event bus: scope routing to one lane per handler, first registration wins.
 
-Routing: a handler attached on scope ``S`` receives events whose scope is ``S`` or starts with
-``S + "."`` (``global.namespace`` reaches ``global``; ``globalA`` does not), whose kind is in its
-``capabilities`` and, for ``LOG`` events, whose level is >= its ``level``. Handler names are
-bus-wide: the first registration wins, a differing later one is ignored with one warning on
-stderr, and its scopes are merged. Routes are cached per scope and the cache is replaced (never
-mutated) on attach/detach, so the hot path takes no lock.
+A handler on scope ``S`` gets events of ``S`` or ``S.*`` (not ``SA``) whose kind is in its
+``capabilities`` and, for ``LOG``, whose level is >= its ``level``. Names are bus-wide: a
+differing later registration is ignored with one warning, its scopes merged. Routes are cached
+per scope and the cache replaced (never mutated) on attach/detach: the hot path takes no lock.
 """
 
 from __future__ import annotations
@@ -18,10 +16,12 @@ from typing import Any
 
 import attrs
 
-from goggles_io._bus.conflict import differences
+from goggles_io._bus.closing import close_in_parallel
+from goggles_io._bus.conflict import warn_conflict
 from goggles_io._bus.items import Ticket
 from goggles_io._bus.lane import Lane
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
+from goggles_io._bus.unrouted import Unrouted
 from goggles_io._delivery.drain import read_finish_stall
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_policy
 from goggles_io._event.records import Event, Kind
@@ -59,6 +59,7 @@ class EventBus:
         self._warned: set[tuple[str, str]] = set()
         self._retired: dict[str, HandlerStats] = {}  # detached since the last finish
         self.producers_keep = False  # set by the socket host (see _lane_policy)
+        self.unrouted = Unrouted(lambda: self.scopes)  # events no handler's scope reaches
 
     # -- configuration ----------------------------------------------------------------------
     def attach(
@@ -100,7 +101,7 @@ class EventBus:
                 lane.start()
                 self._lanes[handler.name] = lane
             elif lane.handler is not handler:
-                self._warn_conflict(lane.handler, handler)
+                warn_conflict(lane.handler, handler, self._warned)
             lane.scopes.update(scopes)
             self._routes = {}
 
@@ -112,33 +113,22 @@ class EventBus:
             return attrs.evolve(self.policy, when_full=WhenFull.BLOCK, block_timeout_s=math.inf)
         return self.policy
 
-    def _warn_conflict(self, kept: Handler, ignored: Handler) -> None:
-        diffs = differences(kept, ignored)
-        if not diffs:
-            return
-        key = (kept.name, "; ".join(diffs))
-        if key in self._warned:
-            return
-        self._warned.add(key)
-        report(
-            f"handler name {kept.name!r} is already attached; the later attach is ignored "
-            f"(first registration wins) and only its scopes are merged. Differing options: "
-            f"{'; '.join(diffs)}"
-        )
-
-    def detach(self, handler_name: str, scope: str) -> None:
+    def detach(self, handler_name: str, scope: str, *, missing_ok: bool = False) -> None:
         """Remove ``handler_name`` from ``scope``; with no scope left it is flushed, closed,
         forgotten.
 
         Raises:
-            UnknownScopeError: ``name`` is attached but not on ``scope`` (a ``ValueError``).
-                Detaching a name that is not attached at all is a no-op.
+            UnknownScopeError: ``name`` is not on ``scope``, or not attached unless ``missing_ok``
+                (a ``ValueError``, as in robo-goggles 0.3.6; ``gg.detach`` passes ``missing_ok``).
         """
         name = handler_name
         with self._lock:
             lane = self._lanes.get(name)
             if lane is None:
-                return
+                if missing_ok:
+                    return
+                msg = f"handler {name!r} is not attached (on scope {scope!r} or any other)."
+                raise UnknownScopeError(msg, name=name, scope=scope)
             if scope not in lane.scopes:
                 msg = (
                     f"handler {name!r} is not attached on scope {scope!r} "
@@ -186,6 +176,8 @@ class EventBus:
         lanes = self._routes.get(event.scope)
         if lanes is None:
             lanes = self._resolve(event.scope)
+        if not lanes and self._lanes:
+            self.unrouted(event.scope)
         level = event.level
         kind = event.kind
         for lane in lanes:
@@ -214,6 +206,8 @@ class EventBus:
                 found = routes.get(scope)
                 lanes = self._resolve(scope) if found is None else found
                 last_scope = scope
+            if not lanes and self._lanes:
+                self.unrouted(scope)
             level = event.level
             kind = event.kind
             for lane in lanes:
@@ -312,8 +306,14 @@ class EventBus:
         return result
 
     def shutdown(self, timeout: float | None = None) -> None:
-        """robo-goggles' name for :meth:`finish` (which also returns the report)."""
-        self.finish(timeout)
+        """robo-goggles' shutdown: every handler closed at once (``closing.py``), forgotten."""
+        with self._lock:
+            lanes, self._lanes, self._routes = list(self._lanes.values()), {}, {}
+            closed, self._finished = self._finished, False
+        close_in_parallel([] if closed else lanes, timeout)  # finish() closed them already
+        with self._lock:
+            for lane in lanes:
+                self._retire(lane)
 
     def _reopen(self) -> None:
         with self._lock:

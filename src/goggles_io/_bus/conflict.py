@@ -8,15 +8,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from goggles_io._util.report import report
 from goggles_io._util.secret import REDACTED, fingerprint
 from goggles_io.handlers.base import Handler
 
-__all__ = ["differences"]
+__all__ = ["differences", "warn_conflict"]
 
 
 def differences(kept: Handler, ignored: Handler) -> list[str]:
     """The options of ``ignored`` that differ from ``kept``'s (``[]``: the same handler)."""
     return _spec_differences(_spec(kept), _spec(ignored))
+
+
+def warn_conflict(kept: Handler, ignored: Handler, warned: set[tuple[str, str]]) -> None:
+    """One line on stderr per name and set of differences (``warned`` remembers them)."""
+    diffs = differences(kept, ignored)
+    if not diffs:
+        return
+    key = (kept.name, "; ".join(diffs))
+    if key in warned:
+        return
+    warned.add(key)
+    report(
+        f"handler name {kept.name!r} is already attached; the later attach is ignored "
+        f"(first registration wins) and only its scopes are merged. Differing options: "
+        f"{'; '.join(diffs)}"
+    )
 
 
 def _spec(handler: Handler) -> dict[str, Any]:

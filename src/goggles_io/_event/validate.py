@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from goggles_io._event.remote_protocol import MAX_NAME_CHARS
 from goggles_io.exceptions import InvalidLevelError, InvalidNameError, InvalidPayloadError
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ def short_repr(value: object) -> str:
 # numpy is imported on first use: it costs more than the rest of ``import goggles_io``.
 
 __all__ = [
+    "MAX_NAME_CHARS",
     "check_image_format",
     "check_level",
     "check_message_payload",
@@ -81,9 +83,16 @@ def check_level(level: object, param: str = "level") -> int:
 
 
 def check_name(name: object, param: str = "name") -> str:
-    """Return ``name`` if it is a non-empty str."""
-    if type(name) is str and name:
+    """Return ``name`` if it is a non-empty str of at most ``MAX_NAME_CHARS`` characters: one
+    limit for every name, the remote protocol's (a name becomes a CSV header, a W&B key...)."""
+    if type(name) is str and name and len(name) <= MAX_NAME_CHARS:
         return name
+    if type(name) is str and name:
+        msg = (
+            f"{param} is {len(name)} characters long; names are at most {MAX_NAME_CHARS} "
+            f"characters (got {short_repr(name)})."
+        )
+        raise InvalidNameError(msg, name=name[:MAX_NAME_CHARS])
     msg = (
         f"{param} must be a non-empty str (got {short_repr(name)}); pass e.g. {param}='train/loss'."
     )

@@ -329,7 +329,7 @@ class Host:
             )
             return None
         if op == "detach":
-            bus.detach(str(args["name"]), str(args["scope"]))
+            bus.detach(str(args["name"]), str(args["scope"]), missing_ok=True)
             return None
         if op == "call":
             bus.call(str(args["name"]), str(args["method"]), args.get("payload"))

@@ -239,9 +239,16 @@ def get_handler_class(key: str) -> type[Any]:
 
 
 def handler_from_dict(spec: Mapping[str, Any]) -> Handler:
-    """Rebuild a handler from its spec via the registry."""
+    """Rebuild a handler from its spec via the registry.
+
+    Our handlers (:class:`BaseHandler`) read the whole spec (``data`` and ``secrets``); any
+    other class follows robo-goggles 0.3.6's protocol and gets ``spec["data"]``.
+    """
     cls = get_handler_class(str(spec.get("cls")))
-    handler: Handler = cls.from_dict(spec)
+    if isinstance(cls, type) and issubclass(cls, BaseHandler):
+        handler: Handler = cls.from_dict(spec)
+    else:
+        handler = cls.from_dict(spec.get("data") or {})
     return handler
 
 

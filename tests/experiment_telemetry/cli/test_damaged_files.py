@@ -128,6 +128,7 @@ class TestReplay:
         tolerant = telemetry("replay", "--tolerant", str(demo_dir))
 
         assert 2 == strict.returncode and "Traceback" not in strict.stderr
+        assert "pass --tolerant" in strict.stderr and 1 == len(strict.stderr.splitlines())
         assert 0 == tolerant.returncode, tolerant.stderr
         assert "skipped 1 torn last line" in tolerant.stderr
 
