@@ -209,6 +209,6 @@ def replay_episode(events: Iterable[Sequence[Any]], worker: int) -> int:
         logger = logging.getLogger(name)
         if logger.isEnabledFor(level):
             logger.handle(
-                logger.makeRecord(name, level, f"<worker {worker}>", 0, schema, None, None)
+                logger.makeRecord(name, level, f"<worker {worker}>", 0, schema, (), None)
             )
     return skipped
