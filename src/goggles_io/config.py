@@ -42,7 +42,7 @@ StrPath = str | os.PathLike[str]
 _C = TypeVar("_C", bound="PrettyConfig")
 
 
-class PrettyConfig(dict):  # type: ignore[type-arg]
+class PrettyConfig(dict[str, Any]):
     """A plain ``dict`` whose ``str()`` is indented YAML, so ``print(config)`` is readable.
 
     Nested mappings stay plain dicts; equality, ``json.dumps`` and ``**config`` work as for any
