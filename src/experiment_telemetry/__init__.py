@@ -7,6 +7,7 @@ code stay cheap.
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 import lazy_loader
 
@@ -14,6 +15,35 @@ try:
     __version__ = version("split-telemetry")
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers (imported on first use)
+    from experiment_telemetry.aggregators import (
+        Aggregator,
+        MetricsAggregator,
+        RecognitionAggregator,
+        WatchAggregator,
+    )
+    from experiment_telemetry.context import EpisodeContext, ObjectUnderSensor
+    from experiment_telemetry.harness import Experiment, RunResult
+    from experiment_telemetry.recorder import EventRecorder
+    from experiment_telemetry.replay import replay, replay_run
+    from experiment_telemetry.stats import (
+        VERDICTS,
+        EpisodeStats,
+        LearningModuleEpisodeStats,
+        MetricAlert,
+        MetricWindowStats,
+        OverallStats,
+        StatEvent,
+    )
+    from experiment_telemetry.transforms import (
+        ConsoleTransform,
+        CsvTransform,
+        GogglesTransform,
+        Transform,
+        WandbAlertTransform,
+        WandbTransform,
+    )
 
 __getattr__ = lazy_loader.attach(
     __name__,

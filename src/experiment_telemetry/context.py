@@ -47,7 +47,7 @@ def _check_count(_inst: Any, attribute: attrs.Attribute[Any], value: object) -> 
     check_int(attribute.name, value, 0)
 
 
-def _check_label(_inst: Any, _attr: Any, value: object) -> None:
+def _check_label(_inst: Any, _attr: Any, value: str) -> None:
     if not isinstance(value, str) or not value:
         msg = f"target must be a non-empty str label, or {NO_LABEL!r} (got {value!r})."
         raise ExperimentValueError(msg, value)
@@ -70,22 +70,27 @@ def _quaternion(value: Iterable[Any]) -> Quaternion:
     return (q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm)
 
 
-def _finite(size: int, name: str) -> Any:
-    def convert(value: Iterable[Any]) -> tuple[float, ...]:
-        try:
-            numbers = tuple(float(v) for v in value)
-        except (TypeError, ValueError):
-            numbers = ()
-        if len(numbers) != size or not all(math.isfinite(v) for v in numbers):
-            msg = f"{name} must be {size} finite numbers (got {value!r})."
-            raise ExperimentValueError(msg, value)
-        return numbers
+def _finite(value: Iterable[Any], size: int, name: str) -> tuple[float, ...]:
+    try:
+        numbers = tuple(float(v) for v in value)
+    except (TypeError, ValueError):
+        numbers = ()
+    if len(numbers) != size or not all(math.isfinite(v) for v in numbers):
+        msg = f"{name} must be {size} finite numbers (got {value!r})."
+        raise ExperimentValueError(msg, value)
+    return numbers
 
-    return convert
+
+def _target_position(value: Iterable[Any]) -> Vector3:
+    x, y, z = _finite(value, 3, "target_position")
+    return (x, y, z)
 
 
 def _optional_euler(value: Iterable[Any] | None) -> Vector3 | None:
-    return None if value is None else _finite(3, "target_euler")(value)
+    if value is None:
+        return None
+    x, y, z = _finite(value, 3, "target_euler")
+    return (x, y, z)
 
 
 def _scale(value: Any) -> float:
@@ -96,7 +101,7 @@ def _scale(value: Any) -> float:
     return number
 
 
-def _check_sensor_label(_inst: Any, _attr: Any, value: object) -> None:
+def _check_sensor_label(_inst: Any, _attr: Any, value: str) -> None:
     if not isinstance(value, str) or not value:
         msg = f"label must be a non-empty str, or {NO_LABEL!r} (got {value!r})."
         raise ExperimentValueError(msg, value)
@@ -146,9 +151,7 @@ class EpisodeContext(TelemetrySchema):
     """Labels of parts the target consists of (Monty's ``consistent_child_objects``)."""
     seed: int | None = None
     """The episode's random seed, when the experiment set one."""
-    target_position: Vector3 = attrs.field(
-        default=(0.0, 0.0, 0.0), converter=_finite(3, "target_position")
-    )
+    target_position: Vector3 = attrs.field(default=(0.0, 0.0, 0.0), converter=_target_position)
     """Where the object was placed ``(x, y, z)``."""
     target_euler: Vector3 | None = attrs.field(default=None, converter=_optional_euler)
     """The object's rotation as the environment states it in Euler angles (degrees); None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging as _logging
 from logging import CRITICAL, DEBUG, ERROR, INFO, NOTSET, WARNING
+from typing import TYPE_CHECKING
 
 import lazy_loader as _lazy
 
@@ -35,6 +36,25 @@ from goggles_io._event.records import Event, Kind
 from goggles_io.handlers.base import BaseHandler, Handler, register_handler
 from goggles_io.handlers.console import ConsoleHandler
 from goggles_io.handlers.noop import NoOpHandler
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers (imported on first use)
+    from goggles_io import config as config
+    from goggles_io import filters
+    from goggles_io import media as media
+    from goggles_io import shutdown as shutdown
+    from goggles_io import types as types
+    from goggles_io import validation as validation
+    from goggles_io._api.shutdown import GracefulShutdown
+    from goggles_io._api.subscribe import subscribe
+    from goggles_io._transport.subscription import Subscription
+    from goggles_io.config import PrettyConfig, load_configuration, save_configuration
+    from goggles_io.handlers.csv import CsvHandler
+    from goggles_io.handlers.remote import RemoteHandler
+    from goggles_io.handlers.storage import LocalStorageHandler
+    from goggles_io.handlers.wandb import WandBHandler
+    from goggles_io.types import Image, Metrics, Trajectories, Vector, VectorField, Video
+
+    GOGGLES_ASYNC: bool
 
 __all__ = [
     "CRITICAL",

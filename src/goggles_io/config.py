@@ -42,7 +42,7 @@ StrPath = str | os.PathLike[str]
 _C = TypeVar("_C", bound="PrettyConfig")
 
 
-class PrettyConfig(dict):  # type: ignore[type-arg]
+class PrettyConfig(dict[str, Any]):
     """A plain ``dict`` whose ``str()`` is indented YAML, so ``print(config)`` is readable.
 
     Nested mappings stay plain dicts; equality, ``json.dumps`` and ``**config`` work as for any
@@ -60,7 +60,7 @@ class PrettyConfig(dict):  # type: ignore[type-arg]
         if own is not None and not getattr(own, "_mirrors_fields", False):
             # The dataclass __init__ calls __post_init__; an override that skips super() must
             # still leave the dict mirroring the fields, after its validation has passed.
-            cls.__post_init__ = _then_mirror(own)  # type: ignore[attr-defined]
+            cls.__post_init__ = _then_mirror(own)  # type: ignore[method-assign]
 
     def __post_init__(self, *_init_vars: Any) -> None:
         _mirror_fields(self)

@@ -38,6 +38,16 @@ if TYPE_CHECKING:
         write_jsonl,
     )
 
+if TYPE_CHECKING:  # what the lazy names are, for type checkers (imported on first use)
+    from runtime_telemetry._codec import (
+        from_dict,
+        from_json,
+        read_jsonl,
+        to_dict,
+        to_json,
+        write_jsonl,
+    )
+
 # The codec (cattrs) loads on first use: runtime code that only emits never pays for it.
 __getattr__ = lazy_loader.attach(
     __name__,

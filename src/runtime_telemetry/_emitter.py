@@ -128,7 +128,7 @@ def _handle(logger: logging.Logger, level: int, schema: object, frame: FrameType
     code = frame.f_code
     logger.handle(
         logger.makeRecord(
-            logger.name, level, code.co_filename, frame.f_lineno, schema, None, None, code.co_name
+            logger.name, level, code.co_filename, frame.f_lineno, schema, (), None, code.co_name
         )
     )
 

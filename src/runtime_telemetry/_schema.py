@@ -54,6 +54,8 @@ class TelemetrySchema:
 
     kind: ClassVar[str] = ""
     version: ClassVar[int] = 1
+    _telemetry_abstract: ClassVar[bool]
+    """Set (in the class dict) on classes that are never emitted nor decoded."""
     timestamp: float = attrs.field(factory=time.time)
     """Wall-clock time of creation, float seconds since the epoch."""
 
@@ -129,4 +131,4 @@ class TelemetrySnapshot(TelemetrySchema, abstract=True):
     """
 
 
-TelemetrySchema._telemetry_abstract = True  # type: ignore[attr-defined]
+TelemetrySchema._telemetry_abstract = True

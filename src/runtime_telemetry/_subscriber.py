@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
@@ -58,6 +59,8 @@ class Subscriber(logging.Handler):
     """
 
     _receivers: ClassVar[dict[type, str]] = {}
+    lock: threading.RLock
+    """The handler's lock, never ``None``: ``logging.Handler.__init__`` creates it."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

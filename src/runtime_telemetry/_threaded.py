@@ -65,7 +65,7 @@ class ThreadedSubscriber(Subscriber):
     def _start(self) -> None:
         # deque appends and pops are atomic; the handler lock orders producers among
         # themselves, and the worker is the only consumer.
-        self._queue: deque[object] = deque()
+        self._queue: deque[TelemetrySchema | _Control] = deque()
         self._wake = threading.Event()
         self._worker = threading.Thread(
             target=self._run,
@@ -89,13 +89,13 @@ class ThreadedSubscriber(Subscriber):
         if not self._wake.is_set():
             self._wake.set()
 
-    def flush(self, timeout: float | None = _DEFAULT_TIMEOUT) -> bool:
+    def flush(self, timeout: float | None = _DEFAULT_TIMEOUT) -> bool:  # type: ignore[override]
         """Wait until everything queued so far is delivered; False if ``timeout`` s ran out."""
         _check_timeout(timeout)
         if self._closing or threading.current_thread() is self._worker:
             return not self._queue
         token = _Control(closing=False)
-        with self.lock:  # type: ignore[union-attr]
+        with self.lock:
             self._queue.append(token)
         self._wake.set()
         return token.done.wait(timeout)
@@ -109,7 +109,7 @@ class ThreadedSubscriber(Subscriber):
         _check_timeout(timeout)
         self._detach()
         token = _Control(closing=True)
-        with self.lock:  # type: ignore[union-attr]
+        with self.lock:
             first_close = not self._closing
             self._closing = True
             if first_close:
@@ -146,18 +146,18 @@ class ThreadedSubscriber(Subscriber):
                 self.queue_size,
             )
 
-    def _run(self, queue: deque[object], wake: threading.Event) -> None:
+    def _run(self, queue: deque[TelemetrySchema | _Control], wake: threading.Event) -> None:
         while True:
             wake.wait()
             wake.clear()
             while queue:
                 item = queue.popleft()
-                if type(item) is _Control:
+                if isinstance(item, _Control):
                     item.done.set()
                     if item.closing:
                         return
                     continue
-                self._deliver(item)  # type: ignore[arg-type]
+                self._deliver(item)
 
     def _restart_after_fork(self) -> None:
         """In a fork child: the parent's worker is gone and its queue belongs to the parent."""

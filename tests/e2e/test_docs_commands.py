@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from support import started
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 _BLOCK = re.compile(r"```(?:bash|sh|shell)\n(.*?)```", re.S)
@@ -112,17 +114,15 @@ def _serve(argv: list[str], cwd: Path) -> tuple[int, str]:
         argv[argv.index("--port") + 1] = "0"
     else:
         argv += ["--port", "0"]
-    proc = subprocess.Popen(
-        argv, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    assert proc.stdout is not None
     seen = []
-    try:
+    with started(
+        argv, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
+        assert proc.stdout is not None
         for line in proc.stdout:
             seen.append(line)
             if "http://" in line or proc.poll() is not None:
                 break
-    finally:
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=60)
     return code, "".join(seen)

@@ -63,7 +63,7 @@ class Aggregator(Subscriber):
             msg = f"context must be an EpisodeContext (got {context!r})."
             raise ExperimentTypeError(msg, context)
         with self.lock:
-            stats = self.score_episode(context)
+            stats = list(self.score_episode(context))
             for stat in stats:
                 self.publish(stat)
         return stats
@@ -71,7 +71,7 @@ class Aggregator(Subscriber):
     def post_run(self) -> list[StatEvent]:
         """Publish and return what is still open at the run's end (e.g. a partial window)."""
         with self.lock:
-            stats = self.score_run()
+            stats = list(self.score_run())
             for stat in stats:
                 self.publish(stat)
         return stats

@@ -106,8 +106,13 @@ class EventForwarder(Subscriber):
             return
         self._batch = []
         first = self.sent
-        extra = {"w": self.worker, "e": self.episode, "n": first, "c": len(batch)}
-        extra.update(_CHUNK)
+        extra: dict[str, object] = {
+            "w": self.worker,
+            "e": self.episode,
+            "n": first,
+            "c": len(batch),
+            **_CHUNK,
+        }
         self._bus.emit(
             goggles_io.Event(
                 _ARTIFACT, self.scope, msgpack.packb(batch), None, first, time.time(),

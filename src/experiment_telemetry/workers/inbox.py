@@ -208,7 +208,5 @@ def replay_episode(events: Iterable[Sequence[Any]], worker: int) -> int:
             continue
         logger = logging.getLogger(name)
         if logger.isEnabledFor(level):
-            logger.handle(
-                logger.makeRecord(name, level, f"<worker {worker}>", 0, schema, None, None)
-            )
+            logger.handle(logger.makeRecord(name, level, f"<worker {worker}>", 0, schema, (), None))
     return skipped

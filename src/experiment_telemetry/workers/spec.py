@@ -37,7 +37,7 @@ def check_plain(value: object, what: str) -> Any:
     return value
 
 
-def _check_factory(_instance: object, _attribute: object, value: object) -> None:
+def _check_factory(_instance: object, _attribute: object, value: str) -> None:
     module, sep, name = value.partition(":") if isinstance(value, str) else ("", "", "")
     if not sep or not module or not name or module == "__main__":
         msg = (
@@ -45,6 +45,10 @@ def _check_factory(_instance: object, _attribute: object, value: object) -> None
             f"(got {value!r}); worker processes build the runtime by importing it."
         )
         raise ExperimentValueError(msg, value)
+
+
+def _plain_kwargs(value: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(check_plain(dict(value), "RuntimeSpec.kwargs"))
 
 
 @attrs.frozen(kw_only=True)
@@ -62,9 +66,7 @@ class RuntimeSpec:
 
     factory: str = attrs.field(validator=_check_factory)
     """``"package.module:callable"`` returning the runtime."""
-    kwargs: Mapping[str, Any] = attrs.field(
-        factory=dict, converter=lambda v: dict(check_plain(dict(v), "RuntimeSpec.kwargs"))
-    )
+    kwargs: Mapping[str, Any] = attrs.field(factory=dict, converter=_plain_kwargs)
     episode_method: str = "run_episode"
 
     def to_dict(self) -> dict[str, Any]:

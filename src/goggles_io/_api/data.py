@@ -156,6 +156,8 @@ class MetricLogger(TextLogger):
         if x is not None or time is not None:
             ext["x"] = x if x is not None else time
             ext.setdefault("x_axis", "time")
+        filepath: str | None
+        lineno: int | None
         if (STATE.settings or get_settings()).caller_info:
             frame = _getframe(1)
             filepath, lineno = frame.f_code.co_filename, frame.f_lineno

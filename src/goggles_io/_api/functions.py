@@ -12,7 +12,7 @@ from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import FinishReport, Transport
 from goggles_io._event import validate as v
 from goggles_io._util.report import ReportOnce
-from goggles_io.exceptions import ConfigurationError
+from goggles_io.exceptions import ConfigurationError, InvalidNameError
 from goggles_io.handlers.base import Handler
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def _scopes(scopes: Sequence[str] | str | None) -> list[str]:
         return ["global"]
     if isinstance(scopes, str):
         msg = f"scopes must be a list of str, not a bare str (got {scopes!r}); pass [{scopes!r}]."
-        raise v.InvalidNameError(msg, name=scopes)
+        raise InvalidNameError(msg, name=scopes)
     return list(scopes)
 
 

@@ -12,6 +12,7 @@ import sys
 import traceback
 from collections.abc import Mapping
 from time import time as _now
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from goggles_io._api.state import STATE, get_settings, get_transport
@@ -22,6 +23,7 @@ from goggles_io._event.records import Event, Kind
 __all__ = ["TextLogger"]
 
 _L = TypeVar("_L", bound="TextLogger")
+_UNBOUND: Mapping[str, Any] = MappingProxyType({})
 
 DEBUG, INFO, WARNING, ERROR, CRITICAL = 10, 20, 30, 40, 50
 _LOG = Kind.LOG
@@ -45,7 +47,7 @@ class TextLogger:
     __slots__ = ("_bound", "level", "name", "scope")
 
     def __init__(
-        self, name: str, scope: str = "global", level: int = 0, bound: Mapping[str, Any] = ()
+        self, name: str, scope: str = "global", level: int = 0, bound: Mapping[str, Any] = _UNBOUND
     ) -> None:
         self.name = name
         self.scope = scope

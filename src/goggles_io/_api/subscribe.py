@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from goggles_io._api.state import get_settings, get_transport
@@ -46,8 +46,26 @@ class _InProcessSink:
     def handle(self, event: Event) -> None:
         self.subscription.deliver([event])
 
+    def can_handle(self, kind: Kind) -> bool:
+        return kind in self.capabilities
+
+    def open(self) -> None:
+        """Nothing to acquire: the subscription's buffer is already there."""
+
+    def flush(self) -> None:
+        """Nothing buffered here: events go straight to the subscription."""
+
+    def close(self) -> None:
+        """The subscription outlives the sink; closing it is its owner's call."""
+
     def to_dict(self) -> dict[str, Any]:
         return {"cls": "goggles_io.subscriber", "data": {"name": self.name}}
+
+    @classmethod
+    def from_dict(cls, serialized: Mapping[str, Any]) -> _InProcessSink:
+        """Never rebuilt from a spec: it holds a live subscription of this process."""
+        msg = f"an in-process subscriber sink cannot be rebuilt from a spec (got {serialized!r})."
+        raise TypeError(msg)
 
 
 def subscribe(

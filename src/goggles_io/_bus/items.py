@@ -105,7 +105,7 @@ class HeldTickets:
             ticket.settle()
 
 
-class Redelivered(list):  # type: ignore[type-arg]
+class Redelivered(list[Event]):
     """A list of events sent before to a host that died without acknowledging it: a handler
     may have handled a head of it already (its ``handle_redelivered`` decides)."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from goggles_io._event.validate import (
     check_message_payload,
@@ -31,7 +31,9 @@ def to_reference(data: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(raw, (str, os.PathLike)) or not os.path.exists(raw):
         msg = f"artifact 'path' must name an existing file or directory (got {short_repr(raw)})."
         raise InvalidPayloadError(msg, value=raw)
-    ref = check_message_payload({k: v for k, v in data.items() if k != "path"}, "artifact")
+    ref: dict[str, Any] = check_message_payload(
+        {k: v for k, v in data.items() if k != "path"}, "artifact"
+    )
     for key in ("name", "type"):
         if key in ref and not (isinstance(ref[key], str) and ref[key]):
             msg = f"artifact {key!r} must be a non-empty str (got {short_repr(ref[key])})."
@@ -61,13 +63,14 @@ def to_artifact(data: object, fmt: object = "bin") -> bytes | str | dict[str, An
     reference (see :func:`to_reference`).
     """
     if is_reference(data, fmt):
-        return to_reference(data)  # type: ignore[arg-type]
+        return to_reference(cast("Mapping[str, Any]", data))  # is_reference checked it
     if isinstance(data, bytes | bytearray | memoryview):
         return bytes(data)
     if isinstance(data, str):
         return data.encode("utf-8", "surrogatepass")
     if isinstance(data, os.PathLike):
-        return os.fspath(data)  # type: ignore[return-value]
+        path: str | bytes = os.fspath(data)
+        return path
     if isinstance(data, Mapping | list | tuple):
         return _serialise(data, fmt)
     ndarray = ndarray_type()

@@ -212,7 +212,7 @@ _STRUCTURE: dict[int, Callable[[Any, Any], Any]] = {
 
 
 def _array_bytes(a: np.ndarray) -> bytes:
-    header = msgpack.packb((a.dtype.str, a.shape))
+    header: bytes = msgpack.packb((a.dtype.str, a.shape))
     return _U16.pack(len(header)) + header + a.tobytes()
 
 
@@ -312,7 +312,7 @@ class Encoder:
     def encode(self, message: Message) -> bytes:
         """Return the msgpack bytes of ``message``; raises TypeError for unencodable payloads."""
         cls = type(message)
-        out = self._packer.pack([_TAGS[cls], _UNSTRUCTURE[cls](message)])
+        out: bytes = self._packer.pack([_TAGS[cls], _UNSTRUCTURE[cls](message)])
         if len(out) > _KEEP_PACKER_BYTES:
             # The packer keeps its buffer as large as its largest message: start a small one.
             self._packer = msgpack.Packer(default=self._default, use_bin_type=True, autoreset=True)
@@ -356,7 +356,8 @@ class Decoder:
             if hook is None:
                 msg = f"unknown message tag {raw[0]!r}"
                 raise FrameError(msg, value=raw[0])
-            return hook(raw[1], _CLASSES[raw[0]])  # type: ignore[no-any-return]
+            message: Message = hook(raw[1], _CLASSES[raw[0]])
+            return message
         except FrameError:
             raise
         except RecursionError:

@@ -168,7 +168,7 @@ def _check_pixels(arr: np.ndarray, what: str, value: object) -> None:
         raise InvalidPayloadError(msg, value=value)
 
 
-def ndarray_type() -> type | None:
+def ndarray_type() -> type[np.ndarray] | None:
     """numpy's ``ndarray`` if numpy is loaded, else ``None``; never imports numpy.
 
     Read with ``getattr``, never ``np.ndarray``: another thread (the socket client's sender

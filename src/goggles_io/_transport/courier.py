@@ -138,7 +138,7 @@ class Courier:
         held = 0  # bytes of staged arrays the host will copy out for ``events``
         again = redelivered or self._again
         for item in items:
-            if type(item) is Marker:
+            if isinstance(item, Marker):
                 self._frame_events(events, again, batcher, sent, data)
                 events, held = [], 0
                 if item.call.op == AGAIN:  # ours, not the host's: marks the events after it

@@ -275,7 +275,7 @@ class Leftovers:
             for items, sent in chunks:
                 run: list[Event] = []
                 for item in items:
-                    if type(item) is not Marker:
+                    if not isinstance(item, Marker):
                         run.append(item)
                         continue
                     if run:

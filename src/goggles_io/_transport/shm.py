@@ -298,7 +298,8 @@ class ShmReader:
             msg = f"shared-memory reference {ref!r} is out of bounds for segment size {len(mm)!r}"
             raise FrameError(msg, value=ref)
         flat = np.frombuffer(mm, dtype=dtype, count=count, offset=ref.offset)
-        return flat.reshape(ref.shape).copy()
+        array: np.ndarray = flat.reshape(ref.shape).copy()
+        return array
 
     def forget(self, name: str) -> None:
         """Unmap a segment whose one-off slot was released."""

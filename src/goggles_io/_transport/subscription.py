@@ -81,10 +81,10 @@ class Subscription:
         """Hand events to the callback, or buffer them (dropping and counting past the bound)."""
         if self.callback is not None:
             if self.batch_callback:
-                self.callback(events)  # type: ignore[call-arg, arg-type]
+                self.callback(events)  # type: ignore[arg-type]  # batch_callback says which
             else:
                 for event in events:
-                    self.callback(event)  # type: ignore[call-arg, arg-type]
+                    self.callback(event)  # type: ignore[arg-type]
             self.received += len(events)
             return
         with self._cond:

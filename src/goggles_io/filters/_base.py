@@ -152,7 +152,11 @@ class Filter:
         return self.name
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._params() == other._params()  # type: ignore[attr-defined]
+        return (
+            isinstance(other, Filter)
+            and type(self) is type(other)
+            and self._params() == other._params()
+        )
 
     def __hash__(self) -> int:
         return hash((type(self), self.name))
@@ -194,11 +198,11 @@ def check_float(name: str, value: Any, *, finite: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         msg = f"{name} must be a real number (got {value!r} that is a {type(value).__name__})."
         raise ConfigurationTypeError(msg, key=name, value=value)
-    value = float(value)
-    if finite and not np.isfinite(value):
-        msg = f"{name} must be finite (got {value!r})."
-        raise ConfigurationError(msg, key=name, value=value)
-    return value
+    number = float(value)
+    if finite and not np.isfinite(number):
+        msg = f"{name} must be finite (got {number!r})."
+        raise ConfigurationError(msg, key=name, value=number)
+    return number
 
 
 def check_order(low_name: str, low: float, high_name: str, high: float, *, strict: bool) -> None:

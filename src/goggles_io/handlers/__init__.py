@@ -7,6 +7,8 @@ cheap and never pulls wandb in.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import lazy_loader as _lazy
 
 from goggles_io.handlers.base import BaseHandler, Handler, register_handler
@@ -24,6 +26,12 @@ __all__ = [
     "WandBHandler",
     "register_handler",
 ]
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers (imported on first use)
+    from goggles_io.handlers.csv import CsvHandler
+    from goggles_io.handlers.remote import RemoteHandler
+    from goggles_io.handlers.storage import LocalStorageHandler
+    from goggles_io.handlers.wandb import WandBHandler
 
 # Heavy sinks load on first access, from the module that defines each.
 __getattr__, _, _ = _lazy.attach(

@@ -206,7 +206,7 @@ class ArtifactUploader:
             artifact.add_file(str(source))
         run.log_artifact(artifact, aliases=list(ref.get("aliases") or []) or None)
 
-    def _content_file(self, name: str, fmt: str, data: bytes) -> Path:
+    def _content_file(self, name: str, fmt: str, data: bytes | bytearray) -> Path:
         if self._tmp is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="goggles-wandb-artifacts-")
         stem = _ARTIFACT_NAME.sub("_", name.rsplit("/", 1)[-1]) or "artifact"

@@ -89,7 +89,11 @@ class Handler(Protocol):
 
     name: str
     level: int
-    capabilities: frozenset[Kind]
+
+    @property
+    def capabilities(self) -> frozenset[Kind]:
+        """The kinds routed here (read-only: a class attribute satisfies it)."""
+        ...
 
     def can_handle(self, kind: Kind) -> bool: ...
 

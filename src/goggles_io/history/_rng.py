@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from goggles_io.exceptions import ConfigurationError
@@ -18,7 +19,7 @@ __all__ = ["check_rng", "draw_rows", "row_keys"]
 
 
 def _is_typed(rng: Any) -> bool:
-    return bool(jax.dtypes.issubdtype(rng.dtype, jax.dtypes.prng_key))
+    return bool(jnp.issubdtype(rng.dtype, jax.dtypes.prng_key))
 
 
 def check_rng(rng: Any, batch: int) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import jax
@@ -16,7 +16,13 @@ from goggles_io.history.utils import peek_last
 
 __all__ = ["SUMMARIES", "MetricsLogger", "log_history"]
 
-SUMMARIES = {"max": jnp.max, "mean": jnp.mean, "min": jnp.min, "std": jnp.std, "sum": jnp.sum}
+SUMMARIES: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "max": jnp.max,
+    "mean": jnp.mean,
+    "min": jnp.min,
+    "std": jnp.std,
+    "sum": jnp.sum,
+}
 """Summary names ``log_history`` accepts, each a reduction over the batch and the field's shape."""
 
 

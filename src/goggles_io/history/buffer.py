@@ -135,7 +135,8 @@ def update_history(
                 msg = f"History field {name!r} has init='randn': a reset requires rng (got None)."
                 raise ConfigurationError(msg, key="rng", value=rng)
     # One jitted dispatch: eager callers make no host transfers, jitted callers inline it.
-    return _apply_update(history, entries, reset_mask, rng, modes)
+    updated: History = _apply_update(history, entries, reset_mask, rng, modes)  # jit: Any
+    return updated
 
 
 def _modes(

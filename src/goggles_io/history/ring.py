@@ -72,7 +72,7 @@ class RingHistory:
 
 def ring_slice(hist: RingHistory, field: str, start: int | None, stop: int | None) -> Array:
     """Entries ``start:stop`` of ``field`` in time order (0 = oldest), as ``(B, n, *shape)``."""
-    return _window(
+    window: Array = _window(  # jax.jit drops the return type
         hist.data[field],
         hist.head[field],
         hist.count[field],
@@ -80,6 +80,7 @@ def ring_slice(hist: RingHistory, field: str, start: int | None, stop: int | Non
         start=start,
         stop=stop,
     )
+    return window
 
 
 @functools.partial(jax.jit, static_argnames=("init", "start", "stop"))
@@ -127,7 +128,9 @@ def ring_update(
         if reset_mask is not None and mode in ("zeros", "ones"):
             grown = jnp.where(reset_mask, 0, grown)
         elif reset_mask is not None and mode == "randn":
-            buf = _redraw(buf, reset_mask, keys[field])
+            key = keys[field]
+            assert key is not None, "update() requires rng for a randn reset"
+            buf = _redraw(buf, reset_mask, key)
         data[field], count[field] = buf, grown
     return RingHistory(data, head, count, hist.inits)
 
@@ -139,4 +142,5 @@ def _redraw(buf: Array, reset_mask: Array, keys: Array) -> Array:
     def redraw(b: Array) -> Array:
         return jnp.where(rows, draw_rows(keys, b.shape[1:], b.dtype), b)
 
-    return jax.lax.cond(jnp.any(reset_mask), redraw, lambda b: b, buf)
+    redrawn: Array = jax.lax.cond(jnp.any(reset_mask), redraw, lambda b: b, buf)
+    return redrawn

@@ -200,7 +200,8 @@ def _check_int(key: str, value: Any) -> None:
 def _read(history: History, field: str, start: int, stop: int) -> Array:
     if isinstance(history, RingHistory):
         return ring_slice(history, field, start, stop)
-    return _window(history[field], start, stop)
+    window: Array = _window(history[field], start, stop)  # jax.jit drops the return type
+    return window
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2))

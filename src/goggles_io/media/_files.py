@@ -65,7 +65,7 @@ def save_numpy_image(image: Any, out_path: str | os.PathLike[str], format: str) 
 
 
 def save_numpy_gif(
-    frames: Any, out_path: str | os.PathLike[str], fps: int = 10, loop: int = 0
+    frames: Any, out_path: str | os.PathLike[str], fps: float = 10, loop: int = 0
 ) -> None:
     """Write ``frames`` (``(T, H, W[, C])``) as an animated GIF looping ``loop`` times (0: forever).
 
@@ -101,7 +101,7 @@ def has_mp4() -> bool:
 def save_numpy_mp4(
     frames: Any,
     out_path: str | os.PathLike[str],
-    fps: int = 30,
+    fps: float = 30,
     codec: str = "libx264",
     pix_fmt: str = "yuv420p",
     bitrate: str | None = None,

@@ -9,9 +9,11 @@ __all__ = [
     "Quaternion",
     "Vector3",
     "floats",
-    "optional_floats",
+    "optional_vector3",
+    "quaternion",
     "quaternions",
     "strings",
+    "vector3",
     "vectors",
 ]
 
@@ -42,27 +44,28 @@ def floats(size: int) -> Callable[[Iterable[Any]], tuple[float, ...]]:
     return convert
 
 
-_quaternion = floats(4)
+def vector3(values: Iterable[Any]) -> Vector3:
+    """Store a location as a 3-tuple of plain floats (a named function, so type checkers see it)."""
+    x, y, z = floats(3)(values)
+    return (x, y, z)
+
+
+def optional_vector3(values: Iterable[Any] | None) -> Vector3 | None:
+    """Like :func:`vector3`, but ``None`` stays ``None`` (the location is unknown)."""
+    return None if values is None else vector3(values)
+
+
+def quaternion(values: Iterable[Any]) -> Quaternion:
+    """Store a rotation as a 4-tuple of plain floats."""
+    w, x, y, z = floats(4)(values)
+    return (w, x, y, z)
 
 
 def quaternions(values: Iterable[Iterable[Any]]) -> tuple[Quaternion, ...]:
     """Store a sequence of quaternions as a tuple of 4-tuples."""
-    return tuple(_quaternion(v) for v in values)  # type: ignore[misc]
-
-
-_vector = floats(3)
+    return tuple(quaternion(v) for v in values)
 
 
 def vectors(values: Iterable[Iterable[Any]]) -> tuple[Vector3, ...]:
     """Store a sequence of locations as a tuple of 3-tuples."""
-    return tuple(_vector(v) for v in values)  # type: ignore[misc]
-
-
-def optional_floats(size: int) -> Callable[[Iterable[Any] | None], tuple[float, ...] | None]:
-    """Like ``floats(size)``, but ``None`` stays ``None`` (the value is unknown)."""
-    convert = floats(size)
-
-    def optional(values: Iterable[Any] | None) -> tuple[float, ...] | None:
-        return None if values is None else convert(values)
-
-    return optional
+    return tuple(vector3(v) for v in values)

@@ -23,10 +23,11 @@ from runtime_telemetry._schema import TelemetryEvent, TelemetrySnapshot, array_e
 from runtime_telemetry.events._fields import (
     Quaternion,
     Vector3,
-    floats,
-    optional_floats,
+    optional_vector3,
+    quaternion,
     quaternions,
     strings,
+    vector3,
     vectors,
 )
 
@@ -80,7 +81,7 @@ class LearningModuleStep(LearningModuleEvent):
     """Whether this input was on an object (not background)."""
     exploring: bool = False
     """True for an input taken while exploring (learning a known object), not matching."""
-    location: Vector3 | None = attrs.field(default=None, converter=optional_floats(3))
+    location: Vector3 | None = attrs.field(default=None, converter=optional_vector3)
     """Where the input came from ``(x, y, z)``, in the body's frame."""
     symmetry_evidence: int = 0
     """The module's count of steps for which symmetric poses stayed equally likely."""
@@ -93,9 +94,9 @@ class LearningModuleObjectRecognized(LearningModuleEvent):
     version = 2
     graph_id: str
     """The recognised object's graph id in this module's memory."""
-    location: Vector3 = attrs.field(converter=floats(3))
+    location: Vector3 = attrs.field(converter=vector3)
     """The sensed location on the recognised object's own model ``(x, y, z)``."""
-    rotation: Quaternion = attrs.field(converter=floats(4))
+    rotation: Quaternion = attrs.field(converter=quaternion)
     """The object's detected rotation ``(w, x, y, z)``."""
     scale: float = 1.0
     """Detected scale relative to the stored graph."""
@@ -180,9 +181,9 @@ class MostLikelyHypothesis(LearningModuleEvent):
     version = 2
     graph_id: str
     """Graph id of the most likely object."""
-    location: Vector3 = attrs.field(converter=floats(3))
+    location: Vector3 = attrs.field(converter=vector3)
     """Most likely location on that object's model ``(x, y, z)``."""
-    rotation: Quaternion = attrs.field(converter=floats(4))
+    rotation: Quaternion = attrs.field(converter=quaternion)
     """Most likely rotation of the object ``(w, x, y, z)``."""
     evidence: float
     """Evidence for this hypothesis, in the module's own units."""

@@ -9,6 +9,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from support import started
+
 # A shell without job control starts background jobs with SIGINT ignored, and children inherit
 # that (pytest run as `cmd &` from a script would then hang here): restore Ctrl-C first.
 SCRIPT = """
@@ -25,7 +27,7 @@ sys.exit(args.handler(args))
 class TestCollectorCommand:
     def test_serves_and_stops_on_ctrl_c(self, tmp_path: Path) -> None:
         """The command prints its URL, answers GET /runs, and exits 0 on SIGINT."""
-        proc = subprocess.Popen(
+        with started(
             [
                 sys.executable,
                 "-c",
@@ -38,13 +40,15 @@ class TestCollectorCommand:
             ],
             stdout=subprocess.PIPE,
             text=True,
-        )
-        line = proc.stdout.readline()  # type: ignore[union-attr]
-        url = line.split()[3].rstrip(",")
-        with urllib.request.urlopen(f"{url}/runs", timeout=10) as response:
-            body = json.loads(response.read())
-        proc.send_signal(signal.SIGINT)
+        ) as proc:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            url = line.split()[3].rstrip(",")
+            with urllib.request.urlopen(f"{url}/runs", timeout=10) as response:
+                body = json.loads(response.read())
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=30)
 
         assert {"runs": []} == body
-        assert 0 == proc.wait(timeout=30)
+        assert 0 == code
         assert (tmp_path / "r.db").is_file()

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from experiment_telemetry.cli import main
+from support import started
 
 
 class TestMain:
@@ -20,13 +21,13 @@ class TestMain:
 
     def test_closed_pipe_exits_quietly(self, tmp_path: Path) -> None:
         """``telemetry runs ROOT | head -0``: nothing on stderr when the reader has gone."""
-        proc = subprocess.Popen(
+        with started(
             [sys.executable, "-m", "experiment_telemetry", "runs", str(tmp_path)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-        )
-        assert proc.stdout is not None
-        proc.stdout.close()  # the reader leaves before anything is written
-        _, err = proc.communicate(timeout=60)
+        ) as proc:
+            assert proc.stdout is not None
+            proc.stdout.close()  # the reader leaves before anything is written
+            _, err = proc.communicate(timeout=60)
 
         assert b"" == err

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from support import started
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -150,18 +152,16 @@ class TestShowAndUi:
         self, tmp_path: Path, extra: tuple[str, ...], expected: str
     ) -> None:
         """ui --collector-db X in a folder without runs/ starts; on 0.0.0.0 with a key it warns."""
-        proc = subprocess.Popen(
+        with started(
             [*command(), "ui", "--collector-db", "c.sqlite", "--port", "0", *extra],
             cwd=tmp_path,
             env=env(TELEMETRY_COLLECTOR_API_KEY="k"),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-        )
-        try:
+        ) as proc:
             assert proc.stdout is not None
             lines = [proc.stdout.readline() for _ in range(3 if extra else 2)]
-        finally:
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=30)
 
@@ -187,7 +187,7 @@ def test_ctrl_c_ends_the_demo_with_one_line_and_no_traceback(tmp_path: Path, wor
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) mid-run: exit 130,
     'interrupted' said once, no traceback from the demo or its workers, no repeated tally."""
     reader_env = {k: v for k, v in env().items() if not k.startswith("GOGGLES_")}
-    proc = subprocess.Popen(
+    with started(
         [
             *command(),
             "demo",
@@ -205,15 +205,15 @@ def test_ctrl_c_ends_the_demo_with_one_line_and_no_traceback(tmp_path: Path, wor
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
-    )
-    assert proc.stdout is not None
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if " episode " in line:  # the loop is running
-            break
-    os.killpg(proc.pid, signal.SIGINT)
-    rest, _ = proc.communicate(timeout=120)
+    ) as proc:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if " episode " in line:  # the loop is running
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        rest, _ = proc.communicate(timeout=120)
     output = "".join(lines) + rest
 
     assert 130 == proc.returncode, output

@@ -7,29 +7,41 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from goggles_io import GracefulShutdown
 from goggles_io.exceptions import ShutdownError
+from support import start, stop
 
 SCRIPT = Path(__file__).parent / "scripts" / "shutdown_loop.py"
 SRC = Path(__file__).resolve().parents[3] / "src"
 
 
-def _start(*args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    assert "ready\n" == proc.stdout.readline()
-    return proc
+@pytest.fixture(name="start_loop")
+def start_loop_fixture() -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    """Start the shutdown loop script (ready when it says so); every one is stopped after."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def start_loop(*args: str) -> subprocess.Popen[str]:
+        env = {**os.environ, "PYTHONPATH": str(SRC)}
+        proc = start(
+            [sys.executable, str(SCRIPT), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        procs.append(proc)
+        assert proc.stdout is not None
+        assert "ready\n" == proc.stdout.readline()
+        return proc
+
+    yield start_loop
+    for proc in procs:
+        stop(proc)
 
 
 class TestGracefulShutdownInProcess:
@@ -129,25 +141,31 @@ class TestGracefulShutdownInProcess:
 
 
 class TestGracefulShutdownSubprocess:
-    def test_real_sigint_stops_the_loop_cleanly(self) -> None:
+    def test_real_sigint_stops_the_loop_cleanly(
+        self, start_loop: Callable[..., subprocess.Popen[str]]
+    ) -> None:
         """A real SIGINT sent by another process ends the loop, exit code 0, handlers restored."""
-        proc = _start()
+        proc = start_loop()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
 
         assert (0, "stopped SIGINT 1\nrestored\n") == (proc.returncode, out), err
 
-    def test_real_sigterm_stops_the_loop_cleanly(self) -> None:
+    def test_real_sigterm_stops_the_loop_cleanly(
+        self, start_loop: Callable[..., subprocess.Popen[str]]
+    ) -> None:
         """SIGTERM is caught like SIGINT."""
-        proc = _start()
+        proc = start_loop()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
 
         assert (0, "stopped SIGTERM 1\nrestored\n") == (proc.returncode, out), err
 
-    def test_second_sigint_raises_keyboard_interrupt(self) -> None:
+    def test_second_sigint_raises_keyboard_interrupt(
+        self, start_loop: Callable[..., subprocess.Popen[str]]
+    ) -> None:
         """A second Ctrl-C raises KeyboardInterrupt so a stuck loop can still be stopped."""
-        proc = _start("--wait-second")
+        proc = start_loop("--wait-second")
         assert proc.stdout is not None
         proc.send_signal(signal.SIGINT)
         assert "stopped SIGINT 1\n" == proc.stdout.readline()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from redis_server import RedisServer
+from support import start, stop
 
 SCRIPTS = Path(__file__).parent / "scripts"
 _SRC = Path(__file__).parents[3] / "src"
@@ -59,7 +60,7 @@ class Machines:
             "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(_SRC), str(_TESTS)]),
             **env,
         }
-        proc = subprocess.Popen(
+        proc = start(
             [sys.executable, str(SCRIPTS / script), *map(str, args)],
             cwd=SCRIPTS,
             env=full_env,
@@ -92,9 +93,7 @@ def _machines(server: RedisServer) -> Iterator[Machines]:
     m = Machines(root, server.url)
     yield m
     for proc in m.procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=30)
+        stop(proc)
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -119,8 +118,6 @@ def password_redis() -> Iterator[tuple[RedisServer, Machines]]:
     m = Machines(root / "m", server.url)
     yield server, m
     for proc in m.procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=30)
+        stop(proc)
     server.stop()
     shutil.rmtree(root, ignore_errors=True)

@@ -22,7 +22,7 @@ import goggles_io as gg
 from goggles_io.exceptions import ConfigurationError, InvalidNameError
 from goggles_io.handlers.base import handler_from_dict
 from goggles_io.handlers.storage import EVENTS_FILE, LOG_FILE, read_events, safe_filename
-from support import wait_until
+from support import started, wait_until
 
 SCRIPT = Path(__file__).parent / "scripts" / "storage_writer.py"
 SRC = Path(__file__).resolve().parents[3] / "src"
@@ -152,13 +152,13 @@ class TestTornLines:
     def test_file_of_a_sigkilled_writer_always_reads(self, tmp_path: Path) -> None:
         """After SIGKILL mid-writing, reading never fails and keeps every whole line."""
         env = {**os.environ, "PYTHONPATH": str(SRC)}
-        proc = subprocess.Popen(
+        with started(
             [sys.executable, str(SCRIPT), str(tmp_path)], stdout=subprocess.PIPE, env=env
-        )
-        wait_until(lambda: (tmp_path / LOG_FILE).exists(), what="writer started")
-        wait_until(lambda: (tmp_path / LOG_FILE).stat().st_size > 50_000, what="lines")
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
+        ) as proc:
+            wait_until(lambda: (tmp_path / LOG_FILE).exists(), what="writer started")
+            wait_until(lambda: (tmp_path / LOG_FILE).stat().st_size > 50_000, what="lines")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=60)
 
         log = read_events(tmp_path)
 

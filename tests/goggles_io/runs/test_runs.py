@@ -22,7 +22,7 @@ from goggles_io.runs import (
     register_run,
     write_kv,
 )
-from support import wait_until
+from support import started, wait_until
 
 SCRIPT = Path(__file__).parent / "scripts" / "run_until_signal.py"
 
@@ -97,23 +97,25 @@ class TestRunContext:
 
     def test_sigterm_marks_interrupted(self, tmp_path: Path) -> None:
         """SIGTERM to a process inside `with RunContext` marks its run interrupted."""
-        proc = subprocess.Popen(
+        with started(
             [sys.executable, str(SCRIPT), str(tmp_path)], stdout=subprocess.PIPE, text=True
-        )
-        run_dir = Path(proc.stdout.readline().strip())  # type: ignore[union-attr]
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        ) as proc:
+            assert proc.stdout is not None
+            run_dir = Path(proc.stdout.readline().strip())
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
 
         assert "interrupted" == read_kv(run_dir / "run.kv")["status"]
 
     def test_killed_process_reads_as_crashed(self, tmp_path: Path) -> None:
         """A run whose process was SIGKILLed keeps status=running on disk and reads as crashed."""
-        proc = subprocess.Popen(
+        with started(
             [sys.executable, str(SCRIPT), str(tmp_path)], stdout=subprocess.PIPE, text=True
-        )
-        run_dir = Path(proc.stdout.readline().strip())  # type: ignore[union-attr]
-        proc.kill()
-        proc.wait(timeout=30)
+        ) as proc:
+            assert proc.stdout is not None
+            run_dir = Path(proc.stdout.readline().strip())
+            proc.kill()
+            proc.wait(timeout=30)
 
         assert "running" == read_kv(run_dir / "run.kv")["status"]
         assert "crashed" == read_run(run_dir)["status"]

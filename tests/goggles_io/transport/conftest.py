@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from support import wait_until
+from support import start, stop, wait_until
 
 SCRIPTS = Path(__file__).parent / "scripts"
 _SRC = Path(__file__).parents[3] / "src"
@@ -44,7 +44,7 @@ class Bus:
         self, script: str, *args: object, new_session: bool = False, **env: str
     ) -> subprocess.Popen[str]:
         """Start ``scripts/<script>`` with this bus's environment."""
-        proc = subprocess.Popen(
+        proc = start(
             [sys.executable, str(SCRIPTS / script), *map(str, args)],
             cwd=SCRIPTS,
             env={**self.env, **env},
@@ -100,9 +100,7 @@ def bus() -> Iterator[Bus]:
     b = Bus(root)
     yield b
     for proc in b.procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=30)
+        stop(proc)
     with contextlib.suppress(AssertionError):
         wait_until(lambda: not b.host_alive(), timeout_s=10, what="host exits after idle grace")
     if b.host_alive():

@@ -147,7 +147,8 @@ def make_ui_app(
                 if fmt == "csv"
                 else b'{"columns":["step","time","x","value"],"rows":['
             )
-            first, done, found = True, 0, []  # found: paths of logged NaN/inf values (JSON)
+            first, done = True, 0
+            found: list[list[Any]] = []  # paths of logged NaN/inf values (JSON)
             for rows in await asyncio.to_thread(lambda: list(export_rows(index, name))):
                 if fmt == "csv":
                     buf = io.StringIO()

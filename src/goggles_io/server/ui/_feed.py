@@ -94,7 +94,7 @@ class DirFeeder:
             return self._read_tfevents(fh, path, rel, state, size)
         cursor = LineCursor(state["offset"], bool(state.get("skipping")))
         chunk, too_long = read_lines(fh, cursor, size)
-        used = cursor.offset - state["offset"]
+        used: int = cursor.offset - state["offset"]
         if not used:
             return 0  # only a torn last line so far: wait for its end
         parsed = Parsed()

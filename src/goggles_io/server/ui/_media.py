@@ -39,7 +39,7 @@ def _load(path: Path) -> np.ndarray:
     if path.stat().st_size > MAX_ARRAY_BYTES:
         msg = f"{path.name} is {path.stat().st_size:,} bytes: too large to draw; download it"
         raise ValueError(msg)
-    array = np.load(path, mmap_mode="r", allow_pickle=False)
+    array: np.ndarray = np.load(path, mmap_mode="r", allow_pickle=False)
     if not np.issubdtype(array.dtype, np.number) and array.dtype != bool:
         msg = f"{path.name} holds {array.dtype} values, not numbers"
         raise ValueError(msg)

@@ -185,7 +185,7 @@ class Pyramid:
             mmap.mmap(fh.fileno(), self.count * 8, access=mmap.ACCESS_READ) as mapped,
         ):
             view = np.frombuffer(mapped, dtype="<f8", count=self.count)
-            out = view[np.asarray(index, dtype=np.int64)].copy()
+            out: np.ndarray = view[np.asarray(index, dtype=np.int64)].copy()
             del view  # release the buffer before the map closes
         return out
 

@@ -92,7 +92,7 @@ class Catalog:
         self.store = store
         db_path = getattr(store, "db_path", ":memory:")
         if db_path == ":memory:":  # nothing to keep: the database itself is gone at exit
-            self._db_temp = tempfile.mkdtemp(prefix="telemetry-ui-db-index-")
+            self._db_temp: str | None = tempfile.mkdtemp(prefix="telemetry-ui-db-index-")
             db_folder, owner = Path(self._db_temp), f"db:memory:{id(store)}"
         else:
             self._db_temp = None
@@ -247,7 +247,8 @@ class Catalog:
         joined: dict[str, str] = {}
         for run in self.db_runs:
             run_id = run["run_id"]
-            status = _DB_STATUS.get(run.get("status"), str(run.get("status")))
+            raw_status = run.get("status")
+            status = _DB_STATUS.get(str(raw_status), str(raw_status))
             if run_id in by_id:
                 row = by_id[run_id]
                 _join(row, status)
@@ -329,9 +330,9 @@ def _index_part(index: RunIndex | None, pending: int) -> dict[str, Any]:
         done = sum(int(s.get("offset", 0)) for s in index.sources.values())
         media = len(index.media)
         unreadable = int(index.extra.get("skipped", 0))
-    steps = [m.ends.get("step") for m in metrics if m.ends.get("step") is not None]
+    steps = [step for m in metrics if (step := m.ends.get("step")) is not None]
     return {
-        "last_step": int(max(steps)) if steps else None,  # type: ignore[type-var]
+        "last_step": int(max(steps)) if steps else None,
         "metrics": {m.name: m.count for m in metrics},
         "summary": {
             m.name: {"last": m.last, "min": m.low, "max": m.high, "bad": m.bad} for m in metrics
