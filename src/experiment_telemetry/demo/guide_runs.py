@@ -166,7 +166,7 @@ def make_run(seed: int, algorithm: str = "SAC", failure: str = "none") -> GuideR
         if failure == "loss_without_return":
             p = 0.0
         elif failure == "return_collapse" and broken:
-            p *= 1.0 - strength * min(1.0, (step - onset) / (fall * diag))
+            p *= 1.0 - strength * min(1.0, (step - (onset or 0)) / (fall * diag))
         ret = first + (final - first) * p
         if failure == "value_explosion" and broken:
             exploding *= strength
@@ -184,7 +184,7 @@ def make_run(seed: int, algorithm: str = "SAC", failure: str = "none") -> GuideR
         values = _bundle(rng, algorithm, lx, q, loss, ret / final, train_steps)
         if broken and silent:
             del values[silent]
-        if broken and bad and (lasting or step == onset + diag):
+        if broken and bad and (lasting or step == (onset or 0) + diag):
             values[bad] = rng.choice((math.nan, math.inf, -math.inf))
         points.append(("learner", step, values))
         if step % every == 0:

@@ -63,5 +63,11 @@ def column_cells(column: str, values: Sequence[object]) -> list[str]:
         or len(present) < len(values)  # a missing value makes an int column float64
         or any(isinstance(v, float) for v in numbers)
     )
-    number = (lambda v: repr(float(v))) if floats else (lambda v: str(int(v)))
-    return ["" if _missing(v) else number(v) for v in values]
+    return [_number(v, floats) for v in values]
+
+
+def _number(value: object, as_float: bool) -> str:
+    """One number cell: ``1.0`` in a float64 column, ``1`` in an int64 one; empty when missing."""
+    if _missing(value) or not isinstance(value, (int, float)):
+        return ""
+    return repr(float(value)) if as_float else str(int(value))

@@ -120,9 +120,9 @@ def figure_pixels(figure: Any, close: bool) -> np.ndarray:
     """A matplotlib figure drawn to ``(H, W, 3)`` uint8 pixels (closed after, if ``close``)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    canvas = FigureCanvasAgg(figure)  # any figure, whatever backend it was made with
+    canvas: Any = FigureCanvasAgg(figure)  # any figure, whatever backend; matplotlib is untyped
     canvas.draw()
-    pixels = np.asarray(canvas.buffer_rgba())[:, :, :3].copy()
+    pixels: np.ndarray = np.asarray(canvas.buffer_rgba())[:, :, :3].copy()
     if close:
         import matplotlib.pyplot as plt
 

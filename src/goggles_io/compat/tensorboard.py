@@ -164,7 +164,9 @@ class SummaryWriter:
         """Log the raw samples of a histogram (binned when shown; an int ``bins`` is kept)."""
         self._check_open()
         samples = tv.to_array(values).astype(float, copy=False).reshape(-1)
-        extra = {"bins": bins} if isinstance(bins, int) and not isinstance(bins, bool) else {}
+        extra: dict[str, Any] = (
+            {"bins": bins} if isinstance(bins, int) and not isinstance(bins, bool) else {}
+        )
         self._log.histogram(samples, tv.to_step(global_step), name=tag, time=walltime, **extra)
         if self._mirror is not None:
             self._mirror.add_histogram(tag, values, global_step, bins, walltime, max_bins)

@@ -118,7 +118,7 @@ class DirFeeder:
     ) -> int:
         """Decode the next whole event records (about ``size`` bytes); returns the bytes passed."""
         records, offset, skipped = read_records(fh, state["offset"], size)
-        used = offset - state["offset"]
+        used = int(offset - state["offset"])
         if not used:
             return 0  # only a torn last record so far: wait for its end
         folder = path.parent.relative_to(self.run_dir).as_posix()
