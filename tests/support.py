@@ -17,7 +17,7 @@ T = TypeVar("T")
 # Children started in a process group of their own: stop() kills the whole group.
 _GROUP_LEADERS: weakref.WeakSet[subprocess.Popen[Any]] = weakref.WeakSet()
 
-__all__ = ["start", "started", "stop", "wait_until"]
+__all__ = ["ctrl_c_reaches_us", "start", "started", "stop", "wait_until"]
 
 
 def wait_until(
@@ -58,6 +58,20 @@ def _sigint_default_in_children() -> Iterator[dict[str, Any]]:
             signal.signal(signal.SIGINT, previous)
     else:
         yield {"preexec_fn": lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)}
+
+
+@contextlib.contextmanager
+def ctrl_c_reaches_us() -> Iterator[None]:
+    """Inside the block, SIGINT raises ``KeyboardInterrupt`` in this process, as in a terminal.
+
+    A test that sends itself Ctrl-C would wait in vain in a suite started with SIGINT ignored
+    (see :func:`_sigint_default_in_children`); the previous disposition comes back after.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def start(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:

@@ -18,6 +18,7 @@ from goggles_io._bus.bus import EventBus
 from goggles_io._bus.lane import Lane
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull
 from goggles_io.handlers.base import BaseHandler
+from support import ctrl_c_reaches_us
 
 
 class _Costly(BaseHandler):
@@ -184,10 +185,11 @@ def test_ctrl_c_abandons_finish_at_once_with_exact_counts() -> None:
         bus.attach(sink)
         for step in range(1_000):
             bus.emit(_metric(step))
-        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
-        start = time.monotonic()
-        report = bus.finish()
-        waited = time.monotonic() - start
+        with ctrl_c_reaches_us():
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+            start = time.monotonic()
+            report = bus.finish()
+            waited = time.monotonic() - start
     finally:
         sink.release.set()
     stats = report.handlers["ctrl_c"]

@@ -15,6 +15,7 @@ from goggles_io._delivery.drain import (
     wait_while_progressing,
 )
 from goggles_io.exceptions import ConfigurationError
+from support import ctrl_c_reaches_us
 
 
 class _Worker:
@@ -121,9 +122,10 @@ def test_a_long_wait_reports_progress_on_stderr(capfd: pytest.CaptureFixture[str
 def test_ctrl_c_abandons_the_wait_with_the_counts() -> None:
     """A real SIGINT from another thread ends the wait at once; no traceback, the count kept."""
     assert threading.current_thread() is threading.main_thread()
-    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
-    start = time.monotonic()
-    outcome = wait_while_progressing(lambda: 7, stall_s=30, what="x")
+    with ctrl_c_reaches_us():
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        start = time.monotonic()
+        outcome = wait_while_progressing(lambda: 7, stall_s=30, what="x")
     assert outcome.abandoned and not outcome.stalled
     assert outcome.left == 7
     assert time.monotonic() - start < 5
