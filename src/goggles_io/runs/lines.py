@@ -30,6 +30,7 @@ import attrs
 
 import nonfinite_json
 from goggles_io._util.safe_read import iter_chunks, open_inside
+from goggles_io.runs._metric_rows import MetricRows
 
 __all__ = [
     "CSV_FILE",
@@ -139,10 +140,6 @@ def _extra(obj: dict[str, Any]) -> dict[str, Any]:
     return extra
 
 
-def _step(value: Any) -> float:
-    return float(value) if type(value) is int else _NAN
-
-
 def json_lines(lines: Iterable[bytes], folder: str = "", into: Parsed | None = None) -> Parsed:
     """Parse event-log lines (``events.jsonl`` or ``log.jsonl``) into columns and media items.
 
@@ -150,6 +147,7 @@ def json_lines(lines: Iterable[bytes], folder: str = "", into: Parsed | None = N
     """
     out = Parsed() if into is None else into
     prefix = f"{folder}/" if folder else ""
+    rows = MetricRows(out, number)
     for raw in lines:
         if not raw.strip():
             continue
@@ -159,45 +157,50 @@ def json_lines(lines: Iterable[bytes], folder: str = "", into: Parsed | None = N
             continue
         kind = obj.get("kind")
         if kind == "metric":
-            _metric(obj, out)
+            _metric(obj, rows)
         elif kind in MEDIA_KINDS:
             item = _media(obj, kind, prefix)
             if item is not None:
                 out.media.append(item)
         elif kind == "log":
             out.logs += 1
+    rows.flush()
     return out
 
 
-def _metric(obj: dict[str, Any], out: Parsed) -> None:
+def _metric(obj: dict[str, Any], rows: MetricRows) -> None:
+    """One metric line's axes; its points go to ``rows`` (converted a block at a time).
+
+    Written for the common line (no custom axis, a float timestamp): the indexer's hot path.
+    """
     payload = obj.get("payload")
     if type(payload) is not dict:
         return
     nested = obj.get("extra")
-    extra = (
-        nested
-        if type(nested) is dict
-        else {"x_axis": obj.get("extra.x_axis"), "x": obj.get("extra.x")}
-    )
-    x_axis: Any = extra.get("x_axis")
-    x = number(extra.get("x")) if type(x_axis) is str else None
+    if type(nested) is dict:  # events.jsonl: nested extras
+        x_axis: Any = nested.get("x_axis")
+        raw_x = nested.get("x")
+    else:  # log.jsonl: flat ``extra.<key>`` fields
+        x_axis, raw_x = obj.get("extra.x_axis"), obj.get("extra.x")
+    x = number(raw_x) if type(x_axis) is str else None
     if x is None:
         x_axis = None
-    given = number(obj.get("time"))  # robo-goggles' caller-given time: an axis of its own
-    if x_axis is None and given is not None:
-        x_axis, x = "time", given
-    step = _step(obj.get("step"))
-    stamp = number(obj.get("timestamp"))
-    when = _NAN if stamp is None else stamp
-    xv = _NAN if x is None else x
-    for name, raw_value in payload.items():
-        value = number(raw_value)
-        if value is None:
-            continue  # a list or a string: not a scalar point
-        one = out.column(name)
-        if x_axis is not None:
-            one.x_axis = x_axis
-        one.add(step, when, xv, value)
+        given = obj.get("time")  # robo-goggles' caller-given time: an axis of its own
+        if given is not None:
+            x = number(given)
+            if x is not None:
+                x_axis = "time"
+    stamp = obj.get("timestamp")
+    if type(stamp) is not float:
+        stamp = number(stamp)
+    step = obj.get("step")
+    rows.add(
+        payload,
+        float(step) if type(step) is int else _NAN,
+        _NAN if stamp is None else stamp,
+        _NAN if x is None else x,
+        x_axis,
+    )
 
 
 def _media(obj: dict[str, Any], kind: str, prefix: str) -> dict[str, Any] | None:

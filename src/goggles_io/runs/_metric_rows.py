@@ -1,0 +1,119 @@
+"""Metric lines gathered by shape and turned into columns a block at a time.
+
+Why: a run logs the same dict of metrics every step, so most metric lines share their payload's
+keys. Appending each point to four Python arrays cost ~0.5 µs a point (the indexer's profile,
+docs/benchmarks.md, issue 35); here a line costs one ``tuple`` of its keys and one ``list`` of
+its values, and ``numpy`` converts a whole block of same-shaped rows to float columns at once.
+
+The result is the per-point reading of :func:`goggles_io.runs.lines.json_lines` exactly: a block
+whose values are not all plain numbers (a ``"NaN"`` marker, a string, a list, ``None``, an int
+beyond 64 bits) is converted point by point by the same rules. Each metric keeps its points in
+line order: a line whose keys meet those of another waiting shape, or a line the caller reads
+point by point, first flushes every waiting block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from goggles_io.runs.lines import Parsed
+
+__all__ = ["MetricRows"]
+
+_NUMERIC_KINDS = frozenset("fiub")  # float, int, unsigned, bool: float64 without surprises
+
+
+class _Block:
+    """Rows of one shape: the axes of each line and its payload values in key order."""
+
+    __slots__ = ("keys", "steps", "times", "values", "x_axis", "xs")
+
+    def __init__(self, keys: tuple[str, ...], x_axis: str | None) -> None:
+        self.keys = keys
+        self.x_axis = x_axis
+        self.steps: list[float] = []
+        self.times: list[float] = []
+        self.xs: list[float] = []
+        self.values: list[Any] = []  # flat, row after row: no container per line
+
+
+class MetricRows:
+    """Collects metric lines into :class:`_Block` s and writes them into a :class:`Parsed`."""
+
+    def __init__(self, out: Parsed, number: Callable[[Any], float | None]) -> None:
+        self._out = out
+        self._number = number
+        self._blocks: dict[tuple[tuple[str, ...], str | None], _Block] = {}
+        self._waiting: set[str] = set()  # the keys of every waiting block
+
+    def add(
+        self, payload: dict[str, Any], step: float, when: float, x: float, x_axis: str | None
+    ) -> None:
+        """Keep one line's points for its block (the line's axes shared by its points)."""
+        keys = tuple(payload)
+        block = self._blocks.get((keys, x_axis))
+        if block is None:
+            if not self._waiting.isdisjoint(keys):
+                self.flush()  # another shape holds some of these metrics: keep their order
+            block = self._blocks[(keys, x_axis)] = _Block(keys, x_axis)
+            self._waiting.update(keys)
+        block.steps.append(step)
+        block.times.append(when)
+        block.xs.append(x)
+        block.values.extend(payload.values())
+
+    def flush(self) -> None:
+        """Write every waiting block into the columns, in the order the blocks began."""
+        for block in self._blocks.values():
+            self._write(block)
+        self._blocks.clear()
+        self._waiting.clear()
+
+    def _write(self, block: _Block) -> None:
+        values = _as_floats(block.values, len(block.keys))
+        if values is None:
+            self._write_by_point(block)
+            return
+        steps = np.asarray(block.steps, dtype=np.float64).tobytes()
+        times = np.asarray(block.times, dtype=np.float64).tobytes()
+        xs = np.asarray(block.xs, dtype=np.float64).tobytes()
+        for position, name in enumerate(block.keys):
+            column = self._out.column(name)
+            if block.x_axis is not None:
+                column.x_axis = block.x_axis
+            column.step.frombytes(steps)
+            column.time.frombytes(times)
+            column.x.frombytes(xs)
+            column.value.frombytes(np.ascontiguousarray(values[:, position]).tobytes())
+
+    def _write_by_point(self, block: _Block) -> None:
+        """The per-point rules for a block holding something other than plain numbers."""
+        number, width = self._number, len(block.keys)
+        lines = zip(block.steps, block.times, block.xs, strict=True)
+        for start, (step, when, x) in zip(range(0, len(block.values), width), lines, strict=True):
+            for name, raw_value in zip(
+                block.keys, block.values[start : start + width], strict=True
+            ):
+                value = number(raw_value)
+                if value is None:
+                    continue  # a list or a string: not a scalar point
+                column = self._out.column(name)
+                if block.x_axis is not None:
+                    column.x_axis = block.x_axis
+                column.add(step, when, x, value)
+
+
+def _as_floats(values: list[Any], width: int) -> np.ndarray | None:
+    """``values`` as a float64 matrix of ``width`` columns when every one is a plain number,
+    else ``None``."""
+    try:
+        flat = np.array(values)
+    except (ValueError, TypeError, OverflowError):  # ragged: lists of several lengths
+        return None
+    if flat.ndim != 1 or flat.dtype.kind not in _NUMERIC_KINDS:
+        return None  # a string, None, a list, an int beyond 64 bits
+    return flat.astype(np.float64, copy=False).reshape(-1, max(width, 1))
