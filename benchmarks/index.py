@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -84,9 +85,9 @@ def main() -> int:
         rows: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
         for repeat in range(args.repeats):
             for side, src in sides.items():
-                got = index_once(
-                    src, root, work / f"index-{len(rows[side])}-{side[:4]}", args.points
-                )
+                index_dir = work / f"index-{side[:4]}"
+                shutil.rmtree(index_dir, ignore_errors=True)  # a cold index every time
+                got = index_once(src, root, index_dir, args.points)
                 rows[side].append(got)
                 print(f"# repeat {repeat} {side}: {got}", file=sys.stderr)
     print(f"# {args.points:,} points, one run (10 metrics a line); medians of {args.repeats}")
