@@ -30,14 +30,12 @@ _NUMERIC_KINDS = frozenset("fiub")  # float, int, unsigned, bool: float64 withou
 class _Block:
     """Rows of one shape: the axes of each line and its payload values in key order."""
 
-    __slots__ = ("keys", "steps", "times", "values", "x_axis", "xs")
+    __slots__ = ("axes", "keys", "values", "x_axis")
 
     def __init__(self, keys: tuple[str, ...], x_axis: str | None) -> None:
         self.keys = keys
         self.x_axis = x_axis
-        self.steps: list[float] = []
-        self.times: list[float] = []
-        self.xs: list[float] = []
+        self.axes: list[float] = []  # step, wall time, custom x of each line, flat
         self.values: list[Any] = []  # flat, row after row: no container per line
 
 
@@ -61,9 +59,7 @@ class MetricRows:
                 self.flush()  # another shape holds some of these metrics: keep their order
             block = self._blocks[(keys, x_axis)] = _Block(keys, x_axis)
             self._waiting.update(keys)
-        block.steps.append(step)
-        block.times.append(when)
-        block.xs.append(x)
+        block.axes.extend((step, when, x))
         block.values.extend(payload.values())
 
     def flush(self) -> None:
@@ -78,9 +74,8 @@ class MetricRows:
         if values is None:
             self._write_by_point(block)
             return
-        steps = np.asarray(block.steps, dtype=np.float64).tobytes()
-        times = np.asarray(block.times, dtype=np.float64).tobytes()
-        xs = np.asarray(block.xs, dtype=np.float64).tobytes()
+        axes = np.asarray(block.axes, dtype=np.float64).reshape(-1, 3)
+        steps, times, xs = (np.ascontiguousarray(axes[:, i]).tobytes() for i in range(3))
         for position, name in enumerate(block.keys):
             column = self._out.column(name)
             if block.x_axis is not None:
@@ -93,8 +88,8 @@ class MetricRows:
     def _write_by_point(self, block: _Block) -> None:
         """The per-point rules for a block holding something other than plain numbers."""
         number, width = self._number, len(block.keys)
-        lines = zip(block.steps, block.times, block.xs, strict=True)
-        for start, (step, when, x) in zip(range(0, len(block.values), width), lines, strict=True):
+        for line, start in enumerate(range(0, len(block.values), max(width, 1))):
+            step, when, x = block.axes[3 * line : 3 * line + 3]
             for name, raw_value in zip(
                 block.keys, block.values[start : start + width], strict=True
             ):

@@ -149,7 +149,7 @@ def json_lines(lines: Iterable[bytes], folder: str = "", into: Parsed | None = N
     prefix = f"{folder}/" if folder else ""
     rows = MetricRows(out, number)
     for raw in lines:
-        if not raw.strip():
+        if not raw or raw.isspace():  # strip() would copy every line
             continue
         obj = _object(raw)
         if obj is None:
