@@ -57,7 +57,8 @@ def read_offline_runs(root: Path, expect: int = 1) -> dict[str, dict[str, Any]]:
         return found if len(found) >= expect and all(_complete(p) for p in found) else []
 
     runs: dict[str, dict[str, Any]] = {}
-    for path in wait_until(files, what="offline W&B runs complete on disk"):
+    # wandb-core finishes the file on its own time: minutes on a loaded 2-core machine
+    for path in wait_until(files, timeout_s=180, what="offline W&B runs complete on disk"):
         run: dict[str, Any] = {"config": {}, "history": [], "summary": {}, "axes": {}, "alerts": []}
         run.update(artifacts=[], dir=path.parent)
         for record in _records(path):

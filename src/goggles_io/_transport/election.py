@@ -31,8 +31,43 @@ _SPAWN_RETRY_S = 3.0
 # (flock belongs to the open file, which the child's copy of the fd keeps open): no host could
 # then start until the child exits. Forks wait while a client holds it for that instant.
 _PROBING = threading.Lock()
+
+
+class _ForkHold:
+    """Holds :data:`_PROBING` across a fork; the parent releases only what ``before`` took.
+
+    This module is imported lazily, by the pipe's worker thread. An import that lands while
+    another thread is inside ``os.fork()`` registers these hooks after that fork's ``before``
+    hooks ran but before its ``after`` hooks run. A bare ``release`` in the parent then freed a
+    lock the fork never took: the worker's own hold in :meth:`HostElector.elect`, which failed
+    with "release unlocked lock" and started no host (a flaky fork test). The child, where only
+    the forking thread lives, always starts with the lock free.
+    """
+
+    held = False
+
+    @classmethod
+    def before(cls) -> None:
+        _PROBING.acquire()
+        cls.held = True
+
+    @classmethod
+    def after_in_parent(cls) -> None:
+        if cls.held:
+            cls.held = False
+            _PROBING.release()
+
+    @classmethod
+    def after_in_child(cls) -> None:
+        cls.held = False
+        if _PROBING.locked():  # held by this thread's before, or by a thread the child lacks
+            _PROBING.release()
+
+
 os.register_at_fork(
-    before=_PROBING.acquire, after_in_parent=_PROBING.release, after_in_child=_PROBING.release
+    before=_ForkHold.before,
+    after_in_parent=_ForkHold.after_in_parent,
+    after_in_child=_ForkHold.after_in_child,
 )
 
 

@@ -14,17 +14,27 @@ point by point, first flushes every waiting block.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from goggles_io.runs.lines import Parsed
 
 __all__ = ["MetricRows"]
 
 _NUMERIC_KINDS = frozenset("fiub")  # float, int, unsigned, bool: float64 without surprises
+
+
+class _Column(Protocol):
+    """What a block is written into (``lines.Columns``; named here so neither imports the other)."""
+
+    step: array[float]
+    time: array[float]
+    x: array[float]
+    value: array[float]
+    x_axis: str | None
+
+    def add(self, step: float, when: float, x: float, value: float) -> None: ...
 
 
 class _Block:
@@ -40,10 +50,16 @@ class _Block:
 
 
 class MetricRows:
-    """Collects metric lines into :class:`_Block` s and writes them into a :class:`Parsed`."""
+    """Collects metric lines into :class:`_Block` s and writes them into columns.
 
-    def __init__(self, out: Parsed, number: Callable[[Any], float | None]) -> None:
-        self._out = out
+    ``column(name)`` gives the metric's columns (``Parsed.column``); ``number`` is the per-point
+    rule for a value.
+    """
+
+    def __init__(
+        self, column: Callable[[str], _Column], number: Callable[[Any], float | None]
+    ) -> None:
+        self._column = column
         self._number = number
         self._blocks: dict[tuple[tuple[str, ...], str | None], _Block] = {}
         self._waiting: set[str] = set()  # the keys of every waiting block
@@ -77,7 +93,7 @@ class MetricRows:
         axes = np.asarray(block.axes, dtype=np.float64).reshape(-1, 3)
         steps, times, xs = (np.ascontiguousarray(axes[:, i]).tobytes() for i in range(3))
         for position, name in enumerate(block.keys):
-            column = self._out.column(name)
+            column = self._column(name)
             if block.x_axis is not None:
                 column.x_axis = block.x_axis
             column.step.frombytes(steps)
@@ -96,7 +112,7 @@ class MetricRows:
                 value = number(raw_value)
                 if value is None:
                     continue  # a list or a string: not a scalar point
-                column = self._out.column(name)
+                column = self._column(name)
                 if block.x_axis is not None:
                     column.x_axis = block.x_axis
                 column.add(step, when, x, value)

@@ -147,7 +147,7 @@ def json_lines(lines: Iterable[bytes], folder: str = "", into: Parsed | None = N
     """
     out = Parsed() if into is None else into
     prefix = f"{folder}/" if folder else ""
-    rows = MetricRows(out, number)
+    rows = MetricRows(out.column, number)
     for raw in lines:
         if not raw or raw.isspace():  # strip() would copy every line
             continue
