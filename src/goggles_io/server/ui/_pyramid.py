@@ -45,15 +45,19 @@ def _reduce_values(y: np.ndarray, k: int, base: int) -> np.ndarray:
         y = np.concatenate([y, np.full(pad, np.nan)])
     y = y.reshape(groups, k)
     bad = ~np.isfinite(y)
-    low = np.where(bad, np.inf, y)
-    high = np.where(bad, -np.inf, y)
+    if bad.any():
+        low = np.where(bad, np.inf, y)
+        high = np.where(bad, -np.inf, y)
+        finite = np.where(bad, 0.0, y)
+    else:  # the common case: no copies with the non-finite values masked out
+        low = high = finite = y
     amin, amax = low.argmin(1), high.argmax(1)
     rows = np.arange(groups)
     out = np.empty(groups, REC)
     out["imin"] = base + rows * k + amin
     out["imax"] = base + rows * k + amax
     out["ymin"], out["ymax"] = low[rows, amin], high[rows, amax]
-    out["ysum"] = np.where(bad, 0.0, y).sum(1)
+    out["ysum"] = finite.sum(1)
     nbad = bad.sum(1)
     if pad:
         nbad[-1] -= pad
@@ -136,7 +140,7 @@ class Pyramid:
             return
         for name, column in zip(AXES.values(), (step, time, x, value), strict=True):
             with open(self.folder / name, "ab") as fh:
-                fh.write(np.ascontiguousarray(column, dtype="<f8").tobytes())
+                fh.write(np.ascontiguousarray(column, dtype="<f8").data)  # no copy
         self.count += len(value)
         self._build()
 
@@ -158,7 +162,7 @@ class Pyramid:
                     below_rec = self._records(level - 1, have * BASE, take * BASE)
                     rec = _reduce_records(below_rec, BASE)
                 with open(self._level_path(level), "ab") as fh:
-                    fh.write(rec.tobytes())
+                    fh.write(rec.data)
                 self.levels[level - 1] += take
             below = whole
             level += 1
