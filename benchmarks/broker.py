@@ -101,6 +101,12 @@ def _env(root: Path, machine: str, broker: str | None, run: str, src: Path) -> d
     return env
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the process ``pid`` used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _unpack(rev: str, into: Path) -> Path:
     """``rev``'s ``src``, unpacked from git under ``into``."""
     archive = subprocess.run(
@@ -206,9 +212,10 @@ def _table(sides: dict[str, tuple[list[dict[str, float]], list[dict[str, float]]
     for side, (off, on) in sides.items():
         e2e = med(x["events_per_s"] for x in on)
         ratio = med(x["median_us"] for x in on) / med(x["median_us"] for x in off)
+        redis = med(x["redis_us"] for x in on)
         print(
-            f"- {side}: end to end through Redis **{e2e:,.0f} events/s**, "
-            f"producer cost broker on / off **{ratio:.2f}x**"
+            f"- {side}: end to end through Redis **{e2e:,.0f} events/s**, producer cost broker "
+            f"on / off **{ratio:.2f}x**, redis-server CPU {redis:.2f} us/event"
         )
 
 
@@ -242,7 +249,9 @@ def main() -> None:
             for i, (side, src) in enumerate(srcs.items()):
                 off, on = sides[side]
                 off.append(_once(root, None, args, f"off{r}s{i}", src))
+                before = _cpu_s(server.pid)
                 on.append(_once(root, url, args, f"on{r}s{i}", src))
+                on[-1]["redis_us"] = (_cpu_s(server.pid) - before) / args.events * 1e6
                 print(f"# {r} {side}: off {off[-1]}, on {on[-1]}", file=sys.stderr, flush=True)
     finally:
         server.terminate()
