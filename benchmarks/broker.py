@@ -29,8 +29,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 _ROOT = Path(__file__).resolve().parents[1]
+_PROBE = Path(__file__).resolve().parent / "_cpu_probe"
 
 _PRODUCER = r"""
 import json, sys, time
@@ -90,7 +92,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _env(root: Path, machine: str, broker: str | None, run: str, src: Path) -> dict[str, str]:
+def _env(
+    root: Path, machine: str, broker: str | None, run: str, src: Path, cpu: Path | None = None
+) -> dict[str, str]:
     sock = root / machine
     sock.mkdir(exist_ok=True, mode=0o700)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOGGLES_")}
@@ -98,7 +102,27 @@ def _env(root: Path, machine: str, broker: str | None, run: str, src: Path) -> d
     env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")])
     if broker:
         env.update(GOGGLES_BROKER=broker, GOGGLES_BROKER_RUN=run)
+    if cpu is not None:  # every process of the run (hosts too) writes its CPU per thread there
+        env["PYTHONPATH"] = os.pathsep.join([str(_PROBE), env["PYTHONPATH"]])
+        env["GG_BENCH_CPU_DIR"] = str(cpu)
     return env
+
+
+def _cpu_by_thread(folder: Path) -> dict[str, Any]:
+    """CPU seconds by ``role / thread`` of one run, from ``_cpu_probe``'s files."""
+    found: dict[str, float] = {}
+    for path in folder.glob("*.json"):
+        data = json.loads(path.read_text())
+        argv = data["argv"]
+        if argv[0].endswith("host.py"):
+            machine = "consumer" if "/consumer" in " ".join(argv) else "producer"
+            role = f"host of a {machine}"
+        else:
+            role = "consumer" if len(argv) == 3 else "producer"
+        for thread, cpu in data["threads"].items():
+            key = f"{role} / {thread}"
+            found[key] = found.get(key, 0.0) + cpu
+    return found
 
 
 def _cpu_s(pid: int) -> float:
@@ -132,7 +156,7 @@ class _Consumer:
         for line in self.proc.stdout:
             self.latest = json.loads(line)
 
-    def done(self) -> dict[str, float]:
+    def done(self) -> dict[str, Any]:
         self.proc.wait(timeout=60)
         self._reader.join(10)
         return self.latest
@@ -140,15 +164,19 @@ class _Consumer:
 
 def _once(
     root: Path, broker: str | None, args: argparse.Namespace, run: str, src: Path
-) -> dict[str, float]:
+) -> dict[str, Any]:
     n, producers = args.events, args.producers
     stop = root / f"stop-{run}"
+    cpu = None
+    if args.cpu:
+        cpu = root / f"cpu-{run}"
+        cpu.mkdir()
     consumers = []
     if broker:
         consumers = [
             _Consumer(
                 [sys.executable, "-c", _CONSUMER, str(n), str(stop)],
-                _env(root, f"consumer{c}", broker, run, src),
+                _env(root, f"consumer{c}", broker, run, src, cpu),
             )
             for c in range(args.consumers)
         ]
@@ -156,7 +184,7 @@ def _once(
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _PRODUCER, str(share[p])],
-            env=_env(root, f"producer{p}", broker, run, src),
+            env=_env(root, f"producer{p}", broker, run, src, cpu),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -170,7 +198,7 @@ def _once(
         proc.stdin.write("go\n")
         proc.stdin.flush()
     outs = [json.loads(proc.communicate(timeout=600)[0].strip().splitlines()[-1]) for proc in procs]
-    got: dict[str, float] = {
+    got: dict[str, Any] = {
         "start": min(o["start"] for o in outs),
         "median_us": statistics.median(o["median_us"] for o in outs),
         "p99_us": max(o["p99_us"] for o in outs),
@@ -187,10 +215,16 @@ def _once(
         got["seen"] = sum(s["seen"] for s in seen)
         last = max(s["last"] for s in seen)
         got["events_per_s"] = got["seen"] / max(last - got["start"], 1e-9)
+    if cpu is not None:  # hosts exit after their idle timeout: wait for their files
+        expected = 2 * producers + len(consumers)
+        deadline = time.monotonic() + 15
+        while len(list(cpu.glob("*.json"))) < expected and time.monotonic() < deadline:
+            time.sleep(0.1)
+        got["cpu"] = _cpu_by_thread(cpu)
     return got
 
 
-def _table(sides: dict[str, tuple[list[dict[str, float]], list[dict[str, float]]]], n: int) -> None:
+def _table(sides: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]], n: int) -> None:
     med = statistics.median
     print(
         "| code | path | scalar median (us) | scalar p99 (us) | finish (s) | end-to-end events/s "
@@ -219,6 +253,30 @@ def _table(sides: dict[str, tuple[list[dict[str, float]], list[dict[str, float]]
         )
 
 
+def _cpu_table(sides: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]], n: int) -> None:
+    """CPU µs per event by ``role / thread``, medians over the runs; main threads hold the
+    process's start-up (imports) as well."""
+    columns = [(side, label, runs) for side, pair in sides.items() for label, runs in
+               zip(("broker off", "broker on"), pair, strict=True)]  # fmt: skip
+    keys = sorted({k for _, _, runs in columns for r in runs for k in r["cpu"]})
+    print()
+    print(
+        "| CPU µs/event: process / thread | "
+        + " | ".join(f"{s}, {lb}" for s, lb, _ in columns)
+        + " |"
+    )
+    print("|---|" + "---:|" * len(columns))
+    for key in [*keys, "all processes (redis-server aside)"]:
+        cells = []
+        for _, _, runs in columns:
+            if key in keys:
+                values = [r["cpu"].get(key, 0.0) for r in runs]
+            else:
+                values = [sum(r["cpu"].values()) for r in runs]
+            cells.append(f"{statistics.median(values) / n * 1e6:.2f}")
+        print(f"| {key} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=200_000, help="in all, over the producers")
@@ -226,6 +284,9 @@ def main() -> None:
     parser.add_argument("--producers", type=int, default=1)
     parser.add_argument("--consumers", type=int, default=1)
     parser.add_argument("--rev", help="also run this git revision's src, in alternation")
+    parser.add_argument(
+        "--cpu", action="store_true", help="also print CPU per event by process and thread"
+    )
     args = parser.parse_args()
     if shutil.which("redis-server") is None:
         sys.exit("redis-server is not installed (apt-get install redis-server)")
@@ -241,7 +302,7 @@ def main() -> None:
     )  # fmt: skip
     url = f"redis://127.0.0.1:{port}/0"
     time.sleep(0.5)  # a benchmark, not a test: the server is up long before the first XADD
-    sides: dict[str, tuple[list[dict[str, float]], list[dict[str, float]]]] = {
+    sides: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
         side: ([], []) for side in srcs
     }
     try:
@@ -262,6 +323,8 @@ def main() -> None:
         f"--consumers {args.consumers}, medians of {args.repeats} runs (fresh processes)"
     )
     _table(sides, args.events)
+    if args.cpu:
+        _cpu_table(sides, args.events)
 
 
 if __name__ == "__main__":
