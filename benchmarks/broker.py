@@ -193,6 +193,9 @@ def _once(
     ]
     for proc in procs:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    if cpu is not None:  # the probes leave out what each thread used until now
+        (cpu / "go").touch()
+        time.sleep(0.1)
     for proc in procs:
         assert proc.stdin is not None
         proc.stdin.write("go\n")
@@ -254,8 +257,8 @@ def _table(sides: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]], 
 
 
 def _cpu_table(sides: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]], n: int) -> None:
-    """CPU µs per event by ``role / thread``, medians over the runs; main threads hold the
-    process's start-up (imports) as well."""
+    """CPU µs per event by ``role / thread``, medians over the runs, from the moment every
+    process was ready (start-up and warm-up left out) to its exit."""
     columns = [(side, label, runs) for side, pair in sides.items() for label, runs in
                zip(("broker off", "broker on"), pair, strict=True)]  # fmt: skip
     keys = sorted({k for _, _, runs in columns for r in runs for k in r["cpu"]})
