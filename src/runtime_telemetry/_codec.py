@@ -84,6 +84,8 @@ def _strict(expected: type, accept: tuple[type, ...]) -> Callable[[Any, Any], An
     """A scalar hook that refuses lossy coercions (``"3"`` -> 3, ``True`` -> 1, ``2.5`` -> 2)."""
 
     def structure(value: Any, _type: Any) -> Any:
+        if type(value) is expected:  # the usual case, and ``expected(value)`` would be ``value``
+            return value
         if isinstance(value, bool) and expected is not bool:
             ok = False
         else:
@@ -93,6 +95,7 @@ def _strict(expected: type, accept: tuple[type, ...]) -> Callable[[Any, Any], An
             raise TypeError(msg)
         return expected(value)
 
+    structure.exact_type = expected  # type: ignore[attr-defined]  # see _make_sequence_hook
     return structure
 
 
@@ -107,6 +110,10 @@ def _make_sequence_hook(type_: Any, converter: cattrs.Converter) -> Callable[[An
     item_types = args[:1] if homogeneous else args
     hooks = [converter.get_structure_hook(arg) for arg in item_types]
     build = list if origin is list else tuple
+    # Items of scalar types (``_strict`` hooks) that already have their exact type come back
+    # unchanged from their hook: such a sequence is built as it is, without a call per item.
+    exact = tuple(getattr(hook, "exact_type", None) for hook in hooks)
+    plain = None not in exact
 
     def structure(value: Any, _type: Any) -> Any:
         if not isinstance(value, (list, tuple)):
@@ -115,6 +122,12 @@ def _make_sequence_hook(type_: Any, converter: cattrs.Converter) -> Callable[[An
         if not homogeneous and len(value) != len(hooks):
             msg = f"expected {len(hooks)} items, got {len(value)}: {value!r}"
             raise ValueError(msg)
+        if plain and (
+            all(type(item) is exact[0] for item in value)
+            if homogeneous
+            else all(type(item) is want for item, want in zip(value, exact, strict=True))
+        ):
+            return build(value)
         items = []
         for index, item in enumerate(value):
             slot = 0 if homogeneous else index

@@ -297,3 +297,33 @@ class TestJsonLines:
         """A line that is not a JSON object raises SchemaDecodeError."""
         with pytest.raises(SchemaDecodeError):
             from_json(line)
+
+
+class TestExactTypesFastPath:
+    """Issue 35: values that already have their exact type skip the per-item hooks; the rest
+    still go through them, so the result and the refusals are the same either way."""
+
+    def _mlh(self, **overrides: Any) -> dict[str, Any]:
+        from runtime_telemetry.events import MostLikelyHypothesis
+
+        data = to_dict(
+            MostLikelyHypothesis(
+                lm_id="lm_0", step=1, graph_id="g0", location=(0.5, 0.0, 1.0),
+                rotation=(1.0, 0.0, 0.0, 0.0), evidence=2.0,
+            )
+        )  # fmt: skip
+        data.update(overrides)
+        return data
+
+    def test_lists_of_exact_floats_come_back_as_tuples_of_the_same_values(self) -> None:
+        got = from_dict(self._mlh(location=[0.25, 1.5, -2.0]))
+        assert ((0.25, 1.5, -2.0), tuple) == (got.location, type(got.location))  # type: ignore[attr-defined]
+
+    def test_ints_among_floats_are_still_made_floats(self) -> None:
+        got = from_dict(self._mlh(location=[0, 1.5, 2], rotation=[1, 0, 0, 0]))
+        assert [float] * 7 == [type(v) for v in (*got.location, *got.rotation)]  # type: ignore[attr-defined]
+
+    @pytest.mark.parametrize("bad", [[True, 0.0, 0.0], [0.0, "1", 0.0], [0.0, 1.0]])
+    def test_bools_strings_and_wrong_lengths_are_still_refused(self, bad: list[Any]) -> None:
+        with pytest.raises(SchemaDecodeError, match="location"):
+            from_dict(self._mlh(location=bad))

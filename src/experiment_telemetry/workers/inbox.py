@@ -198,6 +198,7 @@ def replay_episode(events: Iterable[Sequence[Any]], worker: int) -> int:
     reported once per episode. Returns how many were skipped.
     """
     skipped = 0
+    loggers: dict[str, logging.Logger] = {}  # a few names for thousands of events
     for name, level, data in events:
         try:
             schema = from_dict(data)
@@ -206,7 +207,9 @@ def replay_episode(events: Iterable[Sequence[Any]], worker: int) -> int:
                 _logger.warning("worker %d: an event does not decode, skipped: %s", worker, exc)
             skipped += 1
             continue
-        logger = logging.getLogger(name)
+        logger = loggers.get(name)
+        if logger is None:
+            logger = loggers[name] = logging.getLogger(name)
         if logger.isEnabledFor(level):
             logger.handle(logger.makeRecord(name, level, f"<worker {worker}>", 0, schema, (), None))
     return skipped

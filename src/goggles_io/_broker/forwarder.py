@@ -199,9 +199,7 @@ class BrokerForwarder(BaseHandler):
         if pipe is None:  # no redis package (or not open)
             self._count(NO_CLIENT if self._no_client else NOT_DELIVERED, len(events))
             return
-        put = pipe.put
-        for event in events:
-            put(event, approx_nbytes(event))
+        pipe.put_many(events, list(map(approx_nbytes, events)))
 
     def handle(self, event: Event) -> None:
         """One event is a batch of one."""

@@ -128,6 +128,27 @@ class Pipe(Generic[T]):
             self._wake.set()
         return True
 
+    def put_many(self, items: list[T], sizes: list[int]) -> int:
+        """:meth:`put` each of ``items`` (``sizes`` bytes each), in order; how many were dropped.
+
+        When they all fit in memory they go in with one ``extend`` (a sink fed whole lists, such
+        as the broker forwarder, pays per list, not per item); otherwise item by item, each
+        spilled, blocked or dropped and counted as :meth:`put` would."""
+        queue, n = self._queue, len(items)
+        total = sum(sizes)
+        if (
+            n
+            and len(queue) + n <= self._limit
+            and (self._bytes_in - self._bytes_out + total <= self.max_bytes)
+        ):
+            self._bytes_in += total
+            queue.extend(zip(items, sizes, strict=True))
+            if self._sleeping:
+                self._wake.set()
+            return 0
+        put = self.put
+        return sum(not put(item, size) for item, size in zip(items, sizes, strict=True))
+
     def _put_slow(self, item: T, size: int, force: bool) -> bool:
         with self._lock:
             if self._closed:
