@@ -8,7 +8,7 @@ delivered/logged printed in every row. Sections (``--only`` picks some):
   in-process, settled 1 MiB images (the call beside ``np.copyto`` into a pre-faulted ring of
   1 MiB slots, the cold-ring memcpy, timed in the same process);
 * ``broker``: ``benchmarks/broker.py`` with 4 producer processes and 2 consumers;
-* ``workers``: ``benchmarks/aggregator.py``'s worker table (runtime in worker processes);
+* ``workers``: ``benchmarks/workers_vs_rev.py`` (runtime in worker processes vs in-process);
 * ``index``: ``benchmarks/index.py`` (``telemetry ui`` indexing one run of ``--points``).
 
 Run: ``python3 benchmarks/limits.py [--rev 41a0e84] [--repeats 3] [--only bus,index]``
@@ -155,7 +155,7 @@ def main() -> int:
                                    "--repeats", str(args.repeats), "--rev", args.rev]), ""]  # fmt: skip
     if "workers" in only:
         lines += [*script_section("Runtime in worker processes",
-                                  ["aggregator.py", "--episodes", "0", "--bundles", "0",
+                                  ["workers_vs_rev.py", "--rev", args.rev,
                                    "--repeats", str(args.repeats)]), ""]  # fmt: skip
     if "index" in only:
         lines += [*script_section("Dashboard index of one run",
