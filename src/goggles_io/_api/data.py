@@ -144,9 +144,8 @@ class MetricLogger(TextLogger):
         elif type(step) is not int or step < 0:
             step = v.check_step(step)
         state.steps[key] = step
-        ext: dict[str, Any] = {"bound": self._bound} if self._bound else {}
-        if extra:
-            ext.update(extra)
+        # ``extra`` (from **extra) is a fresh dict of this call: it becomes the event's own.
+        ext: dict[str, Any] = {"bound": self._bound, **extra} if self._bound else extra
         if value - value:  # NaN or +-inf: x - x is 0 for every finite x
             ext["nonfinite"] = [name]
         if state.x_axes:
@@ -166,10 +165,10 @@ class MetricLogger(TextLogger):
         else:
             filepath = lineno = None
         transport = state.transport or get_transport()
-        emit_row = getattr(transport, "emit_row", None)
-        if emit_row is not None:
+        put_row = getattr(transport, "put_row", None)
+        if put_row is not None:
             # The socket client queues a row of atomic values (records.Row): no Event, no dict.
-            emit_row(
+            put_row(
                 (
                     _METRIC_VALUE,
                     self.scope,
