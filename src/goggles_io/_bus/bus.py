@@ -9,6 +9,7 @@ per scope and the cache replaced (never mutated) on attach/detach: the hot path 
 from __future__ import annotations
 
 import math
+import operator
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,10 @@ from goggles_io.exceptions import UnknownHandlerError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, handler_from_dict
 
 __all__ = ["EventBus"]
+
+_SCOPE = operator.attrgetter("scope")
+_KIND = operator.attrgetter("kind")
+_LEVEL = operator.attrgetter("level")
 
 
 class EventBus:
@@ -196,6 +201,41 @@ class EventBus:
         """
         if self._finished:
             self._reopen()
+        per_lane = self._uniform_routes(events)
+        if per_lane is None:
+            per_lane = self._routes_per_event(events)
+        dropped = 0
+        for lane, batch in per_lane.items():
+            dropped += lane.offer_many(batch, redelivered=redelivered)
+            if ticket is not None and lane.backpressure:
+                lane.offer_ticket(ticket)
+        return dropped
+
+    def _uniform_routes(self, events: list[Event]) -> dict[Lane, list[Event]] | None:
+        """Each lane's list when every event shares scope, kind and level (a client batch from
+        one logger, the common case): routed once, not per event; ``None`` otherwise."""
+        if not events:
+            return {}
+        first = events[0]
+        if (
+            len(set(map(_SCOPE, events))) != 1
+            or len(set(map(_KIND, events))) != 1
+            or len(set(map(_LEVEL, events))) != 1
+        ):
+            return None
+        scope, kind, level = first.scope, first.kind, first.level
+        found = self._routes.get(scope)
+        lanes = self._resolve(scope) if found is None else found
+        if not lanes and self._lanes:
+            self.unrouted(scope, len(events))
+        per_lane: dict[Lane, list[Event]] = {}
+        for lane in lanes:
+            if kind in lane.kinds and (level is None or level >= lane.level):
+                per_lane[lane] = list(events)  # each lane owns its list
+        return per_lane
+
+    def _routes_per_event(self, events: list[Event]) -> dict[Lane, list[Event]]:
+        """Each lane's list, event by event (a batch mixing scopes, kinds or levels)."""
         routes = self._routes
         per_lane: dict[Lane, list[Event]] = {}
         last_scope: str | None = None
@@ -217,12 +257,7 @@ class EventBus:
                         per_lane[lane] = [event]
                     else:
                         batch.append(event)
-        dropped = 0
-        for lane, batch in per_lane.items():
-            dropped += lane.offer_many(batch, redelivered=redelivered)
-            if ticket is not None and lane.backpressure:
-                lane.offer_ticket(ticket)
-        return dropped
+        return per_lane
 
     def call(self, name: str, method: str, payload: Any) -> None:
         """Run ``method(payload)`` on the handler attached as ``name``, in its lane's order.

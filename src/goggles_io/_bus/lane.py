@@ -40,6 +40,7 @@ from goggles_io._event.records import (
     METRIC_ENTRY_BYTES,
     Event,
     approx_nbytes,
+    batch_nbytes,
 )
 from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
@@ -276,7 +277,7 @@ class Lane:
         pipe = self._pipe
         if pipe is not None:
             item = Redelivered(events) if redelivered else events
-            return 0 if pipe.put(item, sum(map(approx_nbytes, events))) else n
+            return 0 if pipe.put(item, batch_nbytes(events)) else n
         if self.broken:
             self._drop("handler could not be opened", n)
             return n

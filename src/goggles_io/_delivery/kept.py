@@ -54,18 +54,22 @@ class Kept(Generic[T]):
 
     def add_from(
         self,
-        queue: deque[tuple[T, int]],
+        queue: deque[T],
+        sizes: deque[int],
         max_items: int,
         max_bytes: int,
         count: Callable[[list[T]], int],
     ) -> Batch[T]:
-        """Keep a new batch of the oldest ``(item, bytes)`` of ``queue``, within the bounds."""
+        """Keep a new batch of the oldest items of ``queue`` (their bytes the oldest of
+        ``sizes``), within the bounds."""
         items: list[T] = []
+        append, take, size_of = items.append, queue.popleft, sizes.popleft
         nbytes = 0
-        while queue and len(items) < max_items and nbytes < max_bytes:
-            item, size = queue.popleft()
-            items.append(item)
-            nbytes += size
+        for _ in range(min(len(queue), max_items)):
+            append(take())
+            nbytes += size_of()
+            if nbytes >= max_bytes:
+                break
         return self.add(items, count(items), nbytes)
 
     def due(self) -> Batch[T] | None:

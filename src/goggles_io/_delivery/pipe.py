@@ -51,6 +51,8 @@ class Pipe(Generic[T]):
         batch_items, batch_bytes: the most one batch holds (and one spool record).
         codec: encodes a list of items for the spool; without one, nothing spills.
         units: what an item counts for in ``losses()``, ``delivered`` and ``left()``.
+        uncounted: items of exactly this type count for nothing, every other item for one
+            (``units`` in one C-level count per batch, not a Python call per item).
         max_unacked: batches sent and not acknowledged at most (``None``: bytes only).
         ack_on_return: a ``send`` that returns acknowledges its batch (synchronous sinks).
         on_idle: called by the worker before it sleeps; returns how long it may sleep
@@ -71,6 +73,7 @@ class Pipe(Generic[T]):
         batch_bytes: int = 1 << 20,
         codec: PipeCodec[T] | None = None,
         units: Callable[[T], int] | None = None,
+        uncounted: type | None = None,
         max_unacked: int | None = None,
         ack_on_return: bool = False,
         on_idle: Callable[[], float | None] | None = None,
@@ -88,6 +91,9 @@ class Pipe(Generic[T]):
         self.backoff_s = backoff_s  # first and longest wait before a failed send is retried
         self._send = send
         self._codec = codec
+        self._uncounted = uncounted
+        if uncounted is not None:
+            units = lambda item: 0 if type(item) is uncounted else 1  # noqa: E731
         self._units = units
         self._ack_on_return = ack_on_return
         self._on_idle = on_idle
@@ -99,7 +105,10 @@ class Pipe(Generic[T]):
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._sleeping = False
-        self._queue: deque[tuple[T, int]] = deque()  # put, not yet batched: (item, bytes)
+        # Put, not yet batched: the items, and their bytes in a deque of their own (appended
+        # first, popped after), so a queued item is not wrapped in a tuple the GC tracks.
+        self._queue: deque[T] = deque()
+        self._sizes: deque[int] = deque()
         self._limit = -1  # max_items; -1 sends put() to the slow path (spilling, closed, cold)
         self._bytes_in = 0  # bytes ever put in memory (producers)
         self._bytes_out = 0  # bytes ever released (acked, or taken out of memory)
@@ -123,7 +132,8 @@ class Pipe(Generic[T]):
         if len(queue) >= self._limit or self._bytes_in - self._bytes_out + size > self.max_bytes:
             return self._put_slow(item, size, force)
         self._bytes_in += size
-        queue.append((item, size))
+        self._sizes.append(size)
+        queue.append(item)
         if self._sleeping:
             self._wake.set()
         return True
@@ -190,7 +200,8 @@ class Pipe(Generic[T]):
             fits = held + size <= self.max_bytes or (held == 0 and not self._queue)
             if force or (len(self._queue) < self.max_items and fits):
                 self._bytes_in += size
-                self._queue.append((item, size))
+                self._sizes.append(size)
+                self._queue.append(item)
                 return ""
             if not waiting.can_spill:
                 return QUEUE_FULL
@@ -302,7 +313,7 @@ class Pipe(Generic[T]):
             return None, None
         if self._queue:
             return self._kept.add_from(
-                self._queue, self.batch_items, self.batch_bytes, self._count
+                self._queue, self._sizes, self.batch_items, self.batch_bytes, self._count
             ), None
         waiting = self._waiting
         part = waiting.take(lambda nbytes: self._charge_locked(nbytes, not kept))
@@ -331,6 +342,8 @@ class Pipe(Generic[T]):
             self._kept.add(items, part.units, part.nbytes)
 
     def _count(self, items: list[T]) -> int:
+        if self._uncounted is not None:
+            return len(items) - list(map(type, items)).count(self._uncounted)
         return len(items) if self._units is None else sum(map(self._units, items))
 
     @property
@@ -349,13 +362,17 @@ class Pipe(Generic[T]):
             return self._left_locked()
 
     def _left_locked(self) -> int:
-        queued = self._queue.copy()  # atomic: producers append without the lock
-        count = len(queued) if self._units is None else sum(self._units(i) for i, _ in queued)
-        return count + self._waiting.units + self._kept.units
+        queued = list(self._queue.copy())  # atomic: producers append without the lock
+        return self._count(queued) + self._waiting.units + self._kept.units
 
     def memory_bytes(self) -> int:
         """Bytes in memory now (queued or kept), read without the lock: for backpressure."""
         return self._bytes_in - self._bytes_out
+
+    def queued(self) -> bool:
+        """Whether items wait in memory to be batched, read without the lock: the worker then
+        makes another batch before it sleeps (only the worker takes them)."""
+        return bool(self._queue)
 
     def idle(self) -> bool:
         """Whether nothing waits to be batched (memory or spool), read without the lock."""
@@ -401,8 +418,9 @@ class Pipe(Generic[T]):
         with self._lock:
             left = self._left_locked()
             batches = self._kept.take()
-            queued = [item for item, _ in self._queue]
+            queued = list(self._queue)
             self._queue.clear()
+            self._sizes.clear()
             waiting, self._waiting = self._waiting, self._new_waiting()
         kept = keep is not None and left > 0 and keep(left_in_order(batches, queued, waiting))
         with self._lock:

@@ -27,8 +27,16 @@ import numpy as np
 from cattrs import UnstructureStrategy
 from cattrs.preconf.msgpack import make_converter
 
-from goggles_io._event.messages import Ack, Batch, Call, Hello, Message, Reply
-from goggles_io._event.records import ArrayPool, ArrayReader, Event, Kind, ShmRef
+from goggles_io._event.messages import Ack, Batch, Call, Hello, Message, OutBatch, Reply
+from goggles_io._event.records import (
+    SCALAR_ROW_LEN,
+    ArrayPool,
+    ArrayReader,
+    Event,
+    Kind,
+    ShmRef,
+    event_fields,
+)
 from goggles_io.exceptions import FrameError
 
 __all__ = [
@@ -39,6 +47,7 @@ __all__ = [
     "Encoder",
     "Hello",
     "Message",
+    "OutBatch",
     "Reply",
     "make_wire_converter",
 ]
@@ -100,6 +109,8 @@ _COLUMNS = (
     "time",
 )
 _GETTERS = tuple(_GET(name) for name in _COLUMNS)
+_PAYLOAD_COLUMN = _COLUMNS.index("payload")
+_EXTRA_COLUMN = _COLUMNS.index("extra")
 _FOLDABLE = frozenset({"kind", "scope", "level", "logger", "pid", "filepath", "lineno", "time"})
 _FOLD_TYPES = (str, int, type(None), Kind)
 _NONE = type(None)
@@ -119,12 +130,29 @@ _CHECKS: dict[str, tuple[frozenset[type], Callable[[Any], Any] | None]] = {
 }
 
 
-def _unstructure_batch(b: Batch) -> list[Any]:
+def _columns(events: list[Any]) -> Any:
+    """The batch's columns: one ``zip`` over scalar rows (the client's queued scalars, see
+    ``records.Row``), one ``map`` per field over events; a mix becomes event fields first."""
+    types = set(map(type, events))
+    if tuple not in types:
+        return (list(map(getter, events)) for getter in _GETTERS)
+    if types == {tuple} and set(map(len, events)) == {SCALAR_ROW_LEN}:
+        cols: list[Any] = list(zip(*events, strict=True))
+        values = cols.pop()
+        cols[_PAYLOAD_COLUMN] = [{n: v} for n, v in zip(cols[_PAYLOAD_COLUMN], values, strict=True)]
+    else:
+        cols = list(zip(*map(event_fields, events), strict=True))
+    extras = cols[_EXTRA_COLUMN]
+    if None in extras:  # a row's empty extra
+        cols[_EXTRA_COLUMN] = [{} if e is None else e for e in extras]
+    return cols
+
+
+def _unstructure_batch(b: Batch | OutBatch) -> list[Any]:
     events = b.events
     n = len(events)
     body: list[Any] = [b.seq, n]
-    for name, getter in zip(_COLUMNS, _GETTERS, strict=True):
-        col = list(map(getter, events))
+    for name, col in zip(_COLUMNS, _columns(events), strict=True):
         if name in _FOLDABLE and n:
             first = col[0]
             # ``==`` folds 1 with True and 1.0: demand one exact type as well.
@@ -206,6 +234,9 @@ _CONVERTER = make_wire_converter()
 _UNSTRUCTURE: dict[type, Callable[[Any], Any]] = {
     cls: _CONVERTER.get_unstructure_hook(cls) for cls in _TAGS
 }
+# Sent as a Batch, read back as one (decoding goes by _CLASSES, which it is not in).
+_TAGS[OutBatch] = _TAGS[Batch]
+_UNSTRUCTURE[OutBatch] = _unstructure_batch
 _STRUCTURE: dict[int, Callable[[Any, Any], Any]] = {
     tag: _CONVERTER.get_structure_hook(cls) for tag, cls in _CLASSES.items()
 }
@@ -309,7 +340,7 @@ class Encoder:
         body = msgpack.packb([ref.segment, ref.offset, ref.nbytes, ref.dtype, list(ref.shape)])
         return msgpack.ExtType(_EXT_SHM, body)
 
-    def encode(self, message: Message) -> bytes:
+    def encode(self, message: Message | OutBatch) -> bytes:
         """Return the msgpack bytes of ``message``; raises TypeError for unencodable payloads."""
         cls = type(message)
         out: bytes = self._packer.pack([_TAGS[cls], _UNSTRUCTURE[cls](message)])

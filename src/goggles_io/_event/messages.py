@@ -11,9 +11,9 @@ from typing import Any, Union
 
 import attrs
 
-from goggles_io._event.records import Event
+from goggles_io._event.records import Event, Row
 
-__all__ = ["Ack", "Batch", "Call", "Hello", "Message", "Reply"]
+__all__ = ["Ack", "Batch", "Call", "Hello", "Message", "OutBatch", "Reply"]
 
 
 @attrs.frozen
@@ -34,6 +34,16 @@ class Batch:
 
     seq: int
     events: list[Event]
+    redelivered: bool = False
+
+
+@attrs.frozen
+class OutBatch:
+    """A :class:`Batch` as the socket client sends it: its events may be queued rows (see
+    :data:`~goggles_io._event.records.Row`). Encoded exactly as a ``Batch``, and read back as one."""
+
+    seq: int
+    events: list[Event | Row]
     redelivered: bool = False
 
 
@@ -63,7 +73,7 @@ class Reply:
     result: Any = None
 
 
-for _cls in (Hello, Batch, Ack, Call, Reply):
+for _cls in (Hello, Batch, OutBatch, Ack, Call, Reply):
     attrs.resolve_types(_cls, globals(), locals())
 
 Message = Union[Hello, Batch, Ack, Call, Reply]  # noqa: UP007 (a runtime object on 3.10)

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from goggles_io._event.codec import Batch, Encoder
-from goggles_io._event.records import Event, ShmRef
+from goggles_io._event.codec import Encoder, OutBatch
+from goggles_io._event.records import ROW_PAYLOAD, Event, Row, ShmRef
 from goggles_io._transport.framing import DEFAULT_MAX_FRAME_BYTES, encode_frame
 
-__all__ = ["Batcher", "Frame"]
+__all__ = ["Batcher", "Frame", "Sendable", "payload_of"]
 
 # (seq, frame bytes, the events it carries, shm slots the frame points at): the client keeps the
 # events until the host acknowledges the frame, to send them again to the next host (ADR 0030).
-Frame = tuple[int, bytes, list[Event], list[ShmRef]]
+# The client's events are :class:`Event` objects or queued rows (``records.Row``).
+Sendable = Event | Row
+Frame = tuple[int, bytes, list[Sendable], list[ShmRef]]
 _ENCODE_ERRORS = (TypeError, ValueError, OverflowError)
 
 
@@ -39,7 +41,7 @@ class Batcher:
         self._on_unencodable = on_unencodable
         self._max = max_frame_bytes
 
-    def frames(self, events: list[Event], redelivered: bool = False) -> list[Frame]:
+    def frames(self, events: list[Sendable], redelivered: bool = False) -> list[Frame]:
         """Return the frames carrying ``events``; unencodable events are reported and left out.
 
         ``redelivered`` marks them as sent before to a host that died (ADR 0030).
@@ -49,7 +51,7 @@ class Batcher:
         encoder.refs = []
         encoder.created = []
         try:
-            payload = encoder.encode(Batch(self.seq + 1, events, redelivered))
+            payload = encoder.encode(OutBatch(self.seq + 1, events, redelivered))
         except _ENCODE_ERRORS:
             self._release(encoder.created)
             return self._one_by_one(events, encoder, redelivered)
@@ -65,13 +67,15 @@ class Batcher:
         self.seq += 1
         return [(self.seq, encode_frame(payload, self._max), events, encoder.refs)]
 
-    def _one_by_one(self, events: list[Event], encoder: Encoder, redelivered: bool) -> list[Frame]:
-        good = []
+    def _one_by_one(
+        self, events: list[Sendable], encoder: Encoder, redelivered: bool
+    ) -> list[Frame]:
+        good: list[Sendable] = []
         for event in events:
             encoder.refs = []
             encoder.created = []
             try:
-                encoder.encode(Batch(0, [event]))
+                encoder.encode(OutBatch(0, [event]))
             except _ENCODE_ERRORS as exc:
                 self._on_unencodable(exc)
                 self._release(_staged([event]))
@@ -81,6 +85,15 @@ class Batcher:
         return self.frames(good, redelivered) if good else []
 
 
-def _staged(events: list[Event]) -> list[ShmRef]:
+def payload_of(event: Sendable) -> object:
+    """The payload slot of an event or of a queued row (a scalar row's holds its metric name):
+    where an array staged at the log call is found."""
+    if isinstance(event, tuple):
+        return event[ROW_PAYLOAD]
+    return event.payload
+
+
+def _staged(events: list[Sendable]) -> list[ShmRef]:
     """The shared-memory slots that events staged at their log call hold."""
-    return [e.payload for e in events if type(e.payload) is ShmRef]
+    payloads = map(payload_of, events)
+    return [p for p in payloads if type(p) is ShmRef]

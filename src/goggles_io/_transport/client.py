@@ -26,7 +26,7 @@ from goggles_io._delivery.drain import read_finish_stall, wait_while_progressing
 from goggles_io._delivery.losses import KEPT_FOR_LATER, NOT_DELIVERED, UNENCODABLE, LossReport
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._event.messages import Call
-from goggles_io._event.records import Event, ShmRef, approx_nbytes
+from goggles_io._event.records import Event, Row, ShmRef, approx_nbytes, row_event
 from goggles_io._transport.courier import REPLAYED, Courier, Item, loading_modules
 from goggles_io._transport.leftovers import Leftovers
 from goggles_io._transport.link import HostLink
@@ -54,10 +54,6 @@ _BATCH_BYTES = 4 * 1024 * 1024  # a batch's events, so encoding one never double
 _LAST_WORD_S = 2.0  # how long a finish that gave up still waits for the host's tally
 
 
-def _units(item: Item) -> int:
-    return 0 if type(item) is Marker else 1
-
-
 class _SpillCodec:
     """Events as spool records; a handler operation never spills (its waiter holds it)."""
 
@@ -71,7 +67,8 @@ class _SpillCodec:
             from goggles_io._event.spilled import SpillEncoder
 
             self._encoder = SpillEncoder()
-        return self._encoder.encode(items)  # type: ignore[arg-type]
+        events = [row_event(item) if isinstance(item, tuple) else item for item in items]
+        return self._encoder.encode(events)  # type: ignore[arg-type]
 
     def decode(self, record: SpoolRecord) -> list[Item]:
         from goggles_io._event.spilled import decode_spilled
@@ -98,7 +95,7 @@ def client_pipe(
         batch_items=_BATCH_EVENTS,
         batch_bytes=_BATCH_BYTES,
         codec=_SpillCodec(),
-        units=_units,
+        uncounted=Marker,
         name="goggles_io:sender",
     )
 
@@ -151,6 +148,10 @@ class SocketClient:
             self.courier.send, self.policy, self.settings.queue_size, self.settings.queue_bytes
         )
         self.courier.ack_pipe = self._acked
+        self.courier.more = self.pipe.queued
+        # Where a scalar's row goes: emit_row until started, then (asynchronous) the pipe's put
+        # itself, one call fewer on the logger's hot path.
+        self.put_row: Callable[[Row, int], object] = self.emit_row
         self.unencodable = 0
         self._issued: list[Call] = []  # every operation issued here, for a forked child
         self._running = False
@@ -181,6 +182,8 @@ class SocketClient:
             loading_modules()
         self.local.resubscribe()  # handlers of ours kept across finish() need their feed again
         self.leftovers.deliver()  # a dead process's leftovers go before anything of ours
+        if self.settings.async_mode:
+            self.put_row = self.pipe.put
 
     def deliver_leftovers(self) -> int:
         """Start now, delivering what dead processes kept for later; the folders found."""
@@ -206,6 +209,15 @@ class SocketClient:
             self._start()
         if not self.pipe.put(event, approx_nbytes(event)) and type(event.payload) is ShmRef:
             self.pools.release([event.payload])
+        if not self.settings.async_mode:
+            self.flush(self.settings.shutdown_timeout_s)
+
+    def emit_row(self, row: Row, size: int) -> None:
+        """:meth:`emit` for an event given as a row (``records.Row``: a scalar's), of ``size``
+        bytes against the budget; never a staged array."""
+        if not self._running:
+            self._start()
+        self.pipe.put(row, size)
         if not self.settings.async_mode:
             self.flush(self.settings.shutdown_timeout_s)
 

@@ -11,6 +11,7 @@ again, marked redelivered; the slots the encoder made for the dead host are give
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 from collections import deque
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from goggles_io._event.messages import Ack, Call, Reply
-from goggles_io._event.records import Event, ShmRef
+from goggles_io._event.records import ROW_PAYLOAD, Event, Row, ShmRef
 from goggles_io._transport.framing import encode_frame
 from goggles_io._transport.link import HostLink
 from goggles_io._transport.operations import Marker
@@ -30,11 +31,11 @@ if TYPE_CHECKING:
     from goggles_io._delivery.pipe import Pipe
     from goggles_io._delivery.policy import DeliveryPolicy
     from goggles_io._event.codec import Encoder
-    from goggles_io._transport.batching import Batcher
+    from goggles_io._transport.batching import Batcher, Sendable
 
 __all__ = ["AGAIN", "REPLAYED", "Courier", "Item", "load_modules", "loading_modules"]
 
-Item = Event | Marker
+Item = Event | Row | Marker  # a queued row is a scalar's event (records.Row)
 # Operations replayed, in order, on a new host (after a host death, or in a forked child).
 REPLAYED = ("attach", "replace", "detach", "call")
 # Not sent: the events after ``Call(AGAIN, {"on": True})`` go marked redelivered until one with
@@ -76,13 +77,40 @@ os.register_at_fork(before=_before_fork)
 
 
 _FRAME_HELD_BYTES = 4 * 1024 * 1024
+# Frames of consecutive batches are written together up to this much while more batches wait:
+# each write releases the GIL, and the application's thread then keeps it for a whole switch
+# interval (5 ms), so one write per small batch starved the sender.
+_WRITE_BYTES = 512 * 1024
 
 
-def _staged_bytes(event: Event) -> int:
+def _payload(event: Event | Row) -> Any:
+    """The payload slot (a scalar row's holds its metric name): where a staged array is."""
+    return event[ROW_PAYLOAD] if isinstance(event, tuple) else event.payload
+
+
+def _staged_bytes(event: Event | Row) -> int:
     """The array ``event`` staged in a pool, which the host copies out: the pipe counted only its
     reference (the rest of a batch is bounded by the pipe's own batch bytes)."""
-    payload = event.payload
+    payload = _payload(event)
     return payload.nbytes if type(payload) is ShmRef else 0
+
+
+_ROW_PAYLOAD: Callable[[Any], Any] = operator.itemgetter(ROW_PAYLOAD)
+_EVENT_PAYLOAD: Callable[[Any], Any] = operator.attrgetter("payload")
+
+
+def _plain(items: list[Item]) -> bool:
+    """Whether ``items`` are all events (or all rows) and none staged an array: the batch is
+    then one run of events, framed without looking at each item."""
+    types = set(map(type, items))
+    if types == {tuple}:
+        getter = _ROW_PAYLOAD
+    elif types == {Event}:
+        getter = _EVENT_PAYLOAD
+    else:
+        return False
+    payloads = map(getter, items)
+    return ShmRef not in set(map(type, payloads))
 
 
 class PipeOwner(Protocol):
@@ -115,6 +143,10 @@ class Courier:
         self.link = link
         self.pools = pools
         self.ack_pipe: Callable[[int], object] = lambda seq: None  # set once the pipe exists
+        # Whether the pipe will call send again before it sleeps (set once the pipe exists).
+        self.more: Callable[[], bool] = lambda: False
+        self._unwritten: list[bytes] = []  # frames of batches sent, not written yet
+        self._unwritten_bytes = 0
         self.host_dropped = 0  # of ours, refused by a full handler queue in the host
         self._on_unencodable = on_unencodable
         self._batcher: Batcher | None = None
@@ -134,7 +166,38 @@ class Courier:
         encoder, batcher = self._codec()
         data: list[bytes] = []
         sent = _Sent(seq, None, set(), [], [])
-        events: list[Event] = []
+        again = redelivered or self._again
+        if _plain(items):  # no operation, no staged array: one run of events
+            self._frame_events(items, again, batcher, sent, data)  # type: ignore[arg-type]
+        else:
+            self._frame_mixed(items, redelivered, encoder, batcher, sent, data)
+        with self._lock:
+            self._sent.append(sent)
+            self._unwritten += data
+            self._unwritten_bytes += sum(map(len, data))
+            if self._unwritten_bytes < _WRITE_BYTES and self.more():
+                return  # written with the next batch's frames, before the pipe sleeps
+            data, self._unwritten, self._unwritten_bytes = self._unwritten, [], 0
+        try:
+            self.link.send(b"".join(data))
+        except OSError:
+            # Tells the pipe: every kept batch goes again (those written with this one too).
+            self.link.disconnect()
+            self._forget(sent)
+            raise
+        self._settle()  # a batch of nothing (all unencodable) is through at once
+
+    def _frame_mixed(
+        self,
+        items: list[Item],
+        redelivered: bool,
+        encoder: Encoder,
+        batcher: Batcher,
+        sent: _Sent,
+        data: list[bytes],
+    ) -> None:
+        """Frame runs of events between operations, a run ending early at 4 MiB of staged arrays."""
+        events: list[Sendable] = []
         held = 0  # bytes of staged arrays the host will copy out for ``events``
         again = redelivered or self._again
         for item in items:
@@ -155,15 +218,6 @@ class Courier:
                 self._frame_events(events, again, batcher, sent, data)
                 events, held = [], 0
         self._frame_events(events, again, batcher, sent, data)
-        with self._lock:
-            self._sent.append(sent)
-        try:
-            self.link.send(b"".join(data))
-        except OSError:
-            self.link.disconnect()  # tells the pipe: every kept batch goes again
-            self._forget(sent)
-            raise
-        self._settle()  # a batch of nothing (all unencodable) is through at once
 
     def _codec(self) -> tuple[Encoder, Batcher]:
         load_modules()
@@ -178,7 +232,7 @@ class Courier:
 
     def _frame_events(
         self,
-        events: list[Event],
+        events: list[Sendable],
         redelivered: bool,
         batcher: Batcher,
         sent: _Sent,
@@ -186,12 +240,15 @@ class Courier:
     ) -> None:
         if not events:
             return
-        staged = {id(e.payload) for e in events if type(e.payload) is ShmRef}
+        staged: set[int] | None = None  # ids of the arrays staged at their log call
         for frame_seq, frame, _, refs in batcher.frames(events, redelivered):
             data.append(frame)
             sent.last_frame = frame_seq
-            sent.refs += refs
-            sent.created += [ref for ref in refs if id(ref) not in staged]
+            if refs:
+                if staged is None:
+                    staged = {id(p) for p in map(_payload, events) if type(p) is ShmRef}
+                sent.refs += refs
+                sent.created += [ref for ref in refs if id(ref) not in staged]
 
     def _frame_call(self, marker: Marker, encoder: Encoder, sent: _Sent, data: list[bytes]) -> None:
         call = marker.call
@@ -257,6 +314,7 @@ class Courier:
         """The host died: what was sent is the pipe's to send again; the encoder's slots go."""
         with self._lock:
             lost, self._sent = list(self._sent), deque()
+            self._unwritten, self._unwritten_bytes = [], 0  # the pipe sends them all again
             self._answered.clear()
         for each in lost:
             self.pools.release(each.created)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import os
 import socket
@@ -359,6 +360,18 @@ class Host:
         raise ValueError(msg)
 
 
+_GC_YOUNG = 20_000  # tracked allocations between young collections (CPython's default: 700)
+
+
+def _quiet_gc() -> None:
+    """The dedicated host is our own process: freeze what its imports made, so full collections
+    stop rescanning it, and collect the young generation less often, so events that a lane
+    hands over soon die young instead of being promoted (the GC took ~0.8 us per event)."""
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(_GC_YOUNG, middle, old)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the dedicated host process."""
     parser = argparse.ArgumentParser(prog="python -m goggles_io._transport.host")
@@ -379,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             report(f"GOGGLES_HOST_IMPORTS: cannot import {module!r}: {exc!r}", host_name())
     sweep_dead_segments()
+    _quiet_gc()
     settings = read_settings()
     bus = EventBus(
         async_mode=True,

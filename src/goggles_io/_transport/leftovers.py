@@ -36,7 +36,7 @@ import attrs
 from goggles_io._delivery.spool import SpoolRecord
 from goggles_io._delivery.spool_space import remove_own_tree, spool_space
 from goggles_io._event.messages import Call
-from goggles_io._event.records import Event, ShmRef, approx_nbytes
+from goggles_io._event.records import Event, ShmRef, approx_nbytes, row_event
 from goggles_io._transport.courier import AGAIN, REPLAYED, Item, PipeOwner
 from goggles_io._transport.operations import Marker
 from goggles_io._util.liveness import pid_alive, start_time
@@ -276,7 +276,7 @@ class Leftovers:
                 run: list[Event] = []
                 for item in items:
                     if not isinstance(item, Marker):
-                        run.append(item)
+                        run.append(row_event(item) if isinstance(item, tuple) else item)
                         continue
                     if run:
                         writer.events_of(run, sent or again)
