@@ -152,7 +152,8 @@ class Pipe(Generic[T]):
             and (self._bytes_in - self._bytes_out + total <= self.max_bytes)
         ):
             self._bytes_in += total
-            queue.extend(zip(items, sizes, strict=True))
+            self._sizes.extend(sizes)  # sizes first, as in put(): the worker pops items first
+            queue.extend(items)
             if self._sleeping:
                 self._wake.set()
             return 0
