@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _revision import unpack
+
 _ROOT = Path(__file__).resolve().parents[1]
 _PROBE = Path(__file__).resolve().parent / "_cpu_probe"
 
@@ -129,16 +131,6 @@ def _cpu_s(pid: int) -> float:
     """CPU seconds (user + system) the process ``pid`` used so far (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _unpack(rev: str, into: Path) -> Path:
-    """``rev``'s ``src``, unpacked from git under ``into``."""
-    archive = subprocess.run(
-        ["git", "-C", str(_ROOT), "archive", rev, "src"], capture_output=True, check=True
-    ).stdout
-    into.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into / "src"
 
 
 class _Consumer:
@@ -296,7 +288,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="gg-broker-bench-"))
     srcs = {"this checkout": _ROOT / "src"}
     if args.rev:
-        srcs[args.rev] = _unpack(args.rev, root / "rev")
+        srcs[args.rev] = unpack(args.rev, root / "rev") / "src"
     port = _free_port()
     server = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",

@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _revision import unpack
+
 _ROOT = Path(__file__).resolve().parent.parent
 _STAGES = r"""
 import json, logging, os, sys, timeit
@@ -103,15 +105,6 @@ print("RESULT", json.dumps(got))
 """
 
 
-def _unpack(rev: str, into: Path) -> Path:
-    archive = subprocess.run(
-        ["git", "-C", str(_ROOT), "archive", rev, "src"], capture_output=True, check=True
-    ).stdout
-    into.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into / "src"
-
-
 def _sample(src: Path) -> dict[str, float]:
     bench = _ROOT / "benchmarks"
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{bench}"}
@@ -131,7 +124,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="broker-stages-") as tmp:
-        sides = {"this checkout": _ROOT / "src", args.rev: _unpack(args.rev, Path(tmp) / "old")}
+        sides = {
+            "this checkout": _ROOT / "src",
+            args.rev: unpack(args.rev, Path(tmp) / "old") / "src",
+        }
         got: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
         for _ in range(args.repeats):
             for side, src in sides.items():

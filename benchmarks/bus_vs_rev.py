@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _revision import unpack
+
 _ROOT = Path(__file__).resolve().parent.parent
 _CELL = r"""
 import json, sys
@@ -32,17 +34,6 @@ print("RESULT", json.dumps({"rate": r[key] * scale / r["to_last_s"], "median_us"
                             "growth_mib": r["producer_growth_mib"], "finish_ms": r["finish_ms"],
                             "delivered": r["delivered"]}))
 """
-
-
-def _unpack(rev: str, into: Path) -> Path:
-    archive = subprocess.run(
-        ["git", "-C", str(_ROOT), "archive", rev, "src", "benchmarks"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    into.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
 
 
 def _cell(root: Path, peer: str, args: argparse.Namespace) -> dict[str, float]:
@@ -64,7 +55,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bus-vs-rev-") as tmp:
-        old = _unpack(args.rev, Path(tmp) / "old")
+        old = unpack(args.rev, Path(tmp) / "old", ("src", "benchmarks"))
         sides = {"this checkout": (_ROOT, "goggles_io"), args.rev: (old, "goggles_io")}
         sides["robo-goggles"] = (_ROOT, "robo-goggles")
         got: dict[str, list[dict[str, float]]] = {side: [] for side in sides}

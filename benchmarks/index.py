@@ -23,19 +23,10 @@ import urllib.error
 from pathlib import Path
 from typing import Any
 
+from _revision import unpack
 from ui import free_port, get_json, tree_rss_mb, write_ours
 
 _ROOT = Path(__file__).resolve().parent.parent
-
-
-def unpack(rev: str, into: Path) -> Path:
-    """``rev``'s ``src`` unpacked into ``into`` (the old side runs from there)."""
-    archive = subprocess.run(
-        ["git", "-C", str(_ROOT), "archive", rev, "src"], capture_output=True, check=True
-    ).stdout
-    into.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into / "src"
 
 
 def index_once(src: Path, root: Path, index_dir: Path, points: int) -> dict[str, Any]:
@@ -81,7 +72,7 @@ def main() -> int:
             write_ours(root / "run0", args.points // 10, 10)
         sides = {"this checkout": _ROOT / "src"}
         if args.rev:
-            sides[args.rev] = unpack(args.rev, work / f"rev-{args.rev}-{os.getpid()}")
+            sides[args.rev] = unpack(args.rev, work / f"rev-{args.rev}-{os.getpid()}") / "src"
         rows: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
         for repeat in range(args.repeats):
             for side, src in sides.items():

@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _revision import unpack
+
 _HERE = Path(__file__).resolve().parent
 _ROOT = _HERE.parent
 _CELL = r"""
@@ -41,18 +43,6 @@ _BUS_CELLS = (
     ("scalars, in-process", "scalars", 100_000, "goggles_io-inprocess", "robo-goggles-inprocess"),
     ("1 MiB images, dedicated host", "images", 200, "goggles_io", "robo-goggles"),
 )
-
-
-def unpack(rev: str, into: Path) -> Path:
-    """``rev``'s ``src`` and ``benchmarks`` unpacked into ``into`` (the older side's code)."""
-    archive = subprocess.run(
-        ["git", "-C", str(_ROOT), "archive", rev, "src", "benchmarks"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    into.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
 
 
 def bus_cell(root: Path, peer: str, workload: str, n: int) -> dict[str, Any]:
@@ -144,7 +134,7 @@ def main() -> int:
                         f"medians of {args.repeats} fresh-process runs", ""]  # fmt: skip
     goals: list[tuple[Any, ...]] = []
     with tempfile.TemporaryDirectory(prefix="limits-") as tmp:
-        old = unpack(args.rev, Path(tmp) / "old")
+        old = unpack(args.rev, Path(tmp) / "old", ("src", "benchmarks"))
         if "bus" in only:
             section, found = bus_section(args.rev, old, args.repeats)
             lines += [*section, ""]

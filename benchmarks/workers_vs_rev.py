@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _revision import unpack
+
 _ROOT = Path(__file__).resolve().parent.parent
 _SAMPLE = r"""
 import json, logging, sys, time
@@ -52,15 +54,6 @@ print("RESULT", json.dumps(got))
 """
 
 
-def _unpack(rev: str, into: Path) -> Path:
-    archive = subprocess.run(
-        ["git", "-C", str(_ROOT), "archive", rev, "src"], capture_output=True, check=True
-    ).stdout
-    into.mkdir(parents=True)
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into / "src"
-
-
 def _sample(src: Path, args: argparse.Namespace, counts: list[int]) -> dict[str, float]:
     bench = _ROOT / "benchmarks"
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{bench}"}
@@ -82,7 +75,10 @@ def main() -> None:
     args = parser.parse_args()
     counts = [int(c) for c in args.workers.split(",") if c.strip()]
     with tempfile.TemporaryDirectory(prefix="workers-vs-rev-") as tmp:
-        sides = {"this checkout": _ROOT / "src", args.rev: _unpack(args.rev, Path(tmp) / "old")}
+        sides = {
+            "this checkout": _ROOT / "src",
+            args.rev: unpack(args.rev, Path(tmp) / "old") / "src",
+        }
         got: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
         for repeat in range(args.repeats):
             for side, src in sides.items():
