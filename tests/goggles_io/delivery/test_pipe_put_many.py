@@ -17,6 +17,7 @@ class _Sink:
         self.alive = True
         self.items: list[Any] = []
         self.last = 0
+        self.seen: set[int] = set()  # batches taken: a redelivery of one never taken counts
         self.lock = threading.Lock()
 
     def send(self, seq: int, items: list[Any], redelivered: bool) -> None:
@@ -24,7 +25,8 @@ class _Sink:
             if not self.alive:
                 msg = "sink down"
                 raise ConnectionError(msg)
-            if not redelivered:
+            if seq not in self.seen:
+                self.seen.add(seq)
                 self.items += items
             self.last = seq
 
