@@ -229,7 +229,7 @@ def _plain_metrics(objs: list[dict[str, Any]], rows: MetricRows) -> bool:
     (nothing taken) when a line needs the per-line rules for its axes.
     """
     count = len(objs)
-    payloads = [obj.get("payload") for obj in objs]
+    payloads: list[Any] = [obj.get("payload") for obj in objs]
     if set(map(type, payloads)) != {dict}:
         return False  # a line without a payload dict: no points, read by the per-line rules
     if [obj.get("time") for obj in objs].count(None) != count:
@@ -251,7 +251,10 @@ def _plain_metrics(objs: list[dict[str, Any]], rows: MetricRows) -> bool:
         stamps = [_stamp(value) for value in stamps]
     when = np.array(stamps, dtype=np.float64)
     shapes = list(map(tuple, payloads))
-    starts = [i for i in range(1, count) if shapes[i] != shapes[i - 1]]
+    starts = (
+        [] if shapes.count(shapes[0]) == count  # the usual chunk: one shape throughout
+        else [i for i in range(1, count) if shapes[i] != shapes[i - 1]]
+    )  # fmt: skip
     for start, stop in zip([0, *starts], [*starts, count], strict=True):
         rows.add_block(shapes[start], payloads[start:stop], step[start:stop], when[start:stop])
     return True

@@ -28,7 +28,7 @@ __all__ = ["DbFeeder", "DirFeeder", "index_folder"]
 
 _NAN = float("nan")
 _DB_ROWS = 50_000  # rows of the points table read per step
-_PARSE_BYTES = 512 << 10  # lines parsed at once: their objects are what a turn holds at its peak
+_PARSE_BYTES = 64 << 10  # lines parsed at once: their objects are what a turn holds at its peak
 
 
 def index_folder(root: Path, kind: str, owner: str) -> Path:
