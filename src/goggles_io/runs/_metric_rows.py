@@ -14,14 +14,17 @@ point by point, first flushes every waiting block.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Callable
+from itertools import chain
 from typing import Any, Protocol
 
 import numpy as np
 
 __all__ = ["MetricRows"]
 
+_NAN = math.nan
 _NUMERIC_KINDS = frozenset("fiub")  # float, int, unsigned, bool: float64 without surprises
 
 
@@ -77,6 +80,34 @@ class MetricRows:
             self._waiting.update(keys)
         block.axes.extend((step, when, x))
         block.values.extend(payload.values())
+
+    def add_block(
+        self,
+        keys: tuple[str, ...],
+        payloads: list[dict[str, Any]],
+        step: np.ndarray,
+        when: np.ndarray,
+    ) -> None:
+        """Consecutive lines of one shape (``keys``), no custom x axis, their step and wall time
+        already columns: written at once when every value is a plain number, else line by
+        line through :meth:`add` (the per-point rules)."""
+        if not self._waiting.isdisjoint(keys):
+            self.flush()  # earlier lines of these metrics are waiting: they go first
+        values = _as_floats(list(chain.from_iterable(map(dict.values, payloads))), len(keys))
+        if values is None:
+            for payload, line_step, line_when in zip(
+                payloads, step.tolist(), when.tolist(), strict=True
+            ):
+                self.add(payload, line_step, line_when, _NAN, None)
+            return
+        steps, times = step.tobytes(), when.tobytes()
+        xs = np.full(len(payloads), _NAN).tobytes()
+        for position, name in enumerate(keys):
+            column = self._column(name)
+            column.step.frombytes(steps)
+            column.time.frombytes(times)
+            column.x.frombytes(xs)
+            column.value.frombytes(np.ascontiguousarray(values[:, position]).tobytes())
 
     def flush(self) -> None:
         """Write every waiting block into the columns, in the order the blocks began."""

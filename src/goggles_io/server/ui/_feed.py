@@ -28,6 +28,7 @@ __all__ = ["DbFeeder", "DirFeeder", "index_folder"]
 
 _NAN = float("nan")
 _DB_ROWS = 50_000  # rows of the points table read per step
+_PARSE_BYTES = 64 << 10  # lines parsed at once: their objects are what a turn holds at its peak
 
 
 def index_folder(root: Path, kind: str, owner: str) -> Path:
@@ -88,25 +89,30 @@ class DirFeeder:
         return pending > 0
 
     def _read(self, fh: BinaryIO, path: Path, rel: str, state: dict[str, Any], size: int) -> int:
-        """Parse the next whole lines (about ``size`` bytes); a line over ``MAX_LINE_BYTES``
+        """Parse the next whole lines (about ``size`` bytes) in pieces of ``_PARSE_BYTES``, the
+        points gathered as columns and added to the index once; a line over ``MAX_LINE_BYTES``
         is discarded without being held and counted as unreadable. Returns the bytes passed."""
         if is_tfevents(path):
             return self._read_tfevents(fh, path, rel, state, size)
         cursor = LineCursor(state["offset"], bool(state.get("skipping")))
-        chunk, too_long = read_lines(fh, cursor, size)
+        parsed = Parsed()
+        folder = "" if path.parent == self.run_dir else path.parent.name
+        while cursor.offset - state["offset"] < size:
+            left = size - (cursor.offset - state["offset"])
+            chunk, too_long = read_lines(fh, cursor, min(left, _PARSE_BYTES))
+            parsed.skipped += too_long
+            if not chunk:
+                break  # only a torn last line so far (or an over-long one): wait for its end
+            if path.suffix == ".csv":
+                if too_long and state["offset"] == 0 and state["header"] is None:
+                    state["header"] = []  # the header itself was unreadable: so is every row
+                text = chunk.decode("utf-8", errors="replace")
+                _, state["header"] = csv_rows(text, state["header"], parsed)
+            else:
+                json_lines(chunk.split(b"\n"), folder, parsed)
         used: int = cursor.offset - state["offset"]
         if not used:
             return 0  # only a torn last line so far: wait for its end
-        parsed = Parsed()
-        parsed.skipped += too_long
-        if path.suffix == ".csv":
-            if too_long and state["offset"] == 0 and state["header"] is None:
-                state["header"] = []  # the header itself was unreadable: so is every row
-            _, header = csv_rows(chunk.decode("utf-8", errors="replace"), state["header"], parsed)
-            state["header"] = header
-        else:
-            folder = "" if path.parent == self.run_dir else path.parent.name
-            json_lines(chunk.split(b"\n"), folder, parsed)
         self.index.add(parsed, rel)
         state["offset"], state["skipping"] = cursor.offset, cursor.skipping
         self.index.extra["skipped"] = self.index.extra.get("skipped", 0) + parsed.skipped

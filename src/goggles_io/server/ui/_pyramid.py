@@ -35,6 +35,7 @@ REC = np.dtype(
      ("ysum", "f8"), ("nfin", "f8"), ("nbad", "f8")]
 )  # fmt: skip
 _CHUNK = 1 << 20  # points (or records) reduced per step when building levels
+_KEEP = 1 << 16  # items of one level kept in memory during a build at most (else read back)
 
 
 def _reduce_values(y: np.ndarray, k: int, base: int) -> np.ndarray:
@@ -85,6 +86,17 @@ def _reduce_records(rec: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+def _append_bytes(path: Path, data: memoryview) -> None:
+    """Append ``data`` to ``path`` (created if missing) with plain system calls."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        view = memoryview(data).cast("B")
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
 @attrs.frozen
 class Buckets:
     """A window ``[i0, i1)`` as consecutive buckets: each one's first index and its record."""
@@ -115,6 +127,9 @@ class Pyramid:
             self._cut(path, have * REC.itemsize)
             self.levels.append(have)
             size //= BASE
+        # Per level (0: the raw values), the items not yet summarised one level up, as they were
+        # written: the next append reduces them without reading them back (None: read the file).
+        self._tails: list[tuple[int, np.ndarray] | None] = []
         self._build()
 
     @staticmethod
@@ -138,11 +153,32 @@ class Pyramid:
         """Append points (equal-length float64 arrays), then every level block now whole."""
         if not len(value):
             return
+        value = np.ascontiguousarray(value, dtype="<f8")
         for name, column in zip(AXES.values(), (step, time, x, value), strict=True):
-            with open(self.folder / name, "ab") as fh:
-                fh.write(np.ascontiguousarray(column, dtype="<f8").data)  # no copy
+            _append_bytes(self.folder / name, np.ascontiguousarray(column, dtype="<f8").data)
+        self._remember(0, self.count, value)
         self.count += len(value)
         self._build()
+
+    def _remember(self, level: int, start: int, items: np.ndarray) -> None:
+        """Keep ``items`` (level ``level``'s, from index ``start``) for the next reduction."""
+        while len(self._tails) <= level:
+            self._tails.append(None)
+        tail = self._tails[level]
+        if tail is not None and tail[0] + len(tail[1]) == start:
+            tail = (tail[0], np.concatenate([tail[1], items]))
+        else:
+            tail = (start, items)
+        self._tails[level] = tail if len(tail[1]) <= _KEEP else None  # a rebuild: from the files
+
+    def _items(self, level: int, start: int, size: int) -> np.ndarray:
+        """Level ``level``'s items [start, start + size): kept ones, else read from the file."""
+        tail = self._tails[level] if level < len(self._tails) else None
+        if tail is not None and tail[0] <= start and start + size <= tail[0] + len(tail[1]):
+            return tail[1][start - tail[0] : start - tail[0] + size]
+        if level == 0:
+            return self._read("y.f64", start, size)
+        return self._records(level, start, size)
 
     def _build(self) -> None:
         """Write every level record whose block is whole and not yet written."""
@@ -155,17 +191,26 @@ class Pyramid:
             while self.levels[level - 1] < whole:
                 have = self.levels[level - 1]
                 take = min(whole - have, _CHUNK)
+                items = self._items(level - 1, have * BASE, take * BASE)
                 if level == 1:
-                    y = self._read("y.f64", have * BASE, take * BASE)
-                    rec = _reduce_values(y, BASE, have * BASE)
+                    rec = _reduce_values(items, BASE, have * BASE)
                 else:
-                    below_rec = self._records(level - 1, have * BASE, take * BASE)
-                    rec = _reduce_records(below_rec, BASE)
-                with open(self._level_path(level), "ab") as fh:
-                    fh.write(rec.data)
+                    rec = _reduce_records(items, BASE)
+                _append_bytes(self._level_path(level), rec.data)
+                self._remember(level, have, rec)
                 self.levels[level - 1] += take
+            self._forget(level - 1, self.levels[level - 1] * BASE)
             below = whole
             level += 1
+        self._forget(level - 1, 0)  # the top level: nothing above summarises it yet
+
+    def _forget(self, level: int, start: int) -> None:
+        """Drop kept items of ``level`` before ``start`` (summarised one level up): at most
+        ``BASE - 1`` items a level stay in memory between appends."""
+        tail = self._tails[level] if level < len(self._tails) else None
+        if tail is not None:
+            first, items = tail
+            self._tails[level] = (start, items[start - first :].copy()) if start >= first else None
 
     # -- reading ------------------------------------------------------------------------------
     def _read(self, name: str, start: int, size: int) -> np.ndarray:

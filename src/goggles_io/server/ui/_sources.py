@@ -32,7 +32,7 @@ __all__ = ["Catalog", "default_index_dir"]
 _TICK_S = 0.5  # how often the files are looked at when nothing is waiting
 _FIRST_ANSWER_S = 1.0  # indexing waits this long for the first page request to be answered
 _INFO_S = 1.0  # run.kv and heartbeat re-read at most this often
-_BUDGET = 1 << 20  # bytes indexed per run per turn: small parse batches keep memory flat
+_BUDGET = 2 << 20  # bytes indexed per run per turn, parsed 64 KiB at a time (_feed._PARSE_BYTES)
 _DB_STATUS = {"stale": "crashed"}
 _UNSETTLED = ("running", "unknown", "?")  # a folder status the collector's end may improve on
 _report = ReportOnce(who="telemetry ui")

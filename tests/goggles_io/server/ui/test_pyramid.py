@@ -111,3 +111,25 @@ class TestPyramid:
 
         assert (20, 22, 0, 200) == (store.bisect("step", 10), store.bisect("step", 10, right=True),
                                     store.bisect("step", -5), store.bisect("step", 500))  # fmt: skip
+
+    @settings(max_examples=60, deadline=None)
+    @given(values, st.lists(st.integers(0, 5000), max_size=6), st.integers(0, 5000))
+    def test_levels_equal_one_build_however_appended_and_reopened(
+        self, ys: list[float], cuts: list[int], reopen_at: int
+    ) -> None:
+        """Level files written append by append (items kept between appends, a reopen in the
+        middle reading them back) are byte for byte those of one append of every point."""
+        y = np.array(ys, dtype=float)
+        edges = sorted({0, len(y), *(c % (len(y) + 1) for c in cuts)})
+        with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as many:
+            whole = Pyramid(Path(one))
+            whole.append(y, y, y, y)
+            store = Pyramid(Path(many))
+            for a, b in itertools.pairwise(edges):
+                if a <= reopen_at % (len(y) + 1) < b:
+                    store = Pyramid(Path(many), store.count)
+                store.append(y[a:b], y[a:b], y[a:b], y[a:b])
+            assert store.levels == whole.levels
+            for level in range(1, len(whole.levels) + 1):
+                name = f"L{level}.blk"
+                assert (Path(many) / name).read_bytes() == (Path(one) / name).read_bytes()
