@@ -273,10 +273,7 @@ class ShmReader:
             if st.st_uid != os.getuid() or st.st_size == 0:
                 msg = f"shared-memory segment {name!r} is not owned by uid {self._uid} or is empty"
                 raise FrameError(msg, value=name)
-            # Map every page now (the producer pre-faulted them): copying an array out then
-            # never stops on a page fault for each 64 KiB of the segment.
-            populate = getattr(mmap, "MAP_POPULATE", 0)
-            mm = mmap.mmap(fd, st.st_size, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ)
+            mm = mmap.mmap(fd, st.st_size, access=mmap.ACCESS_READ)
         finally:
             os.close(fd)
         self._maps[name] = mm
