@@ -384,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     # Handler classes (built-in ones too) are imported on first attach from their spec's module.
     from goggles_io._bus.bus import EventBus
     from goggles_io._bus.settings import read_settings
+    from goggles_io._transport.heap import keep_freed_arrays
     from goggles_io._transport.settings import read_transport_settings
 
     for module in read_transport_settings().host_imports:
@@ -393,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
             report(f"GOGGLES_HOST_IMPORTS: cannot import {module!r}: {exc!r}", host_name())
     sweep_dead_segments()
     _quiet_gc()
+    keep_freed_arrays()  # each array copied out reuses freed heap, not fresh pages (ADR 0053)
     settings = read_settings()
     bus = EventBus(
         async_mode=True,
