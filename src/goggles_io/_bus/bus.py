@@ -12,7 +12,7 @@ import math
 import operator
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -67,6 +67,9 @@ class EventBus:
         self._retired: dict[str, HandlerStats] = {}  # detached since the last finish
         self.producers_keep = False  # set by the socket host (see _lane_policy)
         self.unrouted = Unrouted(lambda: self.scopes)  # events no handler's scope reaches
+        # An attribute, as on the socket client: the logger's getattr finds it without making
+        # a bound method per call.
+        self.put_row: Callable[[Row, int], None] = self._put_row
 
     # -- configuration ----------------------------------------------------------------------
     def attach(
@@ -191,7 +194,7 @@ class EventBus:
             if kind in lane.kinds and (level is None or level >= lane.level):
                 lane.offer(event)
 
-    def put_row(self, row: Row, nbytes: int) -> None:
+    def _put_row(self, row: Row, nbytes: int) -> None:
         """Offer a logger's scalar row (:data:`~goggles_io._event.records.Row`, ``nbytes``
         against each lane's budget) to every lane whose scope and kinds match, as the socket
         client queues it: no Event on the caller's thread; each lane's worker builds its own.
