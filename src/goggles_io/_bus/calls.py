@@ -77,27 +77,25 @@ class HandlerCalls:
             if row.__class__ is not tuple:
                 break
             at += 1
-            if len(row) == SCALAR_ROW_LEN:
-                kind, scope, name, level, step, ts, logger, pid, path, line, extra, when, value = (
-                    row
-                )
-                event = Event(
-                    kinds[kind],
-                    scope,
-                    {name: value},
-                    level,
-                    step,
-                    ts,
-                    logger,
-                    pid,
-                    path,
-                    line,
-                    extra or {},
-                    when,
-                )
-            else:
-                event = row_event(row)
-            try:
+            try:  # a row that makes no Event is the handler's failure too, never the worker's
+                if len(row) == SCALAR_ROW_LEN:
+                    kind, scope, name, lvl, step, ts, lg, pid, path, line, ext, when, val = row
+                    event = Event(
+                        kinds[kind],
+                        scope,
+                        {name: val},
+                        lvl,
+                        step,
+                        ts,
+                        lg,
+                        pid,
+                        path,
+                        line,
+                        ext or {},
+                        when,
+                    )
+                else:
+                    event = row_event(row)
                 handle(event)
             except Exception as exc:
                 self._failed(exc, "handle", 1)

@@ -173,3 +173,15 @@ def test_rows_past_the_byte_budget_spill_and_come_back_as_events(
     assert spilled
     assert seen == list(range(3_000))
     assert (report.handlers["slow"].delivered, report.dropped) == (3_000, 0)
+
+
+def test_a_row_that_makes_no_event_is_a_counted_failure() -> None:
+    """A malformed row fails like a raising handler: counted, the worker goes on."""
+    bus = EventBus()
+    sink = MemoryHandler(name="mem")
+    bus.attach(sink)
+    bus.put_row(("metric", "global", "loss", None, 1), 384)
+    bus.put_row(_row(2), 384)
+    stats = bus.finish().handlers["mem"]
+    assert (stats.logged, stats.delivered, stats.failed) == (2, 1, 1)
+    assert [event.step for event in sink.events] == [2]
