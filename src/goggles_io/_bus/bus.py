@@ -12,7 +12,7 @@ import math
 import operator
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -21,11 +21,12 @@ from goggles_io._bus.closing import close_in_parallel
 from goggles_io._bus.conflict import warn_conflict
 from goggles_io._bus.items import Ticket
 from goggles_io._bus.lane import Lane
+from goggles_io._bus.rows import row_to_event
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
 from goggles_io._bus.unrouted import Unrouted
 from goggles_io._delivery.drain import read_finish_stall
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_policy
-from goggles_io._event.records import Event, Kind
+from goggles_io._event.records import Event, Kind, Row
 from goggles_io._util.report import report
 from goggles_io.exceptions import UnknownHandlerError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, handler_from_dict
@@ -35,6 +36,7 @@ __all__ = ["EventBus"]
 _SCOPE = operator.attrgetter("scope")
 _KIND = operator.attrgetter("kind")
 _LEVEL = operator.attrgetter("level")
+_METRIC_VALUE = Kind.METRIC.value
 
 
 class EventBus:
@@ -65,6 +67,9 @@ class EventBus:
         self._retired: dict[str, HandlerStats] = {}  # detached since the last finish
         self.producers_keep = False  # set by the socket host (see _lane_policy)
         self.unrouted = Unrouted(lambda: self.scopes)  # events no handler's scope reaches
+        # An attribute, as on the socket client: the logger's getattr finds it without making
+        # a bound method per call.
+        self.put_row: Callable[[Row, int], None] = self._put_row
 
     # -- configuration ----------------------------------------------------------------------
     def attach(
@@ -188,6 +193,26 @@ class EventBus:
         for lane in lanes:
             if kind in lane.kinds and (level is None or level >= lane.level):
                 lane.offer(event)
+
+    def _put_row(self, row: Row, nbytes: int) -> None:
+        """Offer a logger's scalar row (:data:`~goggles_io._event.records.Row`, ``nbytes``
+        against each lane's budget) to every lane whose scope and kinds match, as the socket
+        client queues it: no Event on the caller's thread; each lane's worker builds its own.
+        """
+        if row[0] != _METRIC_VALUE or row[3] is not None:  # not a scalar: route it as an event
+            self.emit(row_to_event(row))
+            return
+        if self._finished:
+            self._reopen()
+        scope = row[1]
+        lanes = self._routes.get(scope)
+        if lanes is None:
+            lanes = self._resolve(scope)
+        if not lanes and self._lanes:
+            self.unrouted(scope)
+        for lane in lanes:
+            if lane.takes_metrics:
+                lane.offer_row(row, nbytes)
 
     def emit_many(
         self, events: list[Event], *, ticket: Ticket | None = None, redelivered: bool = False

@@ -9,11 +9,13 @@ and reported once per kind, never raised into the lane. A worker that a close ga
 from __future__ import annotations
 
 import threading
+from itertools import islice
 from typing import Any
 
 from goggles_io._bus.items import Call, Redelivered
+from goggles_io._bus.rows import KINDS
 from goggles_io._bus.tally import LaneTally
-from goggles_io._event.records import Event
+from goggles_io._event.records import SCALAR_ROW_LEN, Event, row_event
 from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
 
@@ -58,6 +60,50 @@ class HandlerCalls:
         else:
             if not (self.orphans and self.orphaned()):  # a give-up counted it already
                 self.tally.delivered += 1
+
+    def rows(self, items: list[Any], start: int) -> int:
+        """Hand the rows of ``items`` from ``start`` on (up to the first item that is not a row)
+        to the handler, each as its Event; return the index of the first item not handled.
+
+        The hot loop of an in-process burst of scalars: the Event is built inline
+        (:func:`~goggles_io._bus.rows.row_to_event`, without its call), counted as
+        :meth:`one` counts it.
+        """
+        handle = self.handler.handle
+        tally = self.tally
+        kinds = KINDS
+        at = start
+        for row in islice(items, start, None):
+            if row.__class__ is not tuple:
+                break
+            at += 1
+            try:  # a row that makes no Event is the handler's failure too, never the worker's
+                if len(row) == SCALAR_ROW_LEN:
+                    kind, scope, name, lvl, step, ts, lg, pid, path, line, ext, when, val = row
+                    event = Event(
+                        kinds[kind],
+                        scope,
+                        {name: val},
+                        lvl,
+                        step,
+                        ts,
+                        lg,
+                        pid,
+                        path,
+                        line,
+                        ext or {},
+                        when,
+                    )
+                else:
+                    event = row_event(row)
+                handle(event)
+            except Exception as exc:
+                self._failed(exc, "handle", 1)
+            else:
+                if self.orphans and self.orphaned():
+                    break  # a close gave up on this worker: the rest is counted already
+                tally.delivered += 1
+        return at
 
     def many(self, events: list[Event]) -> None:
         if self._handle_batch is not None:

@@ -29,6 +29,7 @@ from goggles_io._bus.items import (
     optional_method,
 )
 from goggles_io._bus.lane_pipe import lane_pipe
+from goggles_io._bus.rows import row_to_event
 from goggles_io._bus.tally import NOT_HANDLED_IN_TIME, LaneTally
 from goggles_io._bus.transport import HandlerStats, handler_losses
 from goggles_io._delivery.drain import DrainOutcome, wait_while_progressing
@@ -39,6 +40,8 @@ from goggles_io._event.records import (
     EVENT_OVERHEAD_BYTES,
     METRIC_ENTRY_BYTES,
     Event,
+    Kind,
+    Row,
     approx_nbytes,
     batch_nbytes,
 )
@@ -72,6 +75,7 @@ class Lane:
         self.backpressure = backpressure
         self.name: str = handler.name
         self.kinds = handler_kinds(handler)
+        self.takes_metrics = Kind.METRIC in self.kinds  # a logger's scalar rows come here
         # Only ``name`` and ``handle`` are required; the rest of the lifecycle is optional.
         self._open_handler = optional_method(handler, "open")
         self._flush_handler = optional_method(handler, "flush")
@@ -88,6 +92,7 @@ class Lane:
         self.policy = base.stricter(own)
         self.label = f"lane-{_LABEL.sub('_', self.name)[:40]}"
         self.tally = LaneTally()
+        self._offer_one = self.tally.offer_one
         self.last_wait: DrainOutcome | None = None  # how the last close or flush wait ended
         self.broken = False  # open() failed: every event is a counted drop
         self._pipe: Pipe[Any] | None = None  # async and open: where offers go
@@ -241,6 +246,16 @@ class Lane:
             with self._lock:
                 self._deliver(event)
 
+    def offer_row(self, row: Row, nbytes: int) -> None:
+        """Queue a logger's scalar row (``nbytes`` against the budget), counted without a lock;
+        the worker builds its Event. A synchronous (or broken) lane takes the Event now."""
+        pipe = self._pipe
+        if pipe is not None:
+            self._offer_one()
+            pipe.put(row, nbytes)  # a drop is counted through _lost
+        else:
+            self.offer(row_to_event(row))
+
     def backlog(self) -> int:
         """Events offered and not yet handled (queued, spilled or in the handler's hands);
         0 for a synchronous lane."""
@@ -333,11 +348,17 @@ class Lane:
         self._worker = threading.current_thread()
         calls = self._calls
         last = items[-1]
-        for item in items:
+        at, end = 0, len(items)
+        while at < end:
             if self._handler_closed or (calls.orphans and calls.orphaned()):
-                self._skipped(items, item)
+                self._skipped(items, at)
                 return
+            item = items[at]
             cls = item.__class__
+            if cls is tuple:  # a run of a logger's scalar rows, in one loop
+                at = calls.rows(items, at)
+                continue
+            at += 1
             if cls is Event:
                 self._deliver(item)
             elif cls is Ticket:
@@ -356,11 +377,11 @@ class Lane:
             else:
                 self._deliver_many(item)
 
-    def _skipped(self, items: list[Any], first: Any) -> None:
-        """The handler is closed (or the worker given up on): nothing from ``first`` on is
-        handled. Its events count as not handled in time (unless a give-up counted them);
+    def _skipped(self, items: list[Any], first: int) -> None:
+        """The handler is closed (or the worker given up on): nothing from ``items[first]`` on
+        is handled. Its events count as not handled in time (unless a give-up counted them);
         its tickets settle and its flushes end (what they wait for is counted)."""
-        rest = items[next(i for i, item in enumerate(items) if item is first) :]
+        rest = items[first:]
         n = sum(map(event_count, rest))
         if n and not (self._calls.orphans and self._calls.orphaned()):
             self.tally.lose(n, not_in_time=True)

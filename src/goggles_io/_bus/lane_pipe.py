@@ -1,8 +1,9 @@
 """How a handler lane configures the delivery engine: one place, for the lane and its tests.
 
-A lane's :class:`~goggles_io._delivery.pipe.Pipe` counts in events (a list counts its length,
-control items none), spills through :class:`~goggles_io._bus.spilled_items.LaneCodec`, and
-acknowledges a batch as soon as the handler returned from it. The engine's property tests
+A lane's :class:`~goggles_io._delivery.pipe.Pipe` counts in events (an event or a logger's
+scalar row counts one, a list its length, control items none), spills through
+:class:`~goggles_io._bus.spilled_items.LaneCodec`, and acknowledges a batch as soon as the
+handler returned from it. The engine's property tests
 (``tests/goggles_io/delivery/``) build the lane's pipe with this function, as the lane does.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from goggles_io._bus.items import event_count
+from goggles_io._bus.items import event_count, events_in
 from goggles_io._bus.spilled_items import LaneCodec
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._delivery.policy import DeliveryPolicy
@@ -44,6 +45,7 @@ def lane_pipe(
         max_items=queue_size,
         codec=LaneCodec(),
         units=event_count,
+        count=events_in,
         ack_on_return=True,
         on_idle=on_idle,
         on_loss=on_loss,

@@ -1,10 +1,11 @@
 """A lane's items as spool records: events and whole lists, each in its place.
 
 A handler lane's pipe spills what its memory budget cannot hold (ADR 0025). Its items are
-single events (``offer``), lists (the socket host's ``offer_many``) and redelivered lists; a
-record is one ``Batch`` of all their events (:mod:`goggles_io._event.spilled`: big arrays
-beside it, not inside), after a short header of each item's shape, so reading it back gives
-the same items, the same lists, the same redelivered marks. Flush, close, call and ticket
+single events (``offer``; a logger's scalar row is written as its event), lists (the socket
+host's ``offer_many``) and redelivered lists; a record is one ``Batch`` of all their events
+(:mod:`goggles_io._event.spilled`: big arrays beside it, not inside), after a short header of
+each item's shape, so reading it back gives the same items (a row as its event), the same
+lists, the same redelivered marks. Flush, close, call and ticket
 items are refused (``TypeError``): the pipe keeps them in memory, in order.
 """
 
@@ -15,6 +16,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from goggles_io._bus.items import Redelivered
+from goggles_io._bus.rows import row_to_event
 from goggles_io._delivery.spool import SpoolRecord
 from goggles_io._event.records import Event
 
@@ -56,6 +58,9 @@ class LaneCodec:
             if cls is Event:
                 shape.append(0)
                 events.append(item)
+            elif cls is tuple:  # a logger's scalar row: read back as its Event
+                shape.append(0)
+                events.append(row_to_event(item))
             elif cls is list or cls is Redelivered:
                 shape.append(len(item) if cls is list else -len(item))
                 events.extend(item)

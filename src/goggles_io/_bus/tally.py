@@ -9,8 +9,9 @@ counted (the lane stops it from counting, and a re-opened lane starts from the f
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 
@@ -26,22 +27,32 @@ class LaneTally:
 
     ``offered`` and ``dropped`` change on producer threads (the host offers from one thread per
     connection) and so under the lock; ``delivered``, ``failed`` and ``errors`` only on the
-    lane's worker (or the one caller of a synchronous lane).
+    lane's worker (or the one caller of a synchronous lane). A logger's scalar rows are counted
+    without the lock, one at a time (:attr:`offer_one`: one step of a C counter, atomic under the
+    GIL), and read under it: ``offered`` is the locked count plus the counter's steps less the
+    steps readers took.
     """
 
     __slots__ = (
+        "_counted",
         "_lock",
+        "_reads",
+        "_steps",
         "delivered",
         "dropped",
         "errors",
         "failed",
         "frozen",
         "given_up",
-        "offered",
+        "offer_one",
     )
 
     def __init__(self) -> None:
-        self.offered = 0  # events offered to the lane, ever
+        self._counted = 0  # events offered to the lane through offer(), ever
+        self._steps = itertools.count()  # one step per offer_one() and per read of ``offered``
+        self._reads = 0  # steps taken by readers (under the lock)
+        # One more event entered the lane: no lock, no Python frame (a logger's scalar row).
+        self.offer_one: Callable[[], object] = self._steps.__next__
         self.delivered = 0  # events the handler took without raising
         self.dropped = 0  # events the lane refused (queue full, open failed, not handled in time)
         self.failed = 0  # events the handler raised on
@@ -53,7 +64,20 @@ class LaneTally:
     def offer(self, n: int = 1) -> None:
         """``n`` events entered the lane."""
         with self._lock:
-            self.offered += n
+            self._counted += n
+
+    @property
+    def offered(self) -> int:
+        """Events offered to the lane, ever."""
+        with self._lock:
+            return self._offered_locked()
+
+    def _offered_locked(self) -> int:
+        # Every step of the counter is a producer's (offer_one) or a reader's, and readers
+        # count theirs under the lock: the producers' steps are the rest.
+        steps = next(self._steps) - self._reads
+        self._reads += 1
+        return self._counted + steps
 
     def drop(self, n: int = 1) -> None:
         """``n`` offered events were refused."""
@@ -88,7 +112,7 @@ class LaneTally:
                 return 0
             # One read of each count: the worker may still add to them while this runs.
             delivered, failed, dropped = self.delivered, self.failed, self.dropped
-            pending = max(self.offered - delivered - failed - dropped, 0)
+            pending = max(self._offered_locked() - delivered - failed - dropped, 0)
             self.dropped += pending
             self.given_up += pending
             self.frozen = HandlerStats(
@@ -107,11 +131,9 @@ class LaneTally:
         with self._lock:
             frozen, self.frozen = self.frozen, None
             if frozen is not None:
-                self.offered, self.delivered, self.dropped = (
-                    frozen.logged or 0,
-                    frozen.delivered,
-                    frozen.dropped,
-                )
+                # ``offered`` is the frozen count again: the rows counted so far are in it.
+                self._counted += (frozen.logged or 0) - self._offered_locked()
+                self.delivered, self.dropped = frozen.delivered, frozen.dropped
                 self.failed, self.errors = frozen.failed, frozen.errors
 
     def stats(self, losses: Mapping[str, int]) -> HandlerStats:
@@ -131,6 +153,6 @@ class LaneTally:
             errors=self.errors,
             losses=dict(losses),
             failed=failed,
-            logged=max(self.offered, delivered + dropped + failed),
+            logged=max(self._offered_locked(), delivered + dropped + failed),
             not_in_time=self.given_up,
         )
