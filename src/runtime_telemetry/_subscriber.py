@@ -130,6 +130,13 @@ class Subscriber(logging.Handler):
         if isinstance(schema, TelemetrySchema):
             self._deliver(schema)
 
+    def receive(self, schema: TelemetrySchema) -> None:
+        """Hand ``schema`` to its receiver under the handler's lock, as ``emit`` would, without
+        a ``LogRecord`` (replaying events decoded elsewhere). Levels and filters are the
+        caller's to honour; a subclass that overrides ``emit`` must be given records instead."""
+        with self.lock:
+            self._deliver(schema)
+
     def handleError(self, record: logging.LogRecord) -> None:
         """Count and report once, instead of printing to stderr for every record."""
         self._report_error(record.msg)
