@@ -39,7 +39,7 @@ _SCALARS = (str, int, float, bool, type(None))
 _lock = threading.Lock()
 _fields: dict[type, tuple[str, ...] | None] = {}
 _getters: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
-_makers: dict[tuple[str, int, tuple[str, ...]], RowMaker | None] = {}
+_makers: dict[tuple[str, int, tuple[str, ...], int], RowMaker | None] = {}
 _Restore = Callable[[Any], Any] | None  # None: the value comes back as it went
 
 
@@ -129,11 +129,12 @@ def _slot(cls: type, name: str) -> Any:
     raise TypeError(msg)
 
 
-def _build(cls: type[TelemetrySchema], names: tuple[str, ...]) -> RowMaker:
+def _build(cls: type[TelemetrySchema], names: tuple[str, ...], offset: int) -> RowMaker:
     """One function per layout: a new instance, each value restored and set in its slot."""
     hints = typing.get_type_hints(cls)
     scope: dict[str, Any] = {"new": object.__new__, "cls": cls}
-    lines = ["def make(row):", f"    ({''.join(f'v{i}, ' for i in range(len(names)))}) = row"]
+    targets = "_, " * offset + "".join(f"v{i}, " for i in range(len(names)))
+    lines = ["def make(row):", f"    ({targets}) = row"]
     lines.append("    obj = new(cls)")
     for i, name in enumerate(names):
         scope[f"set{i}"] = _slot(cls, name)
@@ -148,12 +149,18 @@ def _build(cls: type[TelemetrySchema], names: tuple[str, ...]) -> RowMaker:
     return scope["make"]  # type: ignore[no-any-return]
 
 
-def row_maker(kind: str, version: int, fields: Sequence[str]) -> RowMaker | None:
+def row_maker(
+    kind: str, version: int, fields: Sequence[str], *, offset: int = 0
+) -> RowMaker | None:
     """The decoder of rows in this layout, or None when this process's class of ``kind`` has
-    another version or other fields (decode those through ``from_dict``, which says why)."""
+    another version or other fields (decode those through ``from_dict``, which says why).
+
+    ``offset``: the values start at that index of the row (a sender's own tags come first).
+    A row of another length raises ``ValueError``.
+    """
     if not isinstance(kind, str) or not all(isinstance(f, str) for f in fields):
         return None
-    key = (kind, version, tuple(fields))
+    key = (kind, version, tuple(fields), offset)
     try:
         return _makers[key]
     except (KeyError, TypeError):  # TypeError: an unhashable version
@@ -168,7 +175,7 @@ def row_maker(kind: str, version: int, fields: Sequence[str]) -> RowMaker | None
             cls = None
     maker = None
     if cls is not None and cls.version == version and row_fields(cls) == key[2]:
-        maker = _build(cls, key[2])
+        maker = _build(cls, key[2], offset)
     if type(version) is int:
         with _lock:
             _makers[key] = maker

@@ -37,6 +37,10 @@ def _plain(handler: logging.Handler) -> bool:
     )
 
 
+def _nothing(schema: object) -> None:
+    """The route of a disabled logger."""
+
+
 class LoggerRoute:
     """Where a record on ``name`` at ``level`` goes, resolved once.
 
@@ -46,7 +50,7 @@ class LoggerRoute:
         origin: the records' ``pathname`` (where they came from, e.g. ``<worker 3>``).
     """
 
-    __slots__ = ("_template", "enabled", "logger", "receivers", "stdlib", "steps")
+    __slots__ = ("_template", "deliver", "enabled", "logger", "receivers", "stdlib", "steps")
 
     def __init__(self, name: str, level: int, origin: str) -> None:
         self.logger = logger = logging.getLogger(name)
@@ -72,6 +76,18 @@ class LoggerRoute:
         self.receivers: list[Callable[[Any], object]] | None
         self.receivers = None if any(r for _, r in self.steps) else [f for f, _ in self.steps]
         """The steps when none takes a record (the usual case), else None."""
+        self.deliver: Callable[[Any], None]
+        """Hand a schema to every handler of the route, in the order of the stdlib's walk."""
+        if not self.enabled:
+            self.deliver = _nothing
+        elif self.stdlib:
+            self.deliver = self._stdlib
+        elif self.receivers is not None and len(self.receivers) == 1:
+            self.deliver = self.receivers[0]  # type: ignore[assignment]
+        elif self.receivers is not None:
+            self.deliver = self._receivers
+        else:
+            self.deliver = self._steps
 
     def _record(self, schema: object) -> logging.LogRecord:
         record: logging.LogRecord = _new(logging.LogRecord)
@@ -81,18 +97,14 @@ class LoggerRoute:
         record.msecs = (now - int(now)) * 1000
         return record
 
-    def deliver(self, schema: object) -> None:
-        """Hand ``schema`` to every handler of the route, in order of the stdlib's walk."""
-        if not self.enabled:
-            return
-        if self.stdlib:
-            self.logger.handle(self._record(schema))
-            return
-        receivers = self.receivers
-        if receivers is not None:
-            for receive in receivers:
-                receive(schema)
-            return
+    def _stdlib(self, schema: object) -> None:
+        self.logger.handle(self._record(schema))
+
+    def _receivers(self, schema: object) -> None:
+        for receive in self.receivers:  # type: ignore[union-attr]
+            receive(schema)
+
+    def _steps(self, schema: object) -> None:
         record = None  # one record for every handler that takes one, as from Logger.handle
         for step, takes_record in self.steps:
             if takes_record:

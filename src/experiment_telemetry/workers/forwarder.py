@@ -7,7 +7,8 @@ in order, plain data, no pickle; a class without a row form as its ``to_dict``) 
 every ``batch_size`` events, and at each episode's end, the queue goes out as one goggles
 ``ARTIFACT`` event in the experiment's private bridge scope: its payload is the chunk, a
 msgpack ``[layouts, rows]`` where each layout (logger name, level, kind, version, field
-names) is written once per chunk and each row is ``[layout index, values]``; its ``extra``
+names) is written once per chunk and each row is ``[layout index, *values]`` (or
+``[layout index, to_dict data]``); its ``extra``
 the worker, the episode, the sequence number of the first event and the count (ADR 0054). One opaque bus event per
 chunk, rather than one nested event per runtime event, spares the goggles host decoding and
 re-encoding every event on a 2-core machine (ADR 0022). ``end()``
@@ -108,7 +109,7 @@ class EventForwarder(Subscriber):
             layout = self._layout(key)
         try:
             if layout[1]:
-                row = self._pack((layout[0], row_values(schema)))
+                row = self._pack((layout[0], *row_values(schema)))
             else:
                 row = self._pack((layout[0], to_dict(schema)))
         except Exception:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgpack
@@ -92,23 +92,23 @@ def _rows(chunk: bytes) -> list[tuple[str, int, Any]]:
     for name, level, kind, version, fields in layouts:
         if not isinstance(name, str) or type(level) is not int:
             raise TypeError(name)
-        maker = None if fields is None else row_maker(kind, version, fields)
+        maker = None if fields is None else row_maker(kind, version, fields, offset=1)
         makers.append((name, level, maker, [kind, version, fields]))
     events: list[tuple[str, int, Any]] = []
     append = events.append
-    for index, values in rows:
-        name, level, maker, layout = makers[index]
+    for row in rows:
+        name, level, maker, layout = makers[row[0]]
         if maker is not None:
             try:
-                append((name, level, maker(values)))
+                append((name, level, maker(row)))
                 continue
             except Exception:  # decoded below, where from_dict says why
                 pass
         kind, version, fields = layout
         if fields is None:
-            append((name, level, values))
+            append((name, level, row[1]))
         else:
-            data = dict(zip(fields, values, strict=False))
+            data = dict(zip(fields, row[1:], strict=False))
             append((name, level, {"kind": kind, "version": version, **data}))
     return events
 
@@ -244,6 +244,8 @@ def replay_episode(events: Iterable[Sequence[Any]], worker: int) -> int:
     skipped = 0
     origin = f"<worker {worker}>"
     routes: dict[tuple[str, int], LoggerRoute] = {}  # a few (name, level) for thousands of events
+    last: tuple[str, int] | None = None
+    deliver: Callable[[TelemetrySchema], None] | None = None
     for name, level, data in events:
         if isinstance(data, TelemetrySchema):
             schema = data
@@ -255,8 +257,11 @@ def replay_episode(events: Iterable[Sequence[Any]], worker: int) -> int:
                     _logger.warning("worker %d: an event does not decode, skipped: %s", worker, exc)
                 skipped += 1
                 continue
-        route = routes.get((name, level))
-        if route is None:
-            route = routes[(name, level)] = LoggerRoute(name, level, origin)
-        route.deliver(schema)
+        if deliver is None or last != (name, level):
+            last = (name, level)
+            route = routes.get(last)
+            if route is None:
+                route = routes[last] = LoggerRoute(name, level, origin)
+            deliver = route.deliver
+        deliver(schema)
     return skipped
