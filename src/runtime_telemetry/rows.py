@@ -65,16 +65,16 @@ def _restore(type_: Any) -> tuple[bool, _Restore]:
         if not inner_fns:
             return True, tuple
         if len(items) == 1:
-            fn = inner_fns[0]
-            return True, lambda v: tuple(map(fn, v))
+            item = inner_fns[0]
+            return True, lambda v: tuple(map(item, v))
         fns = [fn or (lambda x: x) for _, fn in parts]
         return True, lambda v: tuple(f(x) for f, x in zip(fns, v, strict=True))
     if origin is list:
-        ok, fn = _restore(args[0]) if args else (False, None)
-        return ok and fn is None, None
+        ok, items_fn = _restore(args[0]) if args else (False, None)
+        return ok and items_fn is None, None
     if origin is dict:
-        ok, fn = _restore(args[1]) if len(args) == 2 else (False, None)
-        return ok and fn is None and args[0] is str, None
+        ok, values_fn = _restore(args[1]) if len(args) == 2 else (False, None)
+        return ok and values_fn is None and args[0] is str, None
     return False, None
 
 
@@ -89,7 +89,8 @@ def row_fields(cls: type[TelemetrySchema]) -> tuple[str, ...] | None:
     except KeyError:
         pass
     names: tuple[str, ...] | None = None
-    if attrs.has(cls) and cls.kind and _lookup(cls.kind) is cls:
+    kind = getattr(cls, "kind", "")
+    if attrs.has(cls) and kind and _lookup(kind) is cls:
         hints = typing.get_type_hints(cls)
         fields = attrs.fields(cls)
         plain = (

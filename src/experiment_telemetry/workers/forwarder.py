@@ -64,7 +64,7 @@ class EventForwarder(Subscriber):
         self._batch: list[bytes] = []
         """Packed rows of the chunk being filled."""
         self._layouts: list[tuple[str, int, str, int, tuple[str, ...] | None]] = []
-        self._index: dict[tuple[str, int, type], tuple[int, bool]] = {}
+        self._index: dict[tuple[str, int, type[TelemetrySchema]], tuple[int, bool]] = {}
         """(logger, level, class) -> (its layout's index in this chunk, whether it has rows)."""
         self._pack = msgpack.Packer().pack
         self.episode: int | None = None
@@ -120,9 +120,9 @@ class EventForwarder(Subscriber):
         if len(batch) >= self.batch_size:
             self._send_batch()
 
-    def _layout(self, key: tuple[str, int, type]) -> tuple[int, bool]:
+    def _layout(self, key: tuple[str, int, type[TelemetrySchema]]) -> tuple[int, bool]:
         name, level, cls = key
-        fields = row_fields(cls) if issubclass(cls, TelemetrySchema) else None
+        fields = row_fields(cls)
         layout = self._index[key] = (len(self._layouts), fields is not None)
         self._layouts.append((name, level, cls.kind, cls.version, fields))
         return layout
