@@ -137,6 +137,13 @@ class Subscriber(logging.Handler):
         with self.lock:
             self._deliver(schema)
 
+    def accepts(self, schema_type: type) -> bool:
+        """Whether schemas of ``schema_type`` reach a callback here (a ``@receives`` method or
+        an overridden ``on_event``): a replay may skip this subscriber for the others, which
+        the default ``on_event`` ignores."""
+        route = self._routes.get(schema_type) or self._route(schema_type)
+        return getattr(route, "__func__", None) is not Subscriber.on_event
+
     def handleError(self, record: logging.LogRecord) -> None:
         """Count and report once, instead of printing to stderr for every record."""
         self._report_error(record.msg)

@@ -287,3 +287,22 @@ def test_receive_delivers_like_a_record_under_the_lock() -> None:
                              rotation=(1, 0, 0, 0), evidence=1.0)
     )  # fmt: skip
     assert [("step", True), ("most_likely_hypothesis", True)] == sub.got
+
+
+def test_accepts_tells_which_classes_reach_a_callback() -> None:
+    """A ``@receives`` class or an overridden ``on_event``: accepted; the default ``on_event``
+    (which ignores the schema): not."""
+    from runtime_telemetry.events import LearningModuleStep, MostLikelyHypothesis
+
+    class Steps(Subscriber):
+        @receives(LearningModuleStep)
+        def _step(self, event: LearningModuleStep) -> None:
+            pass
+
+    class Everything(Subscriber):
+        def on_event(self, schema: TelemetrySchema) -> None:
+            pass
+
+    steps, everything = Steps(), Everything()
+    assert (True, False) == (steps.accepts(LearningModuleStep), steps.accepts(MostLikelyHypothesis))
+    assert everything.accepts(MostLikelyHypothesis)

@@ -7,7 +7,8 @@ For one episode the tree does not change, so the route is resolved once per (log
 the handlers ``Logger.callHandlers`` would reach (each handler's level and ``propagate``
 honoured). A plain ``Subscriber`` (``emit`` and ``handle`` not overridden, no filters; the
 aggregators) gets the schema itself through ``Subscriber.receive``, under its lock, as from
-a record; any other handler gets a record of its own, copied from one template. A
+a record, and only for classes it ``accepts`` (the default ``on_event`` would ignore the
+rest); any other handler gets a record of its own, copied from one template. A
 ``NullHandler`` is skipped (it does nothing). A logger with filters or without handlers
 anywhere up its tree (``logging.lastResort``) keeps the stdlib path.
 """
@@ -50,14 +51,24 @@ class LoggerRoute:
         origin: the records' ``pathname`` (where they came from, e.g. ``<worker 3>``).
     """
 
-    __slots__ = ("_template", "deliver", "enabled", "logger", "receivers", "stdlib", "steps")
+    __slots__ = (
+        "_by_class",
+        "_template",
+        "deliver",
+        "enabled",
+        "logger",
+        "receivers",
+        "stdlib",
+        "steps",
+    )
 
     def __init__(self, name: str, level: int, origin: str) -> None:
         self.logger = logger = logging.getLogger(name)
         self.enabled = logger.isEnabledFor(level) and not logger.disabled
         self._template = logger.makeRecord(name, level, origin, 0, None, (), None).__dict__
-        self.steps: list[tuple[Callable[[Any], object], bool]] = []
-        """In the stdlib's order: (what to call, whether it takes a record, else the schema)."""
+        self._by_class: dict[type, list[Callable[[Any], object]]] = {}
+        self.steps: list[tuple[Any, bool]] = []
+        """In the stdlib's order: (handler, whether it takes a record, else the schema)."""
         reached: list[logging.Handler] = []
         node: Any = logger
         while node:
@@ -69,21 +80,16 @@ class LoggerRoute:
         for handler in reached:
             if type(handler) is logging.NullHandler:
                 continue
-            if _plain(handler):
-                self.steps.append((handler.receive, False))  # type: ignore[attr-defined]
-            else:
-                self.steps.append((handler.handle, True))
-        self.receivers: list[Callable[[Any], object]] | None
-        self.receivers = None if any(r for _, r in self.steps) else [f for f, _ in self.steps]
-        """The steps when none takes a record (the usual case), else None."""
+            self.steps.append((handler, not _plain(handler)))
+        self.receivers: list[Subscriber] | None
+        self.receivers = None if any(r for _, r in self.steps) else [h for h, _ in self.steps]
+        """The plain subscribers when no handler takes a record (the usual case), else None."""
         self.deliver: Callable[[Any], None]
         """Hand a schema to every handler of the route, in the order of the stdlib's walk."""
         if not self.enabled:
             self.deliver = _nothing
         elif self.stdlib:
             self.deliver = self._stdlib
-        elif self.receivers is not None and len(self.receivers) == 1:
-            self.deliver = self.receivers[0]  # type: ignore[assignment]
         elif self.receivers is not None:
             self.deliver = self._receivers
         else:
@@ -101,15 +107,20 @@ class LoggerRoute:
         self.logger.handle(self._record(schema))
 
     def _receivers(self, schema: object) -> None:
-        for receive in self.receivers:  # type: ignore[union-attr]
+        receivers = self._by_class.get(type(schema))
+        if receivers is None:
+            receivers = self._by_class[type(schema)] = [
+                h.receive for h in self.receivers or () if h.accepts(type(schema))
+            ]
+        for receive in receivers:
             receive(schema)
 
     def _steps(self, schema: object) -> None:
         record = None  # one record for every handler that takes one, as from Logger.handle
-        for step, takes_record in self.steps:
+        for handler, takes_record in self.steps:
             if takes_record:
                 if record is None:
                     record = self._record(schema)
-                step(record)
+                handler.handle(record)
             else:
-                step(schema)
+                handler.receive(schema)
