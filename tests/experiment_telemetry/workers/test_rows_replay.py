@@ -215,3 +215,36 @@ def test_replay_reaches_the_handlers_of_the_logger_tree_in_order() -> None:
         parent.removeHandler(quiet)
 
     assert [("record", event, "<worker 4>", child.name), ("schema", event)] == log
+
+
+@pytest.mark.usefixtures("socket_bus")
+def test_a_chunk_goes_out_at_batch_size_or_max_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks hold ``batch_size`` events, fewer when their packed rows reach MAX_CHUNK_BYTES."""
+    from experiment_telemetry.workers import forwarder as module
+
+    sent: list[int] = []
+
+    class Bus:
+        def emit(self, event: object) -> None:
+            extra = event.extra  # type: ignore[attr-defined]
+            if "c" in extra:
+                sent.append(extra["c"])
+
+    events = _episode(0)[:100]
+    for max_bytes, expected in ((1 << 20, [40, 40, 20]), (600, None)):
+        monkeypatch.setattr(module, "MAX_CHUNK_BYTES", max_bytes)
+        sent.clear()
+        forwarder = EventForwarder(_SCOPE, worker=0, batch_size=40)
+        forwarder._bus = Bus()
+        forwarder.subscribe(_LOGGER)
+        forwarder.begin(0)
+        for event in events:
+            get_telemetry("rows_test").emit(event)
+        forwarder.end()
+        forwarder.close()
+        assert 100 == sum(sent)
+        if expected is not None:
+            assert expected == sent
+        else:
+            assert len(sent) > 3
+            assert max(sent) < 40
