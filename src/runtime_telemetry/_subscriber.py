@@ -130,6 +130,20 @@ class Subscriber(logging.Handler):
         if isinstance(schema, TelemetrySchema):
             self._deliver(schema)
 
+    def receive(self, schema: TelemetrySchema) -> None:
+        """Hand ``schema`` to its receiver under the handler's lock, as ``emit`` would, without
+        a ``LogRecord`` (replaying events decoded elsewhere). Levels and filters are the
+        caller's to honour; a subclass that overrides ``emit`` must be given records instead."""
+        with self.lock:
+            self._deliver(schema)
+
+    def accepts(self, schema_type: type) -> bool:
+        """Whether schemas of ``schema_type`` reach a callback here (a ``@receives`` method or
+        an overridden ``on_event``): a replay may skip this subscriber for the others, which
+        the default ``on_event`` ignores."""
+        route = self._routes.get(schema_type) or self._route(schema_type)
+        return getattr(route, "__func__", None) is not Subscriber.on_event
+
     def handleError(self, record: logging.LogRecord) -> None:
         """Count and report once, instead of printing to stderr for every record."""
         self._report_error(record.msg)

@@ -262,3 +262,47 @@ class TestLifecycle:
         """Only telemetry/snapshots logger names are accepted."""
         with pytest.raises(TelemetryValueError, match="logger_names"):
             Subscriber().subscribe(name)  # type: ignore[arg-type]
+
+
+def test_receive_delivers_like_a_record_under_the_lock() -> None:
+    """``receive`` routes by class as ``emit`` does, holding the handler's lock."""
+    from runtime_telemetry.events import LearningModuleStep, MostLikelyHypothesis
+
+    class Steps(Subscriber):
+        def __init__(self) -> None:
+            super().__init__()
+            self.got: list[tuple[str, bool]] = []
+
+        @receives(LearningModuleStep)
+        def _step(self, event: LearningModuleStep) -> None:
+            self.got.append(("step", self.lock._is_owned()))  # type: ignore[attr-defined]
+
+        def on_event(self, schema: TelemetrySchema) -> None:
+            self.got.append((schema.kind, self.lock._is_owned()))  # type: ignore[attr-defined]
+
+    sub = Steps()
+    sub.receive(LearningModuleStep(lm_id="lm_0", step=1, possible_matches=("g0",)))
+    sub.receive(
+        MostLikelyHypothesis(lm_id="lm_0", step=1, graph_id="g0", location=(0, 0, 0),
+                             rotation=(1, 0, 0, 0), evidence=1.0)
+    )  # fmt: skip
+    assert [("step", True), ("most_likely_hypothesis", True)] == sub.got
+
+
+def test_accepts_tells_which_classes_reach_a_callback() -> None:
+    """A ``@receives`` class or an overridden ``on_event``: accepted; the default ``on_event``
+    (which ignores the schema): not."""
+    from runtime_telemetry.events import LearningModuleStep, MostLikelyHypothesis
+
+    class Steps(Subscriber):
+        @receives(LearningModuleStep)
+        def _step(self, event: LearningModuleStep) -> None:
+            pass
+
+    class Everything(Subscriber):
+        def on_event(self, schema: TelemetrySchema) -> None:
+            pass
+
+    steps, everything = Steps(), Everything()
+    assert (True, False) == (steps.accepts(LearningModuleStep), steps.accepts(MostLikelyHypothesis))
+    assert everything.accepts(MostLikelyHypothesis)

@@ -2,10 +2,11 @@
 
 A goggles subscription to the bridge scope hands every forwarded event to a callback on its
 reader thread, which only files it under (worker, episode) and wakes the harness. When the
-harness scores an episode, it takes that episode's events out of the inbox, and
-``replay_episode`` decodes them with the runtime codec and hands each to the ``telemetry.*``
-logger it was emitted on in the worker, so the recorder, the aggregators and any other
-subscriber receive them exactly as in one process.
+harness scores an episode, it takes that episode's events out of the inbox, decodes them (rows
+become schema objects equal to the worker's, ``runtime_telemetry.rows``; anything else goes
+through the runtime codec's ``from_dict``), and ``replay_episode`` hands each to the handlers
+of the ``telemetry.*`` logger it was emitted on in the worker, so the recorder, the
+aggregators and any other subscriber receive them exactly as in one process.
 
 ``EventCollector`` is the old name of ``EpisodeInbox``, kept as an alias; the inbox is not
 the HTTP collector (``goggles_io.server``).
@@ -15,13 +16,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgpack
 
 import goggles_io
-from runtime_telemetry import from_dict
+from experiment_telemetry.workers.dispatch import LoggerRoute
+from experiment_telemetry.workers.forwarder import ROWS_FORMAT
+from runtime_telemetry import TelemetrySchema, from_dict
+from runtime_telemetry.rows import RowMaker, row_maker
 
 __all__ = ["EpisodeEvents", "EpisodeInbox", "EventCollector", "replay_episode"]
 
@@ -32,10 +36,12 @@ _Key = tuple[int, "int | None"]
 class EpisodeEvents:
     """What arrived for one (worker, episode): chunks in order and the end marker's count."""
 
-    __slots__ = ("chunks", "ended", "expected", "loose", "received")
+    __slots__ = ("chunks", "ended", "expected", "loose", "received", "rows")
 
     def __init__(self) -> None:
         self.chunks: list[bytes] = []
+        self.rows: list[bool] = []
+        """Per chunk: whether it holds rows (else the older triples of ``to_dict`` data)."""
         self.received = 0
         """Events in the chunks that arrived."""
         self.expected: int | None = None
@@ -51,25 +57,60 @@ class EpisodeEvents:
         return max(0, self.expected - (self.received - self.loose))
 
     def decode(self) -> list[Sequence[Any]]:
-        """The events, in order: (logger name, level, encoded schema) each.
+        """The events, in order: (logger name, level, schema) each, the schema decoded from its
+        row, or its ``to_dict`` data where it has none (``replay_episode`` decodes that).
 
-        A chunk that is not a msgpack list of such triples is skipped and counted as missing.
+        A chunk that does not unpack into such events is skipped and counted as missing.
         """
         events: list[Sequence[Any]] = []
-        for chunk in self.chunks:
+        for chunk, rows in zip(self.chunks, self.rows, strict=True):
             try:
-                items = msgpack.unpackb(chunk)
+                items = _rows(chunk) if rows else _triples(chunk)
             except Exception:
                 items = None
-            if not isinstance(items, list) or not all(
-                isinstance(i, list) and len(i) == 3 for i in items
-            ):
+            if items is None:
                 _logger.warning("a chunk of forwarded events does not decode; skipped")
                 continue
             events.extend(items)
         if len(events) < self.received:
             self.received = len(events)
         return events
+
+
+def _triples(chunk: bytes) -> list[Any] | None:
+    items = msgpack.unpackb(chunk)
+    if not isinstance(items, list) or not all(isinstance(i, list) and len(i) == 3 for i in items):
+        return None
+    return items
+
+
+def _rows(chunk: bytes) -> list[tuple[str, int, Any]]:
+    """A chunk of rows as events; a row its class cannot take becomes ``to_dict`` data, so
+    that ``from_dict`` says what is wrong with it."""
+    layouts, rows = msgpack.unpackb(chunk)
+    makers: list[tuple[str, int, RowMaker | None, list[Any]]] = []
+    for name, level, kind, version, fields in layouts:
+        if not isinstance(name, str) or type(level) is not int:
+            raise TypeError(name)
+        maker = None if fields is None else row_maker(kind, version, fields, offset=1)
+        makers.append((name, level, maker, [kind, version, fields]))
+    events: list[tuple[str, int, Any]] = []
+    append = events.append
+    for row in rows:
+        name, level, maker, layout = makers[row[0]]
+        if maker is not None:
+            try:
+                append((name, level, maker(row)))
+                continue
+            except Exception:  # decoded below, where from_dict says why
+                pass
+        kind, version, fields = layout
+        if fields is None:
+            append((name, level, row[1]))
+        else:
+            data = dict(zip(fields, row[1:], strict=False))
+            append((name, level, {"kind": kind, "version": version, **data}))
+    return events
 
 
 class EpisodeInbox:
@@ -122,6 +163,7 @@ class EpisodeInbox:
                 entry.ended = True
             elif type(event.payload) is bytes and type(extra.get("c")) is int:
                 entry.chunks.append(event.payload)
+                entry.rows.append(extra.get("format") == ROWS_FORMAT)
                 entry.received += extra["c"]
             else:
                 self.undecodable += 1
@@ -144,6 +186,7 @@ class EpisodeInbox:
         loose = self._episodes.pop((worker, None), None)
         if loose is not None and loose.chunks:
             entry.chunks[:0] = loose.chunks
+            entry.rows[:0] = loose.rows
             entry.received += loose.received
             entry.loose = loose.received
         return entry
@@ -192,24 +235,33 @@ class _Feed(goggles_io.BaseHandler):
 
 
 def replay_episode(events: Iterable[Sequence[Any]], worker: int) -> int:
-    """Decode each event and hand it to its ``telemetry.*``/``snapshots.*`` logger, in order.
+    """Hand each event to the handlers of its ``telemetry.*``/``snapshots.*`` logger, in order
+    (decoding it with ``from_dict`` first where it is still ``to_dict`` data).
 
     An event that does not decode (an unknown kind, a version mismatch) is skipped, counted and
     reported once per episode. Returns how many were skipped.
     """
     skipped = 0
-    loggers: dict[str, logging.Logger] = {}  # a few names for thousands of events
+    origin = f"<worker {worker}>"
+    routes: dict[tuple[str, int], LoggerRoute] = {}  # a few (name, level) for thousands of events
+    last: tuple[str, int] | None = None
+    deliver: Callable[[TelemetrySchema], None] | None = None
     for name, level, data in events:
-        try:
-            schema = from_dict(data)
-        except Exception as exc:
-            if not skipped:
-                _logger.warning("worker %d: an event does not decode, skipped: %s", worker, exc)
-            skipped += 1
-            continue
-        logger = loggers.get(name)
-        if logger is None:
-            logger = loggers[name] = logging.getLogger(name)
-        if logger.isEnabledFor(level):
-            logger.handle(logger.makeRecord(name, level, f"<worker {worker}>", 0, schema, (), None))
+        if isinstance(data, TelemetrySchema):
+            schema = data
+        else:
+            try:
+                schema = from_dict(data)
+            except Exception as exc:
+                if not skipped:
+                    _logger.warning("worker %d: an event does not decode, skipped: %s", worker, exc)
+                skipped += 1
+                continue
+        if deliver is None or last != (name, level):
+            last = (name, level)
+            route = routes.get(last)
+            if route is None:
+                route = routes[last] = LoggerRoute(name, level, origin)
+            deliver = route.deliver
+        deliver(schema)
     return skipped
