@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
+from operator import countOf
 from typing import Any
 
 from goggles_io._event.messages import Batch
@@ -35,41 +36,48 @@ _BODY_LEN = 2 + SCALAR_ROW_LEN
 # millions of events out of a few bytes).
 _MAX_FOLDED_ROWS = 1 << 16
 _KINDS = {k.value: k for k in Kind}
+_ROW_LENS = {SCALAR_ROW_LEN}
+_flatten = itertools.chain.from_iterable
 
 
-def _folded(col: tuple[Any, ...], n: int) -> Any:
+def _folded(col: list[Any], n: int) -> Any:
     """``col``'s one value when every row holds it with the same exact type, else ``col``.
 
     ``==`` alone would fold 1 with 1.0 and True, and 0.0 with -0.0: floats equal to zero and
     mixed numbers stay columns (a str or nil equals only its own kind here)."""
     first = col[0]
     kind = type(first)
-    if kind not in _FOLD_TYPES:
-        return col
-    last = col[-1]
-    if last is not first and (type(last) is not kind or last != first):
-        return col  # the common case of a varying column (steps, timestamps), decided at once
-    if col.count(first) != n or (kind is float and first == 0.0):
-        return col
-    if (kind is int or kind is float) and list(map(type, col)).count(kind) != n:
-        return col
-    return first
+    if kind in _FOLD_TYPES:
+        last = col[-1]
+        # The common varying column (steps, timestamps) is decided by its last value.
+        if (
+            (last is first or (type(last) is kind and last == first))
+            and col.count(first) == n
+            and not (kind is float and first == 0.0)
+            and (kind is str or kind is _NONE or countOf(map(type, col), kind) == n)
+        ):
+            return first
+    return col
 
 
 def scalar_columns_body(seq: int, rows: list[Any], redelivered: bool) -> list[Any] | None:
     """The body of this form for ``rows``, or ``None`` unless they are all scalar rows
-    (:data:`~goggles_io._event.records.Row`, :data:`SCALAR_ROW_LEN` long; an
-    :class:`Event` is not iterable): one ``zip``, then a fold check per column; the values are
-    packed as the rows hold them."""
+    (:data:`~goggles_io._event.records.Row`, :data:`SCALAR_ROW_LEN` long; an :class:`Event` has
+    no length); the values are packed as the rows hold them.
+
+    The rows are flattened into one list and each column is a strided slice of it: C-level
+    passes that leave no object per row alive (``zip(*rows)`` held an iterator per row; the
+    young collections they set off promoted them, and a full collection followed in every
+    100k-scalar burst)."""
     try:
-        cols = list(zip(*rows, strict=True))
-    except (TypeError, ValueError):
-        return None
-    if len(cols) != SCALAR_ROW_LEN:
+        if not rows or set(map(len, rows)) != _ROW_LENS:
+            return None
+    except TypeError:
         return None
     n = len(rows)
+    flat = list(_flatten(rows))
     body: list[Any] = [seq, n]
-    body += [_folded(col, n) for col in cols]
+    body += [_folded(flat[i::SCALAR_ROW_LEN], n) for i in range(SCALAR_ROW_LEN)]
     if redelivered:
         body.append(True)
     return body
