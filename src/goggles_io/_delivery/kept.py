@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from itertools import accumulate, repeat, starmap
 from typing import Generic, TypeVar
 
 __all__ = ["Batch", "Kept"]
@@ -62,14 +63,16 @@ class Kept(Generic[T]):
     ) -> Batch[T]:
         """Keep a new batch of the oldest items of ``queue`` (their bytes the oldest of
         ``sizes``), within the bounds."""
-        items: list[T] = []
-        append, take, size_of = items.append, queue.popleft, sizes.popleft
-        nbytes = 0
-        for _ in range(min(len(queue), max_items)):
-            append(take())
-            nbytes += size_of()
-            if nbytes >= max_bytes:
-                break
+        n = min(len(queue), max_items)
+        # Popped by C (no Python call per item). Sizes first: put() appends an item's size
+        # before the item, so ``n`` sizes are there, and only this worker takes from either.
+        taken = list(starmap(sizes.popleft, repeat((), n)))
+        nbytes = sum(taken)
+        if nbytes >= max_bytes:  # the batch ends at the item that reaches the byte bound
+            n = next(i for i, total in enumerate(accumulate(taken), 1) if total >= max_bytes)
+            sizes.extendleft(reversed(taken[n:]))  # the rest stay, oldest first
+            nbytes = sum(taken[:n])
+        items = list(starmap(queue.popleft, repeat((), n)))
         return self.add(items, count(items), nbytes)
 
     def due(self) -> Batch[T] | None:

@@ -8,7 +8,9 @@ Encoding by type (see ADR 0009):
 
 * a message is ``[tag, fields...]`` where ``tag`` names one class of :data:`Message`;
 * a :class:`Batch` is ``[seq, n, column...]``: one column per :class:`~goggles_io._event.records.Event`
-  field, sent as one bare value when all ``n`` events share it (ADR 0013);
+  field, sent as one bare value when all ``n`` events share it (ADR 0013); a client batch of
+  scalar rows goes as tag 5, names and values in columns of their own, and is read back as a
+  :class:`Batch` (:mod:`~goggles_io._event.scalar_columns`, ADR 0051);
 * ``numpy.ndarray`` below the shared-memory threshold is ext 1 (dtype, shape, raw bytes), at or
   above it ext 2 (a :class:`ShmRef`: segment, offset, nbytes, dtype, shape); numpy scalars are
   ext 3. Tuples decode as lists (msgpack has one array type).
@@ -36,6 +38,11 @@ from goggles_io._event.records import (
     Kind,
     ShmRef,
     event_fields,
+)
+from goggles_io._event.scalar_columns import (
+    SCALARS_TAG,
+    scalar_columns_body,
+    structure_scalar_columns,
 )
 from goggles_io.exceptions import FrameError
 
@@ -209,8 +216,10 @@ def _structure_batch(t: Any, _: Any) -> Batch:
     else:
         kinds = itertools.repeat(_KINDS[kind], n)
     cols = [_column(name, col, n) for name, col in zip(_COLUMNS[1:], rest, strict=True)]
-    # Positional construction: the host's hot path, twice as fast as keywords.
-    events = [Event(*fields) for fields in zip(kinds, *cols, strict=True)]
+    # Positional construction: the host's hot path, twice as fast as keywords; ``map`` calls
+    # Event without a tuple per event. Every list column has ``n`` values (checked above) and
+    # ``payload`` always is one, so it stops at ``n``.
+    events = list(map(Event, kinds, *cols))
     return Batch(seq, events, redelivered)
 
 
@@ -240,6 +249,9 @@ _UNSTRUCTURE[OutBatch] = _unstructure_batch
 _STRUCTURE: dict[int, Callable[[Any, Any], Any]] = {
     tag: _CONVERTER.get_structure_hook(cls) for tag, cls in _CLASSES.items()
 }
+# A batch of scalar rows as names and values (ADR 0051), read back as a Batch.
+_STRUCTURE[SCALARS_TAG] = structure_scalar_columns
+_CLASSES[SCALARS_TAG] = Batch
 
 
 def _array_bytes(a: np.ndarray) -> bytes:
@@ -343,7 +355,13 @@ class Encoder:
     def encode(self, message: Message | OutBatch) -> bytes:
         """Return the msgpack bytes of ``message``; raises TypeError for unencodable payloads."""
         cls = type(message)
-        out: bytes = self._packer.pack([_TAGS[cls], _UNSTRUCTURE[cls](message)])
+        body = None
+        if cls is OutBatch:  # the client's batch: scalar rows go as names and values
+            body = scalar_columns_body(message.seq, message.events, message.redelivered)  # type: ignore[union-attr]
+        if body is not None:
+            out: bytes = self._packer.pack([SCALARS_TAG, body])
+        else:
+            out = self._packer.pack([_TAGS[cls], _UNSTRUCTURE[cls](message)])
         if len(out) > _KEEP_PACKER_BYTES:
             # The packer keeps its buffer as large as its largest message: start a small one.
             self._packer = msgpack.Packer(default=self._default, use_bin_type=True, autoreset=True)
