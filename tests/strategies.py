@@ -21,6 +21,7 @@ __all__ = [
     "SHIPPED_SCHEMAS",
     "arrays",
     "json_values",
+    "metric_line_values",
     "schema_instances",
     "schemas",
 ]
@@ -105,3 +106,15 @@ def schema_instances(cls: type[TelemetrySchema]) -> st.SearchStrategy[TelemetryS
 def schemas() -> st.SearchStrategy[TelemetrySchema]:
     """An instance of any shipped schema."""
     return st.one_of(*(schema_instances(cls) for cls in SHIPPED_SCHEMAS))
+
+
+# A metric's value as a run file's line may hold it: numbers of every kind (ints past 64 bits,
+# NaN, +-inf), the non-finite markers and other strings, and what is not a number at all.
+metric_line_values = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(["NaN", "Infinity", "-Infinity", "text", "1.5"]),
+    st.lists(st.floats(allow_nan=False), max_size=2),
+)

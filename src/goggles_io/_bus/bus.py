@@ -21,12 +21,11 @@ from goggles_io._bus.closing import close_in_parallel
 from goggles_io._bus.conflict import warn_conflict
 from goggles_io._bus.items import Ticket
 from goggles_io._bus.lane import Lane
-from goggles_io._bus.rows import row_to_event
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
 from goggles_io._bus.unrouted import Unrouted
 from goggles_io._delivery.drain import read_finish_stall
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_policy
-from goggles_io._event.records import Event, Kind, Row
+from goggles_io._event.records import Event, Kind, Row, row_event
 from goggles_io._util.report import report
 from goggles_io.exceptions import UnknownHandlerError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, handler_from_dict
@@ -200,7 +199,7 @@ class EventBus:
         client queues it: no Event on the caller's thread; each lane's worker builds its own.
         """
         if row[0] != _METRIC_VALUE or row[3] is not None:  # not a scalar: route it as an event
-            self.emit(row_to_event(row))
+            self.emit(row_event(row))
             return
         if self._finished:
             self._reopen()

@@ -13,9 +13,8 @@ from itertools import islice
 from typing import Any
 
 from goggles_io._bus.items import Call, Redelivered
-from goggles_io._bus.rows import KINDS
 from goggles_io._bus.tally import LaneTally
-from goggles_io._event.records import SCALAR_ROW_LEN, Event, row_event
+from goggles_io._event.records import KINDS, SCALAR_ROW_LEN, Event, row_event
 from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
 
@@ -66,7 +65,7 @@ class HandlerCalls:
         to the handler, each as its Event; return the index of the first item not handled.
 
         The hot loop of an in-process burst of scalars: the Event is built inline
-        (:func:`~goggles_io._bus.rows.row_to_event`, without its call), counted as
+        (:func:`~goggles_io._event.records.row_event`, without its call), counted as
         :meth:`one` counts it.
         """
         handle = self.handler.handle

@@ -29,7 +29,6 @@ from goggles_io._bus.items import (
     optional_method,
 )
 from goggles_io._bus.lane_pipe import lane_pipe
-from goggles_io._bus.rows import row_to_event
 from goggles_io._bus.tally import NOT_HANDLED_IN_TIME, LaneTally
 from goggles_io._bus.transport import HandlerStats, handler_losses
 from goggles_io._delivery.drain import DrainOutcome, wait_while_progressing
@@ -44,6 +43,7 @@ from goggles_io._event.records import (
     Row,
     approx_nbytes,
     batch_nbytes,
+    row_event,
 )
 from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
@@ -254,7 +254,7 @@ class Lane:
             self._offer_one()
             pipe.put(row, nbytes)  # a drop is counted through _lost
         else:
-            self.offer(row_to_event(row))
+            self.offer(row_event(row))
 
     def backlog(self) -> int:
         """Events offered and not yet handled (queued, spilled or in the handler's hands);

@@ -16,9 +16,8 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from goggles_io._bus.items import Redelivered
-from goggles_io._bus.rows import row_to_event
 from goggles_io._delivery.spool import SpoolRecord
-from goggles_io._event.records import Event
+from goggles_io._event.records import Event, row_event
 
 if TYPE_CHECKING:
     from goggles_io._event.spilled import SpillEncoder
@@ -60,7 +59,7 @@ class LaneCodec:
                 events.append(item)
             elif cls is tuple:  # a logger's scalar row: read back as its Event
                 shape.append(0)
-                events.append(row_to_event(item))
+                events.append(row_event(item))
             elif cls is list or cls is Redelivered:
                 shape.append(len(item) if cls is list else -len(item))
                 events.extend(item)

@@ -50,6 +50,7 @@ import attrs
 
 __all__ = [
     "EVENT_OVERHEAD_BYTES",
+    "KINDS",
     "METRIC_ENTRY_BYTES",
     "SCALAR_ROW_LEN",
     "ArrayPool",
@@ -271,13 +272,21 @@ def event_fields(item: Event | Row) -> Row:
     return item
 
 
+KINDS: dict[str, Kind] = {kind.value: kind for kind in Kind}  # a row's kind, by one dict lookup
+
+
 def row_event(row: Row) -> Event:
-    """The :class:`Event` a :data:`Row` stands for."""
-    kind, scope, payload, level, step, ts, logger, pid, filepath, lineno, extra, when = (
-        event_fields(row)
-    )
+    """The :class:`Event` a :data:`Row` stands for (a scalar's row: its name and value as the payload).
+
+    The in-process lanes' hot loop (``_bus/calls.py``) builds the scalar case inline, as here.
+    """
+    if len(row) == SCALAR_ROW_LEN:
+        kind, scope, name, level, step, ts, logger, pid, filepath, lineno, extra, when, value = row
+        payload: Any = {name: value}
+    else:
+        kind, scope, payload, level, step, ts, logger, pid, filepath, lineno, extra, when = row
     return Event(
-        Kind(kind),
+        KINDS[kind],
         scope,
         payload,
         level,

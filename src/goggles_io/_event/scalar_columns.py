@@ -21,7 +21,7 @@ from operator import countOf
 from typing import Any
 
 from goggles_io._event.messages import Batch
-from goggles_io._event.records import SCALAR_ROW_LEN, Event, Kind
+from goggles_io._event.records import KINDS, SCALAR_ROW_LEN, Event, Kind
 from goggles_io.exceptions import FrameError
 
 __all__ = ["SCALARS_TAG", "scalar_columns_body", "structure_scalar_columns"]
@@ -35,7 +35,6 @@ _BODY_LEN = 2 + SCALAR_ROW_LEN
 # with a column, this bounds one without (a hostile count must not make the host build
 # millions of events out of a few bytes).
 _MAX_FOLDED_ROWS = 1 << 16
-_KINDS = {k.value: k for k in Kind}
 _ROW_LENS = {SCALAR_ROW_LEN}
 _flatten = itertools.chain.from_iterable
 
@@ -139,8 +138,8 @@ def _kinds(col: Any, n: int) -> Iterable[Kind]:
     if type(col) is list:
         if len(col) != n:
             raise _bad(f"scalar column 'kind' has {len(col)!r} values for {n!r} rows", col)
-        return [_KINDS[k] for k in col]
-    return itertools.repeat(_KINDS[col], n)
+        return [KINDS[k] for k in col]
+    return itertools.repeat(KINDS[col], n)
 
 
 def _extras(col: Any, n: int) -> list[dict[str, Any]]:

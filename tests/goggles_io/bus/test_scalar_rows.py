@@ -18,7 +18,7 @@ import goggles_io as gg
 from goggles_io import Event, Kind
 from goggles_io._api.state import STATE
 from goggles_io._bus.bus import EventBus
-from goggles_io._bus.rows import row_to_event
+from goggles_io._event.records import event_fields, row_event
 from goggles_io.handlers.base import BaseHandler
 from goggles_io.testing import MemoryHandler
 
@@ -92,15 +92,16 @@ def test_each_lane_builds_its_own_equal_event_and_kinds_still_filter() -> None:
     assert logs.events == []
 
 
-def test_row_to_event_matches_the_records_form() -> None:
-    event = row_to_event(_row(5, {"k": 1}))
+def test_a_scalar_row_makes_the_event_its_twelve_field_form_makes() -> None:
+    event = row_event(_row(5, {"k": 1}))
+    assert row_event(event_fields(_row(5, {"k": 1}))) == event
     assert (event.kind, event.payload, event.step, event.extra) == (
         Kind.METRIC,
         {"loss": 0.25},
         5,
         {"k": 1},
     )
-    assert row_to_event(_row(5)).extra == {}
+    assert row_event(_row(5)).extra == {}
 
 
 def test_rows_from_many_threads_are_counted_exactly() -> None:

@@ -18,16 +18,10 @@ from hypothesis import strategies as st
 
 import nonfinite_json
 from goggles_io.runs.lines import Parsed, json_lines, number
+from strategies import metric_line_values
 
 KEYS = st.sampled_from(["loss", "lr", "acc", "q", "x"])
-VALUES = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.booleans(),
-    st.none(),
-    st.sampled_from(["NaN", "Infinity", "-Infinity", "text", "1.5"]),
-    st.lists(st.floats(allow_nan=False), max_size=2),
-)
+VALUES = metric_line_values
 LINE = st.fixed_dictionaries(
     {
         "step": st.one_of(st.integers(0, 10**6), st.none()),

@@ -19,16 +19,10 @@ from hypothesis import strategies as st
 
 import nonfinite_json
 from goggles_io.runs.lines import Parsed, json_lines
+from strategies import metric_line_values
 
 KEYS = st.sampled_from(["loss", "lr", "acc", "q"])
-VALUES = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.booleans(),
-    st.none(),
-    st.sampled_from(["NaN", "Infinity", "-Infinity", "text", "1.5"]),
-    st.lists(st.floats(allow_nan=False), max_size=2),
-)
+VALUES = metric_line_values
 ODD = st.one_of(
     st.none(), st.booleans(), st.sampled_from(["NaN", "7", "Infinity"]),
     st.integers(-(2**70), 2**70), st.floats(allow_nan=True, allow_infinity=True),
