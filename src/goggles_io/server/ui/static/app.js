@@ -1,7 +1,7 @@
 // telemetry ui: wiring. Reads the view from the URL, lists the runs, follows them live.
 "use strict";
 
-let countsSeen = "";
+let countsSeen = "", hparamsSeen = "";
 
 function showTab(tab) {
   state.tab = tab;
@@ -63,7 +63,10 @@ function applyRuns(runs) {
   renderRuns();
   groupChoices();
   groupStyle();
-  if (state.tab === "hparams") renderHparams();
+  if (state.tab === "hparams") {  // only when what it shows changed: a drag is not cut short
+    const seen = JSON.stringify(runs.map((r) => [r.key, r.config, r.summary]));
+    if (seen !== hparamsSeen) { hparamsSeen = seen; renderHparams(); }
+  }
   const counts = countsOfSelected();
   if (counts !== countsSeen) {
     countsSeen = counts;

@@ -96,10 +96,15 @@ function groupLines(g) {
 }
 
 // Where a group's member count changes (and where it starts): the "n=" marks over the chart.
+// A member that ends is still there at its last x: the smaller count is marked from that x on.
 function countMarks(g) {
   const marks = [];
   let last = -1;
-  g.count.forEach((n, i) => { if (n !== last) { if (n > 0) marks.push({ x: g.x[i], n }); last = n; } });
+  g.count.forEach((n, i) => {
+    if (n === last) return;
+    if (n > 0) marks.push({ x: i && n < last && last > 0 ? g.x[i - 1] : g.x[i], n });
+    last = n;
+  });
   return marks;
 }
 
@@ -149,8 +154,13 @@ function panelModel(panel, reply) {
   return { data, series, bands, legend, nan, marks };
 }
 
+const MARK_ROW = 13;
+function marksHeight(panel) {
+  return panel.model && panel.model.marks.length ? panel.model.marks.length * MARK_ROW : 0;
+}
+
 // The "n=" marks of groups: at each x where a group's member count changes, in its colour,
-// one row per group (text over the canvas: textContent, and a handle for tests).
+// one row per group in the strip above the plot (text: textContent, and a handle for tests).
 function drawCountMarks(u, panel) {
   for (const old of u.over.querySelectorAll(".n-mark")) old.remove();
   panel.model.marks.forEach((group, row) => {
@@ -161,7 +171,7 @@ function drawCountMarks(u, panel) {
       mark.dataset.x = String(m.x);
       mark.dataset.n = String(m.n);
       mark.style.left = left + "px";
-      mark.style.top = 2 + row * 13 + "px";
+      mark.style.top = -marksHeight(panel) - 2 + row * MARK_ROW + "px";
       mark.style.color = group.color;
       mark.style.borderLeftColor = group.color;
       u.over.append(mark);
@@ -229,8 +239,10 @@ function renderLegend(panel) {
 function plotOptions(panel, name, width) {
   const time = (panel.axis || state.axis) === "time";
   return {
-    width, height: CHART_H,
+    width, height: CHART_H + marksHeight(panel),
     legend: { show: false },
+    // the "n=" marks of groups get a strip of their own above the plot: they never hide data
+    ...(marksHeight(panel) ? { padding: [marksHeight(panel) + 4, null, null, null] } : {}),
     cursor: { drag: { x: true, y: false, setScale: false }, sync: { key: "telemetry" }, points: { show: false } },
     scales: {
       x: { time },
@@ -276,6 +288,7 @@ function plotOptions(panel, name, width) {
 }
 
 function drawPanel(panel, name, reply) {
+  panel.reply = reply;
   panel.model = panelModel(panel, reply);
   const body = panel.querySelector(".chart");
   const notes = [];

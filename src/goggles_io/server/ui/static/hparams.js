@@ -112,10 +112,11 @@ function drawParallel(box, runs, axes, color) {
     title.dataset.key = s.key;
     overlay.append(title);
     const ticks = s.numeric ? s.ticks : s.ticks.length > 12 ? [s.ticks[0], s.ticks[s.ticks.length - 1]] : s.ticks;
+    const last = i === scales.length - 1 && scales.length > 1;  // its labels go left of it
     for (const t of ticks) {
-      const label = el("div", { className: "pc-tick" });
+      const label = el("div", { className: "pc-tick" + (last ? " left" : "") });
       label.append(bdi(s.numeric ? fmt(+t.toPrecision(4)) : t));
-      label.style.left = x + 5 + "px";
+      label.style.left = (last ? x - 5 : x + 5) + "px";
       label.style.top = L.y(s.pos(t)) - 7 + "px";
       overlay.append(label);
     }
@@ -127,6 +128,7 @@ function drawParallel(box, runs, axes, color) {
 }
 
 // Drag along an axis to brush it; a click (no drag) on an axis clears its brush.
+let pcDragging = false;
 function brushing(c, scales, L, runs) {
   let drag = null;
   const local = (ev) => { const r = c.getBoundingClientRect(); return [ev.clientX - r.left, ev.clientY - r.top]; };
@@ -135,9 +137,11 @@ function brushing(c, scales, L, runs) {
     const i = scales.findIndex((s, k) => Math.abs(L.x(k) - px) <= PC_GRAB);
     if (i < 0) return;
     drag = { i, y0: py };
+    pcDragging = true;
     c.setPointerCapture(ev.pointerId);
     ev.preventDefault();
   });
+  c.addEventListener("pointercancel", () => { drag = null; pcDragging = false; });
   c.addEventListener("pointerup", (ev) => {
     if (!drag) return;
     const s = scales[drag.i], y1 = local(ev)[1];
@@ -145,6 +149,7 @@ function brushing(c, scales, L, runs) {
     const t1 = 1 - (Math.max(drag.y0, y1) - PC_TOP) / (PC_H - PC_TOP - PC_BOTTOM);
     const lo = Math.max(Math.min(t0, t1), -0.02), hi = Math.min(Math.max(t0, t1), 1.02);
     drag = null;
+    pcDragging = false;
     if (Math.abs(hi - lo) * (PC_H - PC_TOP - PC_BOTTOM) < 4) delete state.brushes[s.key];
     else if (s.numeric) state.brushes[s.key] = { lo: s.val(Math.max(lo, 0)), hi: s.val(Math.min(hi, 1)) };
     else state.brushes[s.key] = { values: s.cats.filter((v) => s.pos(v) >= lo && s.pos(v) <= hi) };
@@ -210,7 +215,7 @@ function keyPicker(label, keys, chosen, onPick) {
 
 function renderHparams() {
   const container = document.getElementById("hparams");
-  if (container.hidden) return;
+  if (container.hidden || pcDragging) return;
   const t0 = performance.now();
   const runs = visibleRuns(false);  // the filter box's runs; brushed-out ones drawn grey
   if (!runs.length) {
