@@ -292,7 +292,13 @@ function drawPanel(panel, name, reply) {
   panel.model = panelModel(panel, reply);
   const body = panel.querySelector(".chart");
   const notes = [];
-  for (const p of reply.partial || []) notes.push([el("b", { className: "partial" }, `partial: ${Math.floor(p.indexed * 100)}% indexed`), " (", ...runLabelNodes(p.key), ")"]);
+  const partial = reply.partial || [];  // drawn before its runs were indexed: said on the chart
+  if (partial.length === 1) {
+    notes.push([el("b", { className: "partial" }, `partial: ${Math.floor(partial[0].indexed * 100)}% indexed`), " (", ...runLabelNodes(partial[0].key), ")"]);
+  } else if (partial.length) {
+    const pct = partial.map((p) => Math.floor(p.indexed * 100));
+    notes.push([el("b", { className: "partial" }, `partial: ${partial.length} runs ${Math.min(...pct)}–${Math.max(...pct)}% indexed`)]);
+  }
   if (reply.xNote) notes.push([reply.xNote]);
   for (const g of reply.groups || []) if (g.note) notes.push([bdi(g.label), ": ", bdi(g.note)]);
   for (const [key, s] of Object.entries(reply.series || {})) {

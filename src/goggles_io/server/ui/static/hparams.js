@@ -260,6 +260,7 @@ function renderHparams() {
   chart.pc = drawn;
   container.append(hparamsTable(runs.filter(passesBrushes), [...cols.config, ...cols.summary]));
   window.__hparamsDrawn = performance.now() - t0;
+  window.__hparamsEnd = performance.now();
 }
 
 async function loadHparams() {
