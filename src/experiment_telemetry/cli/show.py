@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if info.get("layout") == "tensorboard":
         metrics = {**open_run(run_dir).summary, **metrics}
     print("metrics (last value):" if metrics else "metrics: (none found)")
-    for name, value in sorted(metrics.items()):
-        print(f"  {name} = {value:.6g}")
+    for name, number in sorted(metrics.items()):
+        print(f"  {name} = {number:.6g}")
     _print_alerts(run_dir, args.alerts)
     return 0
 

@@ -260,7 +260,7 @@ function plotOptions(panel, name, width) {
       },
     },
     axes: [
-      { ...(time ? {} : numericAxis(false)), size: 34, font: "11px system-ui" },
+      { ...(time ? {} : numericAxis(false)), size: time ? 48 : 34, font: "11px system-ui" },
       { ...numericAxis(state.logy), size: axisWidth, font: "11px system-ui" },
     ],
     series: panel.model.series,

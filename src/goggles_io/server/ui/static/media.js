@@ -134,13 +134,16 @@ function drawDistribution(box, data) {
   const n = data.steps.length, bins = data.counts[0].length;
   const [c, ctx] = canvas(HIST.w, HIST.h);
   const first = data.steps[0], last = data.steps[n - 1];
-  const a = drawAxes(ctx, [first, last === first ? first + 1 : last], [data.edges[0], data.edges[bins]], "step", "value");
-  const colW = a.pw / n, rowH = a.ph / bins;
+  // each step's column reaches halfway to its neighbours: a column is centred on its step
+  const s = data.steps.map(Number), gap = n > 1 ? (last - first) / (n - 1) : 1;
+  const cuts = [s[0] - gap / 2, ...s.slice(1).map((v, i) => (s[i] + v) / 2), s[n - 1] + gap / 2];
+  const a = drawAxes(ctx, [cuts[0], cuts[n]], [data.edges[0], data.edges[bins]], "step", "value");
+  const rowH = a.ph / bins;
   data.counts.forEach((counts, i) => {
-    const peak = Math.max(...counts, 1);
+    const peak = Math.max(...counts, 1), x0 = a.px(cuts[i]), x1 = a.px(cuts[i + 1]);
     counts.forEach((v, j) => {
       ctx.fillStyle = `rgba(37, 99, 235, ${(v / peak).toFixed(3)})`;
-      ctx.fillRect(HIST.left + i * colW, HIST.top + a.ph - (j + 1) * rowH, colW + 0.5, rowH + 0.5);
+      ctx.fillRect(x0, HIST.top + a.ph - (j + 1) * rowH, x1 - x0 + 0.5, rowH + 0.5);
     });
   });
   box.replaceChildren(c, el("div", { className: "note" },
