@@ -26,3 +26,17 @@ def _private_cache_home() -> Iterator[None]:
     else:
         os.environ["XDG_CACHE_HOME"] = old
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_system_sampler_by_default() -> Iterator[None]:
+    """``RunContext`` samples CPU/memory into ``system/log.jsonl`` by default (ADR 0066); tests
+    that count a run's metrics or files would see its lines appear or not by timing. Off for the
+    session (subprocesses inherit it); the sampler's own tests turn it on explicitly."""
+    old = os.environ.get("TELEMETRY_SYSTEM_METRICS")
+    os.environ["TELEMETRY_SYSTEM_METRICS"] = "0"
+    yield
+    if old is None:
+        os.environ.pop("TELEMETRY_SYSTEM_METRICS", None)
+    else:
+        os.environ["TELEMETRY_SYSTEM_METRICS"] = old

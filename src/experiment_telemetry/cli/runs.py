@@ -1,4 +1,9 @@
-"""``telemetry runs [ROOT]``: list runs with status, age and last step."""
+"""``telemetry runs [ROOT]``: list runs with status, age and last step.
+
+Every run directory the dashboard lists is listed: ``RunContext`` runs (``run.kv``), and folders
+without one (robo-goggles' layout, a TensorBoard log directory), the latter with status
+``unknown``. The last step is the largest one logged, wherever it came in the file.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from goggles_io.runs import list_runs, shown_status
+from goggles_io.runs import describe_run, find_runs, shown_status
 from goggles_io.runs.lines import json_objects
 
 __all__ = ["add_parser", "run"]
@@ -35,6 +40,12 @@ def _alerts(info: dict[str, Any]) -> str:
     return f"{count} ({found.unreadable} unreadable)" if found.unreadable else str(count)
 
 
+def _layout(info: dict[str, Any]) -> str:
+    """What a folder without ``run.kv`` is, where a run's project would be: ``(tensorboard)``."""
+    layout = info.get("layout")
+    return f"({layout})" if layout and layout != "run.kv" else ""
+
+
 def run(args: argparse.Namespace) -> int:
     """Print one line per run under ``args.root``; exit 0 even when there are none, 2 when
     ``args.root`` is not a directory.
@@ -45,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
     if not Path(args.root).is_dir():
         print(f"telemetry runs: {args.root!r} is not a directory", file=sys.stderr)
         return 2
-    runs = list_runs(args.root)
+    root = Path(args.root)
+    runs = sorted(
+        (describe_run(path) for path in find_runs(root)),
+        key=lambda info: str(info.get("started", "")),
+    )  # oldest first; a damaged run is listed, unreadable, with its reason
     for info in runs:
         if info.get("error"):
             print(f"telemetry runs: {info['error']}", file=sys.stderr)
@@ -62,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
                 _age(info.get("age_s")),
                 "-" if step is None else str(step),
                 _alerts(info),
-                str(info.get("project", "")),
+                str(info.get("project") or _layout(info)),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

@@ -8,28 +8,48 @@ from pathlib import Path
 from typing import Any
 
 from experiment_telemetry.cli.args import non_negative, run_directory
-from goggles_io.runs import RunFileError, last_metrics, read_kv, read_run
+from goggles_io.runs import (
+    RunFileError,
+    describe_run,
+    is_run_dir,
+    last_metrics,
+    open_run,
+    read_config,
+    read_kv,
+    read_run,
+)
 from goggles_io.runs.lines import Objects, json_objects
 
 __all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the run; exit 2 when ``RUN_DIR`` holds no ``run.kv``, a run file is unreadable, or
-    ``run.kv`` lacks the run id or status (not a run file, or overwritten)."""
+    """Print the run; exit 2 when ``RUN_DIR`` is no run directory (no ``run.kv``, event log,
+    ``metrics.csv`` or TensorBoard event files), a run file is unreadable, or ``run.kv`` lacks
+    the run id or status (not a run file, or overwritten).
+
+    A folder without ``run.kv`` (robo-goggles' layout, a TensorBoard log directory) is shown
+    by its folder name with status ``unknown``; a TensorBoard run's config is its
+    hyperparameters and its metrics are read from its event files."""
     run_dir = Path(args.run_dir)
     problem = run_directory("telemetry show", args.run_dir)
     if problem:
         print(problem, file=sys.stderr)
         return 2
-    if not (run_dir / "run.kv").is_file():
+    if not is_run_dir(run_dir):
         print(
-            f"telemetry show: {str(run_dir)!r} is not a run directory (no run.kv)", file=sys.stderr
+            f"telemetry show: {str(run_dir)!r} is not a run directory (no run.kv, event log, "
+            "metrics.csv or TensorBoard event files)",
+            file=sys.stderr,
         )
         return 2
+    has_kv = (run_dir / "run.kv").is_file()
     try:
-        info = read_run(run_dir)
-        config = read_kv(run_dir / "config.kv") if (run_dir / "config.kv").is_file() else {}
+        info = read_run(run_dir) if has_kv else describe_run(run_dir)
+        if (run_dir / "config.kv").is_file():  # a damaged one is an error, never skipped
+            config = {**read_kv(run_dir / "config.kv")}
+        else:
+            config = read_config(run_dir)  # TensorBoard's hyperparameters
     except (RunFileError, OSError) as exc:
         print(f"telemetry show: {exc}", file=sys.stderr)
         return 2
@@ -41,8 +61,9 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"run {info.get('run_id')}  status={info.get('status')}  last_step={info.get('last_step')}"
     )
-    for key in ("project", "driver", "slug", "seed", "git_commit", "started", "finished", "lost"):
-        if key in info:
+    for key in ("project", "driver", "slug", "seed", "git_commit", "started", "finished", "lost",
+                "layout", "note"):  # fmt: skip
+        if key in info and (has_kv or key not in ("started",)):
             print(f"  {key}: {info[key]}")
     if info.get("reason"):
         print(f"  reason: {info['reason']}")
@@ -50,9 +71,11 @@ def run(args: argparse.Namespace) -> int:
     for key, value in sorted(config.items()):
         print(f"  {key} = {value}")
     metrics = last_metrics(run_dir)
+    if info.get("layout") == "tensorboard":
+        metrics = {**open_run(run_dir).summary, **metrics}
     print("metrics (last value):" if metrics else "metrics: (none found)")
-    for name, value in sorted(metrics.items()):
-        print(f"  {name} = {value:.6g}")
+    for name, number in sorted(metrics.items()):
+        print(f"  {name} = {number:.6g}")
     _print_alerts(run_dir, args.alerts)
     return 0
 
@@ -88,7 +111,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "show", help="print a run's config, the last value of each metric and its alerts"
     )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (holds run.kv)")
+    parser.add_argument(
+        "run_dir",
+        metavar="RUN_DIR",
+        help="a run directory (run.kv, an event log, metrics.csv or TensorBoard event files)",
+    )
     parser.add_argument(
         "--alerts",
         type=non_negative,

@@ -42,6 +42,7 @@ __all__ = [
     "ENV_SOCKET",
     "ENV_SPOOL_BYTES",
     "ENV_SPOOL_DIR",
+    "ENV_SYSTEM_METRICS",
     "ENV_TRANSPORT",
     "ENV_VERBOSE",
     "ENV_WHEN_FULL",
@@ -91,6 +92,9 @@ ENV_BROKER_FORWARD = "GOGGLES_BROKER_FORWARD"
 ENV_REMOTE_URL = "TELEMETRY_REMOTE_URL"
 ENV_REMOTE_API_KEY = "TELEMETRY_REMOTE_API_KEY"
 ENV_REMOTE_OFF = "TELEMETRY_NO_REMOTE"
+
+# -- a run's system sampler (``runs/writer.py``, ``runs/system.py``) ----------------------------
+ENV_SYSTEM_METRICS = "TELEMETRY_SYSTEM_METRICS"  # 0/off: RunContext samples nothing by default
 
 # -- the dashboard (``server/ui/_sources.py``) --------------------------------------------------
 ENV_CACHE_HOME = "XDG_CACHE_HOME"  # the index lives in $XDG_CACHE_HOME/split-telemetry/ui-index

@@ -33,7 +33,7 @@ from goggles_io.runs.lines import (
     json_lines,
     metric_sources,
 )
-from goggles_io.runs.reader import read_run
+from goggles_io.runs.reader import last_step, read_run
 from goggles_io.runs.tfevents import (
     TFEVENTS_GLOB,
     is_tfevents,
@@ -104,7 +104,7 @@ def describe_run(run_dir: str | os.PathLike[str], *, with_last_step: bool = True
         + ("; TensorBoard event files, read-only" if tensorboard and not files else ""),
         "started": started,
         "age_s": time.time() - mtime,
-        "last_step": None,
+        "last_step": last_step(path) if with_last_step else None,
     }
 
 
@@ -163,6 +163,7 @@ def _read_tfevents(run_dir: Path, source: Path, merged: Parsed) -> None:
         return
     for name, columns in parsed.metrics.items():
         merged.metrics.setdefault(name, columns)
+    merged.media += parsed.media  # add_text's blocks
     merged.skipped += parsed.skipped
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "CSV_FILE",
     "EVENT_FILES",
     "MEDIA_KINDS",
+    "TEXT_CHARS",
     "TFEVENTS_GLOB",
     "Columns",
     "Objects",
@@ -58,7 +59,10 @@ TFEVENTS_GLOB = "events.out.tfevents.*"
 """The names TensorBoard's, torch's and tensorboardX's writers give their event files
 (read by :mod:`goggles_io.runs.tfevents`)."""
 MEDIA_KINDS = ("image", "video", "histogram", "vector_field", "trajectories", "artifact")
-"""Media kinds the logger takes; each has its view in the dashboard."""
+"""Media kinds the logger takes as files; each has its view in the dashboard (so has ``text``,
+kept in the line itself)."""
+TEXT_CHARS = 16_384
+"""Characters of one text item kept in the index and shown (the log keeps all of it)."""
 
 _NAN = math.nan
 _NONFINITE = {"NaN": _NAN, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -202,6 +206,10 @@ def _json_lines(lines: Iterable[bytes], folder: str, out: Parsed, by_line: bool)
             item = _media(obj, kind, prefix)
             if item is not None:
                 out.media.append(item)
+        elif kind == "text":
+            item = _text(obj)
+            if item is not None:
+                out.media.append(item)
         elif kind == "log":
             out.logs += 1
     rows.flush()
@@ -321,6 +329,23 @@ def _media(obj: dict[str, Any], kind: str, prefix: str) -> dict[str, Any] | None
     if type(obj.get("error")) is str:
         item["error"] = obj["error"]
     return item
+
+
+def _text(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """A named block of text (``log.text``, TensorBoard's ``add_text``) as a media item with the
+    text itself (its first ``TEXT_CHARS`` characters; ``truncated`` says when there was more)."""
+    payload = obj.get("payload")
+    if type(payload) is not str:
+        return None
+    name = _extra(obj).get("name")
+    return {
+        "kind": "text",
+        "name": name if type(name) is str else "text",
+        "step": obj.get("step") if type(obj.get("step")) is int else None,
+        "text": payload[:TEXT_CHARS],
+        "truncated": len(payload) > TEXT_CHARS,
+        "time": number(obj.get("timestamp")),
+    }
 
 
 def csv_rows(

@@ -22,6 +22,7 @@ import nonfinite_json
 from goggles_io._util.kvfile import read_kv
 from goggles_io._util.safe_read import open_inside
 from goggles_io.runs.status import DEFAULT_HEARTBEAT_S, RunStatus
+from goggles_io.runs.tfevents import last_step as tf_last_step
 
 __all__ = ["last_metrics", "last_step", "list_runs", "read_run"]
 
@@ -155,7 +156,7 @@ def _csv_last(run_dir: Path, path: Path) -> tuple[int | None, dict[str, float]]:
         record = dict(zip(header, row, strict=True))
         raw_step = _number(record.get("step", ""))
         if raw_step is not None and math.isfinite(raw_step):
-            step = int(raw_step)
+            step = int(raw_step) if step is None else max(step, int(raw_step))
         if long_format:
             value = _number(record["value"])
             if value is not None:
@@ -178,8 +179,8 @@ def _jsonl_last(run_dir: Path, path: Path) -> tuple[int | None, dict[str, float]
             continue  # a torn last line after a crash
         if not isinstance(obj, dict):
             continue
-        if isinstance(obj.get("step"), int):
-            step = obj["step"]
+        if isinstance(obj.get("step"), int):  # the largest: add_hparams logs at step 0, last
+            step = obj["step"] if step is None else max(step, obj["step"])
         payload = obj.get("payload")
         if str(obj.get("kind")) == "metric" and isinstance(payload, dict):
             values.update({k: v for k, v in payload.items() if isinstance(v, (int, float))})
@@ -206,11 +207,15 @@ def _scan(run_dir: Path) -> tuple[int | None, dict[str, float]]:
         values.update(got)
         if got_step is not None:
             step = got_step if step is None else max(step, got_step)
+    got_step = tf_last_step(run_dir)
+    if got_step is not None:
+        step = got_step if step is None else max(step, got_step)
     return step, values
 
 
 def last_step(run_dir: str | os.PathLike[str]) -> int | None:
-    """The last step in the run's ``metrics.csv`` or ``log.jsonl`` (``events.jsonl``), or ``None``."""
+    """The largest step among the last lines of the run's ``metrics.csv`` and ``log.jsonl``
+    (``events.jsonl``) and the last records of its TensorBoard event files, or ``None``."""
     return _scan(Path(run_dir))[0]
 
 

@@ -18,23 +18,28 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import struct
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from goggles_io._util.safe_read import MAX_LINE_BYTES
-from goggles_io.runs.lines import TFEVENTS_GLOB, Parsed, metric_sources
+from goggles_io._util.safe_read import MAX_LINE_BYTES, open_inside
+from goggles_io.runs.lines import TEXT_CHARS, TFEVENTS_GLOB, Parsed, metric_sources
 
 __all__ = [
     "TFEVENTS_GLOB",
     "is_tfevents",
+    "last_step",
     "missing_reader",
     "read_records",
+    "run_folder",
     "tf_events",
     "tfevents_files",
 ]
 
+_STAMP = re.compile(r"^\d{9,11}\.\d+$")  # str(time.time()): add_hparams' sub-run folder
 _HEADER = struct.Struct("<QI")  # record length, masked CRC of the length
 _FOOTER = 4  # masked CRC of the record
 _NAN = math.nan
@@ -107,13 +112,50 @@ def read_records(
     return records, offset, skipped
 
 
+def last_step(run_dir: Path, tail: int = 64) -> int | None:
+    """The largest step among the last ``tail`` records of each of the run's event files, or
+    ``None`` (no event file, no reader, nothing with a step). Record bodies are skipped
+    unread up to the last ``tail``: ``telemetry runs`` stays quick on a big log."""
+    if missing_reader():
+        return None
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    found: int | None = None
+    for path in tfevents_files(run_dir):
+        try:
+            with open_inside(run_dir, path) as fh:
+                size = os.fstat(fh.fileno()).st_size
+                spots: deque[tuple[int, int]] = deque(maxlen=tail)
+                offset = 0
+                while offset + _HEADER.size <= size:
+                    fh.seek(offset)
+                    length, _ = _HEADER.unpack(fh.read(_HEADER.size))
+                    end = offset + _HEADER.size + length + _FOOTER
+                    if end > size:
+                        break  # a torn record: still being written
+                    if length <= MAX_LINE_BYTES:
+                        spots.append((offset + _HEADER.size, length))
+                    offset = end
+                for start, length in spots:
+                    fh.seek(start)
+                    try:
+                        event = Event.FromString(fh.read(length))
+                    except Exception:  # a DecodeError: damaged, counted by the metrics reader
+                        continue
+                    if event.HasField("summary") and (found is None or event.step > found):
+                        found = int(event.step)
+        except OSError:
+            continue
+    return found
+
+
 def tf_events(records: Iterable[bytes], folder: str = "", into: Parsed | None = None) -> Parsed:
     """Decode event records into metric columns: every scalar, at its step and wall time.
 
     Scalars are TensorBoard 1's ``simple_value`` (torch's and tensorboardX's ``add_scalar``)
     and scalar tensors of the ``scalars`` plugin (``tensorboard.summary.Writer``, TF 2).
-    ``folder`` (a sub-writer's folder, relative to the run) names the metrics with it. Other kinds (images, histograms,
-    text) are not metrics and are left to TensorBoard; a record that does not decode is skipped.
+    ``folder`` (a sub-writer's folder, relative to the run) names the metrics with it. Text blocks (``add_text``) become text items of ``out.media``; other kinds (images,
+    histograms) are left to TensorBoard; a record that does not decode is skipped.
     """
     from google.protobuf.message import DecodeError
     from tensorboard.compat.proto.event_pb2 import Event
@@ -139,15 +181,27 @@ def tf_events(records: Iterable[bytes], folder: str = "", into: Parsed | None = 
                     out.skipped += 1
                     continue
                 number = decoded
+            elif kind == "tensor" and _plugin(value) == "text":
+                out.media.extend(_text(value, folder, int(event.step), when))
+                continue
             else:
                 continue
             out.column(_name(folder, value.tag)).add(step, when, _NAN, number)
     return out
 
 
+def run_folder(folder: str) -> str:
+    """``folder`` without the ``time.time()`` folders ``add_hparams`` writes into (torch and
+    tensorboardX name its sub-run ``<logdir>/1796423484.0649006``): its metrics and
+    hyperparameters are the run's own, named as the run names them."""
+    return "/".join(part for part in folder.split("/") if not _STAMP.match(part))
+
+
 def _name(folder: str, tag: str) -> str:
     """A sub-writer's metric name: ``add_scalars("loss", {"train": ..})`` writes the tag
-    ``loss`` into ``loss/train/`` (tensorboardX) or ``loss_train/`` (torch): ``loss/train``."""
+    ``loss`` into ``loss/train/`` (tensorboardX) or ``loss_train/`` (torch): ``loss/train``;
+    ``add_hparams``' own folder adds nothing (:func:`run_folder`)."""
+    folder = run_folder(folder)
     if not folder:
         return tag
     if folder.startswith(f"{tag}/"):
@@ -155,6 +209,17 @@ def _name(folder: str, tag: str) -> str:
     if folder.startswith(tag.replace("/", "_") + "_"):
         return f"{tag}/{folder[len(tag) + 1 :]}"
     return f"{folder}/{tag}"
+
+
+def _text(value: Any, folder: str, step: int, when: float) -> list[dict[str, Any]]:
+    """``add_text``'s block as the same text item a ``log.jsonl`` text line gives."""
+    texts = [t.decode("utf-8", errors="replace") for t in value.tensor.string_val[:1]]
+    return [
+        {"kind": "text", "name": _name(folder, value.tag).removesuffix("/text_summary"),
+         "step": step, "text": text[:TEXT_CHARS], "truncated": len(text) > TEXT_CHARS,
+         "time": when}
+        for text in texts
+    ]  # fmt: skip
 
 
 def _plugin(value: Any) -> str:

@@ -32,10 +32,12 @@ from typing import Any
 
 from goggles_io._api.functions import call_handler, is_attached
 from goggles_io._api.state import STATE
+from goggles_io._util.env import ENV_SYSTEM_METRICS, read_bool
 from goggles_io._util.kvfile import overwrite_kv, write_kv
 from goggles_io._util.report import report
 from goggles_io.exceptions import ConfigConflictError, ConfigurationError
 from goggles_io.runs.status import DEFAULT_HEARTBEAT_S, RunStatus
+from goggles_io.runs.system import DEFAULT_INTERVAL_S, SystemSampler, missing_psutil
 
 __all__ = ["RunContext", "register_run"]
 
@@ -101,6 +103,11 @@ class RunContext:
         heartbeat_s: Seconds between heartbeat touches (crash detection granularity).
         info: More ``run.kv`` fields (``tags`` as ``a,b``, ``group``, ``notes``: what the
             dashboard filters and groups by); they never replace the run's own fields.
+        system_metrics: Sample what the run costs the machine (CPU, memory, GPU, disk and
+            network of this process and its children) every ``system_interval_s`` seconds
+            into ``system/log.jsonl`` (:mod:`goggles_io.runs.system`). ``None`` (the default)
+            means on unless ``TELEMETRY_SYSTEM_METRICS=0``; ``False`` turns it off.
+        system_interval_s: Seconds between system samples (default 5).
 
     Raises:
         ConfigurationError: ``project``/``slug`` empty or ``heartbeat_s`` not positive.
@@ -116,14 +123,20 @@ class RunContext:
         heartbeat_s: float = DEFAULT_HEARTBEAT_S,
         *,
         info: Mapping[str, Any] | None = None,
+        system_metrics: bool | None = None,
+        system_interval_s: float = DEFAULT_INTERVAL_S,
     ) -> None:
         for pname, pvalue in (("project", project), ("slug", slug)):
             if not isinstance(pvalue, str) or not pvalue.strip():
                 msg = f"{pname} must be a non-empty str (got {pvalue!r})."
                 raise ConfigurationError(msg, key=pname, value=pvalue)
-        if not isinstance(heartbeat_s, (int, float)) or not heartbeat_s > 0:
-            msg = f"heartbeat_s must be a positive number of seconds (got {heartbeat_s!r})."
-            raise ConfigurationError(msg, key="heartbeat_s", value=heartbeat_s)
+        for sname, svalue in (
+            ("heartbeat_s", heartbeat_s),
+            ("system_interval_s", system_interval_s),
+        ):
+            if isinstance(svalue, bool) or not isinstance(svalue, (int, float)) or not svalue > 0:
+                msg = f"{sname} must be a positive number of seconds (got {svalue!r})."
+                raise ConfigurationError(msg, key=sname, value=svalue)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         self.id = f"{stamp}-{_slugify(slug)}-{secrets.token_hex(3)}"
         self.project = project
@@ -154,6 +167,7 @@ class RunContext:
         for key, value in (info or {}).items():
             if value is not None:
                 self._info.setdefault(str(key), value)
+        self._sampler = self._system_sampler(system_metrics, float(system_interval_s))
         write_kv(self.dir / "run.kv", self._info)
         self._touch()
         self._lost: int | None = None  # events logged and not delivered, once finish() said
@@ -161,6 +175,20 @@ class RunContext:
         self._beat = threading.Thread(target=self._beat_loop, name=f"run-heartbeat-{self.id}")
         self._beat.daemon = True
         self._beat.start()
+        if self._sampler is not None:
+            self._sampler.start()
+
+    def _system_sampler(self, wanted: bool | None, interval_s: float) -> SystemSampler | None:
+        """The system sampler this run asked for (recorded in ``run.kv``), or ``None``."""
+        on = read_bool(os.environ, ENV_SYSTEM_METRICS, True) if wanted is None else bool(wanted)
+        why = missing_psutil() if on else None
+        if why:
+            report(f"run {self.id}: {why} (system metrics off)")
+        self._info["system_metrics"] = "on" if on and not why else "off"
+        if not on or why:
+            return None
+        self._info["system_interval_s"] = interval_s
+        return SystemSampler(self.dir, interval_s)
 
     def __repr__(self) -> str:
         return f"RunContext(id={self.id!r}, dir={str(self.dir)!r}, status={self.status!r})"
@@ -246,6 +274,10 @@ class RunContext:
         if status == RunStatus.DONE and reason is None:
             reason = self._write_failures()
             status = RunStatus.FAILED if reason else status
+        if self._sampler is not None:
+            self._sampler.close()
+            self._info["system_samples"] = self._sampler.samples
+            self._info["system_sampler_cpu_s"] = round(self._sampler.cpu_s, 4)
         self._info["status"] = status
         self._info["finished"] = _now_iso()
         if self._lost is not None:

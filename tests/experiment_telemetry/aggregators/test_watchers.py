@@ -219,6 +219,33 @@ class TestDivergence:
 
         assert [] == watch(points, [Divergence()])
 
+    def test_paired_within_each_trainers_prefix(self) -> None:
+        """Two trainers in one run, each under its own prefix: trainer a's loss falls while its
+        return stays flat, trainer b's return climbs. b's progress does not hide a's failure,
+        and a's alert names a's loss (b's loss fell too, but it is not a's)."""
+        rng = random.Random(3)
+        points: list[Point] = []
+        for t in range(200):
+            for k in range(4):
+                step = 4 * t + k
+                for trainer in ("a", "b"):
+                    loss = 2.0 * math.exp(-step / 300.0) + 0.05 + abs(rng.gauss(0, 0.01))
+                    points.append(("learner", step, {f"{trainer}/critic_loss": loss}))
+            points.append(("actor", 4 * t, {"a/episode_return": noisy(rng, 5.0, 2.0)}))
+            points.append(
+                (
+                    "actor",
+                    4 * t,
+                    {"b/episode_return": noisy(rng, 100 * (1 - math.exp(-t / 30)), 2.0)},
+                )
+            )
+
+        alerts = watch(points, [Divergence()])
+
+        assert [("divergence", "a/episode_return", "learner/a/critic_loss")] == [
+            (a.check, a.metric, a.related) for a in alerts
+        ]
+
     def test_flat_loss_and_flat_return_never_fire(self) -> None:
         """A converged run (nothing moves) is not a divergence."""
         rng = random.Random(5)

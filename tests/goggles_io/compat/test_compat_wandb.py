@@ -207,8 +207,15 @@ class TestSteps:
         assert ["a/b", "a/c/d", "flag"] == back.metrics
         assert 2.5 == back.series("a/c/d").value[0]
         kinds = sorted((m["kind"], m["name"]) for m in back.media)
-        assert [("histogram", "arr"), ("histogram", "h"), ("image", "img")] == kinds
-        assert '"hello"' in (run.path / "log.jsonl").read_text()
+        assert [
+            ("histogram", "arr"),
+            ("histogram", "h"),
+            ("image", "img"),
+            ("text", "note"),
+        ] == kinds
+        assert ["hello"] == [
+            m["text"] for m in back.media if m["kind"] == "text"
+        ]  # the media view's
 
     def test_an_unsupported_value_is_a_clear_error(self, tmp_path: Path) -> None:
         """An object W&B-compat cannot log raises naming its key and type; nothing half-logged."""

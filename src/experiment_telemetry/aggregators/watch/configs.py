@@ -168,13 +168,16 @@ class Divergence(Watch):
 
     The pairing: ``metrics`` are the returns (by default the guide's ``RETURNS``: ``avg_reward``,
     ``*_return``, ``eval_*``; never a ``<quantity>_<stat>`` batch statistic such as
-    ``reward_mean``), ``losses`` the losses each is compared with; the alert names both. When a
-    return completes a window of ``blocks`` blocks, every loss (any source) whose block median fell
+    ``reward_mean``), ``losses`` the losses each is compared with; the alert names both. A return
+    meets the losses sharing the longest name prefix with it (each trainer's own when several log
+    under prefixes in one run; every loss otherwise). When a
+    return completes a window of ``blocks`` blocks, every such loss (any source) whose block median fell
     by more than ``loss_drop`` of its value at the window's start (and by more than ``z`` sigmas)
     is checked against the return's rise: flat is a rise below ``z`` sigmas of a block median over
     the window *and* no progress: a best held for two blocks in a row never more than 1.5 such
     gates above the first block, in this return or in any other return the watch sees (a noisy
-    ``eval_return`` is not flat next to an ``avg_reward`` that climbed). So a return resting at
+    ``eval_return`` is not flat next to an ``avg_reward`` that climbed; another trainer's return
+    does not count). So a return resting at
     its ceiling after progress is not flagged (nor one that stalls after progress: that needs a
     known ceiling). Order is the aggregator's arrival order, so sources with different step
     counters line up. Defaults: 8 blocks of 8 points, loss_drop 0.3, z 2.5: fires within 72

@@ -189,12 +189,26 @@ class _LossState(BlockState):
         return start, blocks[-1][1], median_sd(self.mads, self.watch.block)
 
 
+def _shared_prefix(a: str, b: str) -> int:
+    """How many leading ``/``-separated folders the names ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a.split("/")[:-1], b.split("/")[:-1], strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class Pairing:
     """What one divergence watch pairs: every loss series (any source) and every return series.
 
-    Each falling loss is compared with each return; a return that made progress clears them all
-    (the run is learning the task), so a noisy ``eval_return`` is not flat next to an
-    ``avg_reward`` that climbed.
+    A return is compared with the losses that share the longest name prefix with it: with
+    several trainers logging under their own prefixes in one run (``a/critic_loss``,
+    ``a/eval_return``, ``b/...``) each return meets its own trainer's losses; when nothing
+    tells them apart (``critic_loss`` and ``episode_return``, or ``train/...`` and ``eval/...``)
+    it meets every loss. A return that made progress clears the returns paired with the same
+    losses (the trainer is learning the task), so a noisy ``eval_return`` is not flat next to
+    an ``avg_reward`` that climbed, and one trainer's progress never hides another's failure.
     """
 
     __slots__ = ("losses", "returns")
@@ -202,6 +216,22 @@ class Pairing:
     def __init__(self) -> None:
         self.losses: dict[tuple[str, str], _LossState] = {}
         self.returns: list[_ProgressState] = []
+
+    def losses_for(self, name: str) -> list[tuple[tuple[str, str], _LossState]]:
+        """The losses the return ``name`` is paired with, sorted by (source, name)."""
+        if not self.losses:
+            return []
+        depth = {key: _shared_prefix(key[1], name) for key in self.losses}
+        best = max(depth.values())
+        return [(key, loss) for key, loss in sorted(self.losses.items()) if depth[key] == best]
+
+    def peers(self, ret: _ProgressState) -> list[_ProgressState]:
+        """The other returns paired with at least one of the losses ``ret`` is paired with."""
+        mine = {key for key, _ in self.losses_for(ret.name)}
+        return [
+            r for r in self.returns
+            if r is not ret and (not mine or mine & {key for key, _ in self.losses_for(r.name)})
+        ]  # fmt: skip
 
 
 class _ProgressState(BlockState):
@@ -255,14 +285,14 @@ class _ProgressState(BlockState):
         if rise > flat:
             self.once.calm()
             return None
-        if self.progressed() or any(r.progressed() for r in self.hub.returns if r is not self):
-            # Progress (here or in another return of the run) says the task is being learnt;
+        if self.progressed() or any(r.progressed() for r in self.hub.peers(self)):
+            # Progress (here or in another return of this trainer) says the task is learnt;
             # it ends an ongoing divergence only once a window rises (noise makes it flicker).
             self.once.hold()
             return None
         span, middle = self.starts[0], self.starts[len(self.starts) // 2]
         still_falling = False  # a loss falls, only by less than loss_drop: the failure goes on
-        for (source, name), loss in sorted(self.hub.losses.items()):
+        for (source, name), loss in self.hub.losses_for(self.name):
             found = loss.drop_since(span, middle)
             if found is None:
                 continue

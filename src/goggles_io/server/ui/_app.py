@@ -28,9 +28,10 @@ from goggles_io.runs import diff_configs
 from goggles_io.server.ingest import KEY_COOKIE
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._assets import load_assets
+from goggles_io.server.ui._groups import group_band
 from goggles_io.server.ui._headers import attachment, run_file_headers
 from goggles_io.server.ui._media import array_view, histogram_steps, inside, text_preview
-from goggles_io.server.ui._series import export_rows, group_band, json_rows, metric_series
+from goggles_io.server.ui._series import export_rows, json_rows, metric_series
 from goggles_io.server.ui._sources import Catalog
 from goggles_io.server.ui._stats import read_alerts, stat_records
 
@@ -115,7 +116,9 @@ def make_ui_app(
         axis = axis if axis in ("step", "time", "custom") else "step"
         x0, x1, n = _float_arg(request, "x0"), _float_arg(request, "x1"), _n_arg(request)
         out = {}
-        for key in request.query_params.getlist("run"):
+        keys = request.query_params.getlist("run")
+        catalog.want(keys)
+        for key in keys:
             index = catalog.index(key)
             got = metric_series(index, name, axis, x0, x1, n) if index else None
             if got is not None:
@@ -198,8 +201,11 @@ def make_ui_app(
         items = list(index.media) if index is not None else []
         out = []
         for item in items:
-            url = "/api/media/file?" + urlencode({"run": key, "path": item["file"]})
             shown = {k: v for k, v in item.items() if k != "source"}
+            if "file" not in item:  # text: the item holds it
+                out.append(shown)
+                continue
+            url = "/api/media/file?" + urlencode({"run": key, "path": item["file"]})
             if "visualization" in item:
                 shown["visualization_url"] = "/api/media/file?" + urlencode(
                     {"run": key, "path": item["visualization"]}
@@ -238,7 +244,7 @@ def make_ui_app(
             return _error("no such run directory")
         files = []
         for item in index.media:
-            if item.get("kind") == "histogram" and item.get("name") == name:
+            if item.get("kind") == "histogram" and item.get("name") == name and "file" in item:
                 path = inside(run_dir, item["file"])
                 if path is not None and path.suffix == ".npy":
                     files.append((item.get("step"), path))

@@ -30,6 +30,7 @@ _OWN = (
     "runs.js",
     "media.js",
     "stats.js",
+    "hparams.js",
     "app.js",
     "app.css",
 )

@@ -27,13 +27,19 @@ _PASSIVE = frozenset(
 )
 _UNSAFE = frozenset('<>:"/\\|?*')
 _MAX_NAME = 150
+_MAX_EXT = 16  # longer than this after the last dot: no extension to keep
 
 
 def _clean(name: str) -> str:
-    """``name`` without control, format (bidi overrides) or path characters."""
-    return "".join("_" if c in _UNSAFE or unicodedata.category(c)[0] == "C" else c for c in name)[
-        :_MAX_NAME
-    ]
+    """``name`` without control, format (bidi overrides) or path characters, at most
+    ``_MAX_NAME`` characters: a long name is cut before its extension, which stays."""
+    clean = "".join("_" if c in _UNSAFE or unicodedata.category(c)[0] == "C" else c for c in name)
+    if len(clean) <= _MAX_NAME:
+        return clean
+    stem, dot, ext = clean.rpartition(".")
+    if not dot or not stem or len(ext) > _MAX_EXT:
+        return clean[:_MAX_NAME]
+    return stem[: _MAX_NAME - len(ext) - 1] + "." + ext
 
 
 def attachment(name: str) -> str:

@@ -1,4 +1,4 @@
-"""Chart data from the index: one metric of one run as a min-max line, or a group's mean band.
+"""Chart data from the index: one metric of one run as a min-max line (groups: ``_groups.py``).
 
 A full-range answer is about ``n`` buckets from the pyramid, each drawn through its minimum
 and its maximum in the order they were logged, so the line covers the same pixels as every
@@ -20,7 +20,7 @@ from goggles_io._event.remote_protocol import dump_json
 from goggles_io.server.ui._downsample import downsample, window
 from goggles_io.server.ui._index import RunIndex
 
-__all__ = ["export_rows", "group_band", "json_rows", "metric_series"]
+__all__ = ["export_rows", "json_rows", "metric_series"]
 
 _UNSORTED_MAX = 5_000_000  # points sorted in memory when a metric's steps are out of order
 _NOTES = {
@@ -115,50 +115,6 @@ def _unsorted(store: Any, axis: str, x0: float | None, x1: float | None, n: int)
         nan = nan[nan <= x1]
     return {"x": x.tolist(), "y": _listed(y), "nan": nan.tolist(), "resolution": "sorted",
             "note": f"{axis} values are out of order in this run: shown sorted"}  # fmt: skip
-
-
-def group_band(parts: list[dict[str, Any]], n: int) -> dict[str, Any]:
-    """Mean, min and max across member series on one grid of ``n`` x values (each member
-    interpolated within its own x range), with how many members cover each point."""
-    members = []
-    for part in parts:
-        x = np.asarray(part["x"], dtype=np.float64)
-        y = np.array([np.nan if v is None else v for v in part["y"]], dtype=np.float64)
-        good = np.isfinite(x) & np.isfinite(y)
-        if good.sum() >= 1:
-            order = np.argsort(x[good], kind="stable")
-            members.append((x[good][order], y[good][order]))
-    if not members:
-        return {"x": [], "mean": [], "lo": [], "hi": [], "count": [], "members": 0}
-    lo = min(m[0][0] for m in members)
-    hi = max(m[0][-1] for m in members)
-    grid = np.linspace(lo, hi, max(min(n, 2000), 2)) if hi > lo else np.array([lo])
-    stack = np.full((len(members), len(grid)), np.nan)
-    for row, (x, y) in enumerate(members):
-        inside = (grid >= x[0]) & (grid <= x[-1])
-        stack[row, inside] = np.interp(grid[inside], x, y)
-    count = np.sum(np.isfinite(stack), axis=0)
-    mean = _nanmean(stack)
-    return {
-        "x": grid.tolist(),
-        "mean": _listed(mean),
-        "lo": _listed(_nanreduce(stack, np.min)),
-        "hi": _listed(_nanreduce(stack, np.max)),
-        "count": count.tolist(),
-        "members": len(members),
-    }
-
-
-def _nanmean(stack: np.ndarray) -> np.ndarray:
-    count = np.sum(np.isfinite(stack), axis=0)
-    total = np.nansum(stack, axis=0)
-    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
-
-
-def _nanreduce(stack: np.ndarray, how: Any) -> np.ndarray:
-    fill = np.inf if how is np.min else -np.inf
-    out = how(np.where(np.isfinite(stack), stack, fill), axis=0)
-    return np.where(np.isfinite(out), out, np.nan)
 
 
 def export_rows(index: RunIndex, name: str, chunk: int = 65536) -> Iterator[np.ndarray]:

@@ -33,6 +33,7 @@ _TICK_S = 0.5  # how often the files are looked at when nothing is waiting
 _FIRST_ANSWER_S = 1.0  # indexing waits this long for the first page request to be answered
 _INFO_S = 1.0  # run.kv and heartbeat re-read at most this often
 _BUDGET = 2 << 20  # bytes indexed per run per turn, parsed 64 KiB at a time (_feed._PARSE_BYTES)
+_WANT_S = 10.0  # a run charted this recently is indexed before the others
 _DB_STATUS = {"stale": "crashed"}
 _UNSETTLED = ("running", "unknown", "?")  # a folder status the collector's end may improve on
 _report = ReportOnce(who="telemetry ui")
@@ -107,6 +108,7 @@ class Catalog:
         self._wake = threading.Event()
         self._answered = threading.Event()
         self._thread: threading.Thread | None = None
+        self._wanted: dict[str, float] = {}  # run key -> when the page last charted it
         self.version = 0  # bumped whenever anything shown may have changed
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -132,6 +134,14 @@ class Catalog:
         """Look at the files now (a page asked for fresh data)."""
         self._wake.set()
 
+    def want(self, keys: list[str]) -> None:
+        """The page charts ``keys`` now: index them before the others (a chart drawn from a
+        part of its run says so, and the rest of that run comes first)."""
+        now = time.monotonic()
+        for key in keys:
+            self._wanted[key] = now
+        self._wake.set()
+
     def answered(self) -> None:
         """The first runs table went out: indexing may take the CPU now."""
         self._answered.set()
@@ -154,7 +164,14 @@ class Catalog:
         """One pass: find new runs, re-read their status, index a little of each."""
         self.discover()
         busy = False
-        for run in list(self.dirs.values()):
+        runs = list(self.dirs.values())
+        now = time.monotonic()
+        wanted = [
+            run
+            for run in runs
+            if run.feeder.pending and now - self._wanted.get(run.key, -_WANT_S) < _WANT_S
+        ]
+        for run in wanted or runs:  # runs on the page first; then every run, a little each
             if self._stop.is_set():
                 return False
             before = run.feeder.index.points

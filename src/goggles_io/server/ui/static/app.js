@@ -1,7 +1,7 @@
 // telemetry ui: wiring. Reads the view from the URL, lists the runs, follows them live.
 "use strict";
 
-let countsSeen = "";
+let countsSeen = "", hparamsSeen = "";
 
 function showTab(tab) {
   state.tab = tab;
@@ -15,6 +15,7 @@ function showTab(tab) {
 function refreshView() {
   if (state.tab === "charts") { renderPanels(); return refreshPanels(false); }
   if (state.tab === "compare") return loadCompare();
+  if (state.tab === "hparams") return loadHparams();
   if (state.tab === "stats") return loadStats();
   return loadMedia();
 }
@@ -26,7 +27,7 @@ function selectionChanged() {
 }
 
 function countsOfSelected() {
-  return JSON.stringify(state.runs.filter((r) => state.selected.has(r.key)).map((r) => [r.key, r.metrics, r.media]));
+  return JSON.stringify(state.runs.filter((r) => state.selected.has(r.key)).map((r) => [r.key, r.metrics, r.media, r.indexed]));
 }
 
 function groupChoices() {
@@ -40,6 +41,20 @@ function groupChoices() {
   pick.value = [...pick.options].some((o) => o.value === keep) ? keep : "";
 }
 
+// The group's line and band pickers show while runs are grouped.
+function groupStyle() {
+  document.getElementById("group-style").hidden = !state.groupBy;
+}
+
+// The brushes changed (the hyperparameter view): every view shows the runs they leave.
+function brushesChanged() {
+  writeUrl();
+  renderRuns();
+  countsSeen = countsOfSelected();
+  if (state.tab === "charts") { renderPanels(); refreshPanels(true); }
+  else if (state.tab !== "hparams") refreshView();
+}
+
 function applyRuns(runs) {
   const first = !state.runs.length;
   state.runs = runs;
@@ -47,6 +62,11 @@ function applyRuns(runs) {
   if (first) writeUrl();
   renderRuns();
   groupChoices();
+  groupStyle();
+  if (state.tab === "hparams") {  // only when what it shows changed: a drag is not cut short
+    const seen = JSON.stringify(runs.map((r) => [r.key, r.config, r.summary]));
+    if (seen !== hparamsSeen) { hparamsSeen = seen; renderHparams(); }
+  }
   const counts = countsOfSelected();
   if (counts !== countsSeen) {
     countsSeen = counts;
@@ -78,7 +98,12 @@ function wire() {
   const search = document.getElementById("search");
   search.value = state.search;
   on("search", "input", () => { state.search = search.value; writeUrl(); renderPanels(); });
-  on("group-by", "change", (ev) => { state.groupBy = ev.target.value; writeUrl(); refreshPanels(true); });
+  on("group-by", "change", (ev) => { state.groupBy = ev.target.value; groupStyle(); writeUrl(); refreshPanels(true); });
+  for (const id of ["center", "band"]) {
+    const pick = document.getElementById(id);
+    pick.value = state[id];
+    on(id, "change", () => { state[id] = pick.value; writeUrl(); refreshPanels(true); });
+  }
   on("copy-link", "click", () => {
     const done = () => { document.getElementById("copy-link").textContent = "link copied"; };
     if (navigator.clipboard) navigator.clipboard.writeText(location.href).then(done, done); else done();

@@ -1,22 +1,47 @@
-// One chart panel with uPlot: runs (or groups: mean line + min-max band), EMA smoothing with
-// the raw line faint behind, alert markers at the watcher's step, NaN marks, zoom by drag.
+// One chart panel with uPlot: runs (or groups: mean or median line, a std, stderr or min-max
+// band, "n=" where the member count changes), smoothing by distance with the raw line faint
+// behind, alert markers at the watcher's step, NaN marks, zoom by drag.
 // Nothing from a run is handed to uPlot as a string: its legend is off, ours uses textContent.
 "use strict";
 
 const CHART_H = 210;
 
-function ema(ys, weight) {
-  if (!weight) return ys;
-  const out = new Array(ys.length);
-  let acc = 0, n = 0;
+// Smoothing by distance, not by index (ADR 0064): a time-weighted, debiased EMA. The points are
+// taken as a line (linear between them) and averaged under an exponential kernel whose length
+// is set by the slider and the panel's x range (weight w: tau = range / 1000 / -ln w, as W&B's
+// time-weighted EMA), integrated exactly segment by segment and divided by the kernel's own
+// mass since the first point (the debiasing). The same curve logged 10x more densely gives the
+// same line; on the time axis it smooths by seconds.
+const SMOOTH_SCALE = 1000;
+function twema(xs, ys, weight, span) {
+  if (!weight || !(span > 0)) return ys;
+  const tau = span / SMOOTH_SCALE / -Math.log(weight);
+  const out = new Array(ys.length).fill(null);
+  let num = 0, mass = 0, px = null, py = null;
   for (let i = 0; i < ys.length; i++) {
-    const y = ys[i];
-    if (y === null || y === undefined) { out[i] = null; continue; }
-    acc = acc * weight + (1 - weight) * y;
-    n += 1;
-    out[i] = acc / (1 - Math.pow(weight, n)); // debiased, as TensorBoard's
+    const x = xs[i], y = ys[i];
+    if (y === null || y === undefined || !isFinite(y) || x === null || !isFinite(x)) continue;
+    if (px !== null && x > px) {
+      const u = (x - px) / tau;
+      const kept = Math.exp(-u), added = -Math.expm1(-u);  // e^-u and 1 - e^-u, exactly
+      const slope = u < 1e-4 ? u / 2 : 1 - added / u;        // the far end's share of a segment
+      num = kept * num + added * py + (y - py) * slope;
+      mass = kept * mass + added;
+    }
+    out[i] = mass > 0 ? num / mass : y;
+    px = x; py = y;
   }
   return out;
+}
+
+// The x range smoothing is measured against: the panel's whole range (kept while zoomed in,
+// so zooming does not change the curve).
+function smoothSpan(panel, xs) {
+  let lo = Infinity, hi = -Infinity;
+  for (const list of xs) for (const x of list) { if (x < lo) lo = x; if (x > hi) hi = x; }
+  const here = hi > lo ? hi - lo : 0;
+  if (!state.zoom[panel.dataset.metric]) panel.fullSpan = here;
+  return panel.fullSpan || here;
 }
 
 function alpha(color, a) {
@@ -60,23 +85,58 @@ function alertMatches(metric, alert) {
   return metric.endsWith("/" + name);
 }
 
+// A group's line (mean or median) and its band (std, stderr or min-max around it; none).
+function groupLines(g) {
+  const center = state.center === "median" ? g.median : g.mean;
+  if (state.band === "none") return { center, lo: null, hi: null };
+  if (state.band === "minmax") return { center, lo: g.lo, hi: g.hi };
+  const spread = state.band === "stderr" ? g.stderr : g.std;
+  const shift = (sign) => center.map((c, i) => (c === null || spread[i] === null ? null : c + sign * spread[i]));
+  return { center, lo: shift(-1), hi: shift(1) };
+}
+
+// Where a group's member count changes (and where it starts): the "n=" marks over the chart.
+// A member that ends is still there at its last x: the smaller count is marked from that x on.
+function countMarks(g) {
+  const marks = [];
+  let last = -1;
+  g.count.forEach((n, i) => {
+    if (n === last) return;
+    if (n > 0) marks.push({ x: i && n < last && last > 0 ? g.x[i - 1] : g.x[i], n });
+    last = n;
+  });
+  return marks;
+}
+
 // Build the aligned uPlot data and series list for one panel.
-function panelModel(name, reply) {
-  const pairs = [], series = [{}], bands = [], legend = [], nan = [];
+function panelModel(panel, reply) {
+  const pairs = [], series = [{}], bands = [], legend = [], nan = [], marks = [];
   const smooth = state.smooth;
   if (reply.groups) {
     const labels = groupLabels();
+    const span = smoothSpan(panel, reply.groups.map((g) => g.x));
     for (const g of reply.groups) {
       const color = groupColor(g.label, labels);
-      const base = series.length;
-      pairs.push([g.x, g.hi], [g.x, g.lo], [g.x, ema(g.mean, smooth)]);
-      series.push({ stroke: alpha(color, 0.0), points: { show: false } },
-        { stroke: alpha(color, 0.0), points: { show: false } },
-        { stroke: color, width: 1.6, points: { show: false } });
-      bands.push({ series: [base, base + 1], fill: alpha(color, 0.18) });
-      legend.push({ key: g.label, label: [bdi(g.label), ` (n=${g.members})`], index: base + 2, color });
+      const lines = groupLines(g);
+      const dots = { show: g.x.length <= 60, size: 6, fill: color };  // single points are points
+      if (lines.lo) {
+        const base = series.length;
+        pairs.push([g.x, twema(g.x, lines.hi, smooth, span)], [g.x, twema(g.x, lines.lo, smooth, span)]);
+        series.push({ stroke: alpha(color, 0.0), points: { show: false } },
+          { stroke: alpha(color, 0.0), points: { show: false } });
+        bands.push({ series: [base, base + 1], fill: alpha(color, 0.18) });
+      }
+      if (smooth > 0) {
+        pairs.push([g.x, lines.center]);
+        series.push({ stroke: alpha(color, 0.25), width: 1, points: { show: false } });
+      }
+      pairs.push([g.x, twema(g.x, lines.center, smooth, span)]);
+      series.push({ stroke: color, width: 1.6, points: dots });
+      legend.push({ key: g.label, label: [bdi(g.label), ` (n=${g.members})`], index: series.length - 1, color });
+      marks.push({ color, label: g.label, marks: countMarks(g) });
     }
   } else {
+    const span = smoothSpan(panel, Object.values(reply.series || {}).map((s) => s.x));
     for (const [key, s] of Object.entries(reply.series || {})) {
       const color = colorOf(key);
       const dots = { show: s.x.length <= 60, size: 5, fill: color };  // a few points: show them
@@ -84,14 +144,39 @@ function panelModel(name, reply) {
         pairs.push([s.x, s.y]);
         series.push({ stroke: alpha(color, 0.25), width: 1, points: { show: false } });
       }
-      pairs.push([s.x, ema(s.y, smooth)]);
+      pairs.push([s.x, twema(s.x, s.y, smooth, span)]);
       series.push({ stroke: color, width: 1.4, points: dots, spanGaps: true });
       legend.push({ key, label: runLabelNodes(key), index: series.length - 1, color });
       for (const x of s.nan || []) nan.push(x);
     }
   }
   const data = pairs.length ? uPlot.join(pairs) : [[]];
-  return { data, series, bands, legend, nan };
+  return { data, series, bands, legend, nan, marks };
+}
+
+const MARK_ROW = 13;
+function marksHeight(panel) {
+  return panel.model && panel.model.marks.length ? panel.model.marks.length * MARK_ROW : 0;
+}
+
+// The "n=" marks of groups: at each x where a group's member count changes, in its colour,
+// one row per group in the strip above the plot (text: textContent, and a handle for tests).
+function drawCountMarks(u, panel) {
+  for (const old of u.over.querySelectorAll(".n-mark")) old.remove();
+  panel.model.marks.forEach((group, row) => {
+    for (const m of group.marks) {
+      const left = u.valToPos(m.x, "x");
+      if (left < -1 || left > u.over.clientWidth + 1) continue;
+      const mark = el("div", { className: "n-mark", title: isolated(group.label) + `: ${m.n} member${m.n === 1 ? "" : "s"} from here` }, `n=${m.n}`);
+      mark.dataset.x = String(m.x);
+      mark.dataset.n = String(m.n);
+      mark.style.left = left + "px";
+      mark.style.top = -marksHeight(panel) - 2 + row * MARK_ROW + "px";
+      mark.style.color = group.color;
+      mark.style.borderLeftColor = group.color;
+      u.over.append(mark);
+    }
+  });
 }
 
 function drawMarkers(u, panel) {
@@ -152,10 +237,12 @@ function renderLegend(panel) {
 }
 
 function plotOptions(panel, name, width) {
-  const time = state.axis === "time";
+  const time = (panel.axis || state.axis) === "time";
   return {
-    width, height: CHART_H,
+    width, height: CHART_H + marksHeight(panel),
     legend: { show: false },
+    // the "n=" marks of groups get a strip of their own above the plot: they never hide data
+    ...(marksHeight(panel) ? { padding: [marksHeight(panel) + 4, null, null, null] } : {}),
     cursor: { drag: { x: true, y: false, setScale: false }, sync: { key: "telemetry" }, points: { show: false } },
     scales: {
       x: { time },
@@ -173,7 +260,7 @@ function plotOptions(panel, name, width) {
       },
     },
     axes: [
-      { ...(time ? {} : numericAxis(false)), size: 34, font: "11px system-ui" },
+      { ...(time ? {} : numericAxis(false)), size: time ? 48 : 34, font: "11px system-ui" },
       { ...numericAxis(state.logy), size: axisWidth, font: "11px system-ui" },
     ],
     series: panel.model.series,
@@ -181,6 +268,7 @@ function plotOptions(panel, name, width) {
     hooks: {
       draw: [(u) => {
         drawMarkers(u, panel);
+        drawCountMarks(u, panel);
         if (!state.firstPaint && u.data[0].length) {
           state.firstPaint = true;
           window.__firstChartPaint = performance.now();
@@ -200,9 +288,19 @@ function plotOptions(panel, name, width) {
 }
 
 function drawPanel(panel, name, reply) {
-  panel.model = panelModel(name, reply);
+  panel.reply = reply;
+  panel.model = panelModel(panel, reply);
   const body = panel.querySelector(".chart");
   const notes = [];
+  const partial = reply.partial || [];  // drawn before its runs were indexed: said on the chart
+  if (partial.length === 1) {
+    notes.push([el("b", { className: "partial" }, `partial: ${Math.floor(partial[0].indexed * 100)}% indexed`), " (", ...runLabelNodes(partial[0].key), ")"]);
+  } else if (partial.length) {
+    const pct = partial.map((p) => Math.floor(p.indexed * 100));
+    notes.push([el("b", { className: "partial" }, `partial: ${partial.length} runs ${Math.min(...pct)}–${Math.max(...pct)}% indexed`)]);
+  }
+  if (reply.xNote) notes.push([reply.xNote]);
+  for (const g of reply.groups || []) if (g.note) notes.push([bdi(g.label), ": ", bdi(g.note)]);
   for (const [key, s] of Object.entries(reply.series || {})) {
     if (s.note) notes.push([...runLabelNodes(key), ": ", bdi(s.note)]);
     if (s.nan && s.nan.length) notes.push([...runLabelNodes(key), `: ${s.nan.length} NaN/inf marked ×`]);

@@ -1,10 +1,10 @@
 // Media views, one per kind the logger takes: images (click to enlarge, step slider), video,
-// histograms (one step as bars, all steps as a distribution heat map), trajectories and vector
-// fields (drawn on a canvas), artifacts (text preview and download).
+// histograms (one step as bars, all steps as a distribution heat map, both with axes),
+// trajectories and vector fields (drawn on a canvas), text blocks (add_text), artifacts.
 "use strict";
 
 const KIND_TITLES = { image: "Images", video: "Videos", histogram: "Histograms",
-  trajectories: "Trajectories", vector_field: "Vector fields", artifact: "Artifacts" };
+  trajectories: "Trajectories", vector_field: "Vector fields", text: "Text", artifact: "Artifacts" };
 
 function byName(items) {
   const out = new Map();
@@ -90,27 +90,62 @@ function drawField(box, data) {
   box.replaceChildren(c, el("div", { className: "note" }, `field ${JSON.stringify(data.shape)}, arrows scaled to the largest`));
 }
 
+// Axes for a media plot: numbers and ticks along the bottom (x) and the left (y), from the
+// chart axes' own tick rules (axes.js), so a histogram reads in values and counts.
+const HIST = { w: 400, h: 190, left: 46, bottom: 30, top: 6, right: 10 };
+function ticksOf(lo, hi, pixels, space) {
+  if (!(hi > lo)) return { ticks: [lo], labels: [fmt(lo)] };
+  const incr = axisIncrs(null, 0, lo, hi, pixels, space)[0];
+  const ticks = linearSplits(null, 0, lo, hi, incr);
+  return { ticks, labels: tickLabels(ticks, incr) };
+}
+function drawAxes(ctx, xr, yr, xTitle, yTitle) {
+  const pw = HIST.w - HIST.left - HIST.right, ph = HIST.h - HIST.top - HIST.bottom;
+  const px = (v) => HIST.left + ((v - xr[0]) / (xr[1] - xr[0] || 1)) * pw;
+  const py = (v) => HIST.top + ph - ((v - yr[0]) / (yr[1] - yr[0] || 1)) * ph;
+  ctx.strokeStyle = "#6b7280"; ctx.fillStyle = "#374151"; ctx.lineWidth = 1; ctx.font = "10px system-ui";
+  ctx.beginPath(); ctx.moveTo(HIST.left, HIST.top); ctx.lineTo(HIST.left, HIST.top + ph); ctx.lineTo(HIST.left + pw, HIST.top + ph); ctx.stroke();
+  const xs = ticksOf(xr[0], xr[1], pw, 70), ys = ticksOf(yr[0], yr[1], ph, 30);
+  ctx.textAlign = "center"; ctx.textBaseline = "top";
+  xs.ticks.forEach((t, i) => { const x = px(t); ctx.beginPath(); ctx.moveTo(x, HIST.top + ph); ctx.lineTo(x, HIST.top + ph + 4); ctx.stroke(); ctx.fillText(xs.labels[i], x, HIST.top + ph + 5); });
+  ctx.textAlign = "right"; ctx.textBaseline = "middle";
+  ys.ticks.forEach((t, i) => { const y = py(t); ctx.beginPath(); ctx.moveTo(HIST.left - 4, y); ctx.lineTo(HIST.left, y); ctx.stroke(); ctx.fillText(ys.labels[i], HIST.left - 6, y); });
+  ctx.textAlign = "left"; ctx.textBaseline = "bottom";
+  ctx.fillText(xTitle, HIST.left + pw - ctx.measureText(xTitle).width, HIST.h - 1);
+  ctx.save(); ctx.translate(10, HIST.top + ph / 2); ctx.rotate(-Math.PI / 2); ctx.textAlign = "center"; ctx.fillText(yTitle, 0, 0); ctx.restore();
+  return { px, py, pw, ph };
+}
+
 function drawBars(box, data) {
-  const [c, ctx] = canvas(360, 160);
+  const [c, ctx] = canvas(HIST.w, HIST.h);
   const peak = Math.max(...data.counts, 1), n = data.counts.length;
-  ctx.fillStyle = "#2563eb";
-  data.counts.forEach((v, i) => ctx.fillRect((i / n) * 360, 150 - (v / peak) * 140, 360 / n - 1, (v / peak) * 140));
   const lo = data.edges[0], hi = data.edges[data.edges.length - 1];
+  const a = drawAxes(ctx, [lo, hi], [0, peak], "value", "count");
+  ctx.fillStyle = "#2563eb";
+  data.counts.forEach((v, i) => {
+    const x0 = a.px(data.edges[i]), x1 = a.px(data.edges[i + 1]);
+    ctx.fillRect(x0, a.py(v), Math.max(x1 - x0 - 1, 1), a.py(0) - a.py(v));
+  });
   box.replaceChildren(c, el("div", { className: "note" }, `${data.finite} values in [${fmt(lo)}, ${fmt(hi)}]`));
 }
 
 function drawDistribution(box, data) {
   if (!data.steps.length) { box.replaceChildren(el("div", { className: "note" }, "no values")); return; }
-  const width = 360, height = 160, n = data.steps.length, bins = data.counts[0].length;
-  const [c, ctx] = canvas(width, height);
+  const n = data.steps.length, bins = data.counts[0].length;
+  const [c, ctx] = canvas(HIST.w, HIST.h);
+  const first = data.steps[0], last = data.steps[n - 1];
+  // each step's column reaches halfway to its neighbours: a column is centred on its step
+  const s = data.steps.map(Number), gap = n > 1 ? (last - first) / (n - 1) : 1;
+  const cuts = [s[0] - gap / 2, ...s.slice(1).map((v, i) => (s[i] + v) / 2), s[n - 1] + gap / 2];
+  const a = drawAxes(ctx, [cuts[0], cuts[n]], [data.edges[0], data.edges[bins]], "step", "value");
+  const rowH = a.ph / bins;
   data.counts.forEach((counts, i) => {
-    const peak = Math.max(...counts, 1);
+    const peak = Math.max(...counts, 1), x0 = a.px(cuts[i]), x1 = a.px(cuts[i + 1]);
     counts.forEach((v, j) => {
       ctx.fillStyle = `rgba(37, 99, 235, ${(v / peak).toFixed(3)})`;
-      ctx.fillRect((i / n) * width, height - ((j + 1) / bins) * height, width / n + 0.5, height / bins + 0.5);
+      ctx.fillRect(x0, HIST.top + a.ph - (j + 1) * rowH, x1 - x0 + 0.5, rowH + 0.5);
     });
   });
-  const first = data.steps[0], last = data.steps[n - 1];
   box.replaceChildren(c, el("div", { className: "note" },
     `distribution over ${n} steps (${first}–${last}); y: [${fmt(data.edges[0])}, ${fmt(data.edges[bins])}]`));
 }
@@ -155,6 +190,11 @@ function mediaBlock(key, kind, name, items) {
       .then((d) => drawDistribution(over, d)).catch(failed);
     block.append(stepSlider(items, (m) => data(m).then((d) => drawBars(view, d)).catch(failed)));
     block.extraView = over;
+  } else if (kind === "text") {
+    block.append(stepSlider(items, (m) => {
+      const pre = el("pre", { className: "text-block" }, m.text + (m.truncated ? "\n… (cut: the run's log holds all of it)" : ""));
+      view.replaceChildren(pre);
+    }));
   } else if (kind === "trajectories" || kind === "vector_field") {
     const draw = kind === "trajectories" ? drawTrajectories : drawField;
     block.append(stepSlider(items, (m) => data(m).then((d) => draw(view, d)).catch(failed)));
@@ -185,7 +225,7 @@ async function loadMedia() {
   const container = document.getElementById("media");
   const ticket = ++mediaTicket;  // only the latest of overlapping loads renders
   const sections = new Map(Object.keys(KIND_TITLES).map((k) => [k, []]));
-  for (const key of state.selected) {
+  for (const key of shownKeys()) {
     const reply = await getJson("/api/media?run=" + encodeURIComponent(key));
     const items = reply.media.filter((m) => !m.error);
     for (const [kind] of sections) {

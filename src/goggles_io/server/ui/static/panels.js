@@ -1,6 +1,7 @@
-// Chart panels grouped in sections by name prefix (episode/, diagnostic/ ...), a metric search
-// (substring or /regex/), lazy loading (only panels on screen fetch and draw), runs grouped by
-// group / tag / a config value into a mean line with a min-max band, CSV/JSON downloads.
+// Chart panels grouped in sections by name prefix (episode/, diagnostic/ ...; system/ last), a
+// metric search (substring or /regex/), lazy loading (only panels on screen fetch and draw),
+// runs grouped by group / tag / a config value (mean or median, a band, the member count),
+// CSV/JSON downloads.
 "use strict";
 
 const alertCache = new Map();
@@ -9,7 +10,7 @@ let firstLoad = Promise.resolve();  // the first panel is fetched alone, the oth
 
 function metricNames() {
   const names = new Set();
-  for (const key of state.selected) {
+  for (const key of shownKeys()) {
     const run = runOf(key);
     for (const name of Object.keys((run && run.metrics) || {})) names.add(name);
   }
@@ -33,7 +34,7 @@ function sectionOf(name) {
 
 // Every group label of the ticked runs, sorted: a group's place here picks its colour.
 function groupLabels() {
-  return [...groupsOf([...state.selected]).keys()].sort((a, b) => a.localeCompare(b));
+  return [...groupsOf(shownKeys()).keys()].sort((a, b) => a.localeCompare(b));
 }
 
 function groupsOf(keys) {
@@ -65,12 +66,21 @@ function chartWidth(panel) {
   return Math.max(200, Math.min(2000, Math.round((panel && panel.clientWidth) || window.innerWidth / 2)));
 }
 
+// System metrics (the run's own sampler, ADR 0066) have no training step: on the step axis
+// they are drawn over wall time, and the panel says so.
+const SYSTEM_PREFIX = "system/";
+function panelAxis(name) {
+  return name.startsWith(SYSTEM_PREFIX) && state.axis === "step" ? "time" : state.axis;
+}
+
 async function loadPanel(panel) {
   const name = panel.dataset.metric;
   panel.dirty = false;
-  const keys = [...state.selected].filter((k) => { const r = runOf(k); return r && r.metrics && name in r.metrics; });
+  const keys = shownKeys().filter((k) => { const r = runOf(k); return r && r.metrics && name in r.metrics; });
   const zoom = state.zoom[name];
-  let params = `axis=${state.axis}&n=${chartWidth(panel)}&metric=${encodeURIComponent(name)}`;
+  const axis = panelAxis(name);
+  panel.axis = axis;
+  let params = `axis=${axis}&n=${chartWidth(panel)}&metric=${encodeURIComponent(name)}`;
   if (zoom) params += `&x0=${zoom[0]}&x1=${zoom[1]}`;
   const ticket = (panel.ticket || 0) + 1;
   panel.ticket = ticket;
@@ -87,8 +97,11 @@ async function loadPanel(panel) {
     reply = await getJson(`/api/series?${runQuery(keys)}&${params}`);
   }
   if (ticket !== panel.ticket) return; // a newer request for this panel is on its way
+  // drawn before its runs are indexed: the chart says how much it stands on
+  reply.partial = keys.map((k) => ({ key: k, indexed: runOf(k).indexed })).filter((p) => p.indexed < 1);
+  if (axis !== state.axis) reply.xNote = "x: wall time (system metrics have no step)";
   const alerts = [];
-  if (state.axis === "step") {
+  if (axis === "step") {
     for (const key of keys) for (const a of await alertsFor(key)) if (alertMatches(name, a)) alerts.push(a);
   }
   panel.alerts = alerts;
@@ -101,7 +114,7 @@ function downloadMenu(panel, name) {
   const list = el("div", { className: "menu-list" });
   menu.addEventListener("toggle", () => {
     list.replaceChildren();
-    for (const key of state.selected) {
+    for (const key of shownKeys()) {
       const run = runOf(key);
       if (!run || !run.metrics || !(name in run.metrics)) continue;
       for (const format of ["csv", "json"]) {
@@ -147,8 +160,9 @@ function renderPanels() {
   const names = metricNames();
   const test = searchTest();
   const shown = names.filter(test);
+  const hidden = state.selected.size - shownKeys().length;
   document.getElementById("metric-count").textContent = state.selected.size
-    ? `${shown.length} of ${names.length} metrics` : "";
+    ? `${shown.length} of ${names.length} metrics` + (hidden ? ` · ${hidden} ticked run${hidden === 1 ? "" : "s"} outside the hyperparameter brushes` : "") : "";
   if (!state.selected.size) {
     container.replaceChildren(el("div", { className: "empty" }, "tick a run on the left to chart it"));
     return;
@@ -168,7 +182,8 @@ function renderPanels() {
     sections.get(s).push(name);
   }
   const nodes = [];
-  const order = (t) => (t === "(no prefix)" ? "\uffff" : t);  // unprefixed names last
+  // unprefixed names last, then the run's system metrics
+  const order = (t) => (t === SYSTEM_PREFIX ? "\uffff\uffff" : t === "(no prefix)" ? "\uffff" : t);
   for (const [title, members] of [...sections].sort((a, b) => order(a[0]).localeCompare(order(b[0])))) {
     const section = el("details", { className: "section", open: !state.closed.has(title) });
     section.dataset.section = title;

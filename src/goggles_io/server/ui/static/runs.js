@@ -51,9 +51,11 @@ function newestFirst(runs) {
   return runs.map((r, i) => [startedAt(r), i, r]).sort((a, b) => b[0] - a[0] || b[1] - a[1]).map((x) => x[2]);
 }
 
-function visibleRuns() {
+// The runs the filter box leaves (and the hyperparameter brushes, unless `brushed` is false),
+// newest first or in the table's sort order.
+function visibleRuns(brushed = true) {
   const tokens = state.filter.split(/\s+/).filter(Boolean);
-  let runs = newestFirst(state.runs).filter((r) => tokens.every((t) => matches(r, t)));
+  let runs = newestFirst(state.runs).filter((r) => (!brushed || passesBrushes(r)) && tokens.every((t) => matches(r, t)));
   if (state.sort) {
     const desc = state.sort.startsWith("-");
     const col = desc ? state.sort.slice(1) : state.sort;
@@ -193,7 +195,12 @@ function renderRuns() {
 function wireRuns() {
   const filter = document.getElementById("filter");
   filter.value = state.filter;
-  filter.addEventListener("input", () => { state.filter = filter.value; writeUrl(); renderRuns(); });
+  filter.addEventListener("input", () => {
+    state.filter = filter.value;
+    writeUrl();
+    renderRuns();
+    if (state.tab === "hparams") renderHparams();
+  });
   document.getElementById("add-column").addEventListener("change", (ev) => {
     if (ev.target.value) state.columns.push(ev.target.value);
     writeUrl();

@@ -47,7 +47,7 @@ let compareTicket = 0, statsTicket = 0;  // only the latest of overlapping loads
 async function loadCompare() {
   const container = document.getElementById("compare");
   const ticket = ++compareTicket;
-  const keys = [...state.selected];
+  const keys = shownKeys();
   if (keys.length < 1) {
     container.replaceChildren(el("div", { className: "empty" }, "tick two or more runs to compare their config"));
     return;
@@ -120,7 +120,7 @@ async function loadStats() {
   const container = document.getElementById("stats");
   const ticket = ++statsTicket;
   container.replaceChildren();
-  const keys = [...state.selected];
+  const keys = shownKeys();
   if (!keys.length) {
     container.append(el("div", { className: "empty" }, "tick a run on the left to see its experiment stats"));
     return;

@@ -6,7 +6,33 @@ const state = {
   runs: [], selected: new Set(), filter: "", axis: "step", smooth: 0, logy: false,
   outliers: false, tab: "charts", search: "", groupBy: "", closed: new Set(), zoom: {},
   columns: [], diffOnly: true, sort: "", firstPaint: false,
+  center: "mean", band: "std",            // groups: the line and the band around it
+  brushes: {}, axes: [], colorBy: "", hsort: "",  // the hyperparameter view
 };
+
+// -- the hyperparameter view's brushes filter the runs everywhere ------------------------------
+// A brush on an axis keeps the runs whose value lies in its range (a number axis) or among its
+// values (a text axis); a run without the key is left out while the brush is there.
+function hparamValue(run, key) {
+  if (key.startsWith("summary.")) {
+    const s = (run.summary || {})[key.slice(8)];
+    return s ? s.last : undefined;
+  }
+  return (run.config || {})[key.startsWith("config.") ? key.slice(7) : key];
+}
+function passesBrushes(run) {
+  for (const [key, b] of Object.entries(state.brushes)) {
+    const v = hparamValue(run, key);
+    if (v === undefined || v === null) return false;
+    if (b.values) { if (!b.values.includes(fmt(v))) return false; }
+    else if (!(typeof v === "number" && v >= b.lo && v <= b.hi)) return false;
+  }
+  return true;
+}
+// The ticked runs the brushes leave: what the charts, media and stats show.
+function shownKeys() {
+  return [...state.selected].filter((k) => { const r = runOf(k); return !r || passesBrushes(r); });
+}
 
 function el(tag, props, text) {
   const node = document.createElement(tag);
@@ -111,6 +137,14 @@ function writeUrl() {
   for (const c of state.columns) q.append("col", c);
   for (const s of state.closed) q.append("closed", s);
   for (const [m, z] of Object.entries(state.zoom)) q.append("zoom", `${z[0]}~${z[1]}~${m}`);
+  if (state.groupBy && state.center !== "mean") q.set("center", state.center);
+  if (state.groupBy && state.band !== "std") q.set("band", state.band);
+  for (const [k, b] of Object.entries(state.brushes)) {
+    q.append("brush", b.values ? `=${JSON.stringify(b.values)}~${k}` : `${b.lo}~${b.hi}~${k}`);
+  }
+  for (const a of state.axes) q.append("hp", a);
+  if (state.colorBy) q.set("color", state.colorBy);
+  if (state.hsort) q.set("hsort", state.hsort);
   const text = q.toString();
   history.replaceState(null, "", text ? "?" + text : location.pathname);
 }
@@ -128,6 +162,22 @@ function readUrl() {
   state.diffOnly = q.get("diff") !== "all";
   state.columns = q.getAll("col");
   state.closed = new Set(q.getAll("closed"));
+  state.center = q.get("center") === "median" ? "median" : "mean";
+  state.band = ["std", "stderr", "minmax", "none"].includes(q.get("band")) ? q.get("band") : "std";
+  state.brushes = {};
+  for (const b of q.getAll("brush")) {
+    const cut = b.indexOf("~");
+    if (b.startsWith("=")) {
+      const end = b.lastIndexOf("]~");
+      try { if (end > 0) state.brushes[b.slice(end + 2)] = { values: JSON.parse(b.slice(1, end + 1)).map(String) }; } catch (e) { /* a broken link: no brush */ }
+      continue;
+    }
+    const [a, c, ...rest] = b.split("~");
+    if (cut > 0 && rest.length && Number.isFinite(+a) && Number.isFinite(+c)) state.brushes[rest.join("~")] = { lo: +a, hi: +c };
+  }
+  state.axes = q.getAll("hp");
+  state.colorBy = q.get("color") || "";
+  state.hsort = q.get("hsort") || "";
   state.zoom = {};
   for (const z of q.getAll("zoom")) {
     const [a, b, ...rest] = z.split("~");
