@@ -124,8 +124,8 @@ class TestHostDeath:
         host = bus.host_pid()
         os.kill(host, signal.SIGSTOP)
         _say(proc, "log", "logged")
-        os.kill(host, signal.SIGKILL)
-        os.kill(host, signal.SIGCONT)
+        os.kill(host, signal.SIGKILL)  # ends a stopped process too: no SIGCONT, whose target
+        # may already be reaped (ProcessLookupError: failed 2 of 8 runs under load)
         wait_until(lambda: bus.host_pid() not in (None, host), what="a new host")
         report = json.loads(_say(proc, "finish"))
         _, err = finished(proc)
