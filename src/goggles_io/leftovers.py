@@ -14,8 +14,8 @@ events. The spool is read as untrusted input (ADR 0061): a FIFO or symlink where
 expected, a folder of another user, a damaged record: each is reported in one line and left
 as it is. Handler classes are imported as the host imports them (the spec's module, and
 ``GOGGLES_HOST_IMPORTS``). The wait gives up after ``GOGGLES_FINISH_STALL`` seconds in which no
-handler took anything (Ctrl-C at once): what is left stays in the folder for a later delivery,
-marked redelivered then; it is never counted lost.
+handler took anything (at least 1 s; Ctrl-C at once): what is left stays in the folder for a
+later delivery, marked redelivered then; it is never counted lost.
 
 One line per folder goes to stderr, and a summary to stdout. Exit status: 0 when every folder
 found was delivered in full with nothing lost (or nothing was found), 1 otherwise.
@@ -28,6 +28,10 @@ import importlib
 import sys
 
 __all__ = ["main"]
+
+_MIN_STALL_S = (
+    1.0  # GOGGLES_FINISH_STALL=0 ("finish does not wait") must not make it give up at once
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             report(f"GOGGLES_HOST_IMPORTS: cannot import {module!r}: {exc!r}")
     root = spool_space(settings.delivery).root
-    summary = deliver_all(root, settings, read_finish_stall())
+    summary = deliver_all(root, settings, max(read_finish_stall(), _MIN_STALL_S))
     if args.quiet:
         return 0 if summary.ok else 1
     if not summary.folders:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from experiment_telemetry.cli.args import non_negative, run_directory
-from goggles_io.runs import RunFileError, last_metrics, read_kv, read_run
+from goggles_io.runs import RunFileError, last_metrics, read_kv, read_run, shown_status
 from goggles_io.runs.lines import Objects, json_objects
 
 __all__ = ["add_parser", "run"]
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"telemetry show: {msg}", file=sys.stderr)
         return 2
     print(
-        f"run {info.get('run_id')}  status={info.get('status')}  last_step={info.get('last_step')}"
+        f"run {info.get('run_id')}  status={shown_status(info)}  last_step={info.get('last_step')}"
     )
     for key in ("project", "driver", "slug", "seed", "git_commit", "started", "finished", "lost"):
         if key in info:

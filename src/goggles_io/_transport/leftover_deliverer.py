@@ -72,6 +72,8 @@ def deliver_all(root: Path, settings: Settings, stall_s: float) -> Summary:
             if name.startswith(me) or owner_alive(name):
                 continue
             _one(root, root_fd, name, f"{me}{next(ids)}", settings, stall_s, out)
+    except KeyboardInterrupt:  # the folder being read stays, claimed by us: a later one takes it
+        out.abandoned = True
     finally:
         os.close(root_fd)
     return out

@@ -20,7 +20,6 @@ redelivered (a handler may have taken part of it).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -29,6 +28,7 @@ from goggles_io._bus.bus import EventBus
 from goggles_io._bus.settings import Settings
 from goggles_io._bus.transport import HandlerStats
 from goggles_io._delivery.drain import wait_while_progressing
+from goggles_io._delivery.policy import WhenFull
 from goggles_io._transport.courier import REPLAYED
 from goggles_io._transport.host_specs import build_handler
 from goggles_io._transport.leftover_folder import OP, SENT, Folder, Unreadable
@@ -92,12 +92,15 @@ class _Replay:
             async_mode=True,
             queue_size=settings.queue_size,
             queue_bytes=settings.queue_bytes,
-            policy=settings.delivery,
+            # Its lanes wait for room, never spill nor drop: the folder is the buffer.
+            policy=attrs.evolve(settings.delivery, when_full=WhenFull.BLOCK),
             stall_s=stall_s,
         )
-        self.bus.producers_keep = True  # its lanes wait for room, never spill nor drop
+        self.bus.producers_keep = True
+        # A process's whole stream: events for its in-process handlers, or for handlers done
+        # before, reach none here by design.
+        self.bus.unrouted.enabled = False
         self.skip = skip  # handlers a delivery before took everything into
-        self.out: Delivered | None = None
 
     def apply(self, op: str, args: dict[str, Any], out: Delivered) -> None:
         """Apply one recorded operation; one that fails is counted, the rest go on."""
@@ -144,7 +147,6 @@ def deliver_folder(
     *,
     settings: Settings,
     stall_s: float,
-    on_progress: Callable[[int], None] | None = None,
 ) -> Delivered:
     """Replay ``folder`` into a bus of its own; what became of its events. The manifest is
     updated first (one more delivery begun) and, when the folder stays, last (the handlers
@@ -175,8 +177,6 @@ def deliver_folder(
                 break
             bus.emit_many(list(value), redelivered=again or kind == SENT)
             fed += len(value)
-            if on_progress is not None:
-                on_progress(fed)
     except KeyboardInterrupt:
         out.abandoned = True
     _settle(replay, out, stall_s)

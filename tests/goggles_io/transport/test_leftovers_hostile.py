@@ -102,13 +102,17 @@ def test_a_fifo_where_a_file_is_expected_is_never_opened(bus: Any, file: str) ->
 
 @pytest.mark.timeout(180)
 def test_a_producer_never_hangs_on_a_fifo_left_over(bus: Any, finished: Any) -> None:
-    """A producer that starts beside a left-over folder holding a FIFO logs and finishes."""
+    """A producer that starts beside a left-over folder holding a FIFO logs and finishes (it
+    only looks at names); the deliverer it starts leaves the folder, FIFO unopened."""
     bad = write_folder(_spool(), recording_spec(bus.root / "sink.jsonl"), events(0, 10))
     (bad / "manifest.json").unlink()
     os.mkfifo(bad / "manifest.json", 0o600)
     stdout, _ = finished(bus.run("producer.py", bus.jsonl, 200), timeout_s=90)
     assert "timed_out False" in stdout
     assert 200 == len(bus.lines())
+    left = _spool() / f"unreadable-{bad.name}"  # by the deliverer the producer started
+    wait_until(lambda: left.is_dir(), timeout_s=60, what="the folder left, renamed")
+    assert stat.S_ISFIFO((left / "manifest.json").lstat().st_mode)
 
 
 @pytest.mark.timeout(180)
