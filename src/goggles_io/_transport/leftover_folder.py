@@ -330,7 +330,7 @@ class _Blobs:
         if nbytes != ref.nbytes or ref.offset < 0 or ref.offset + nbytes > self.size:
             raise FrameError(f"an array outside its record's {self.size} bytes", value=ref)
         out = np.empty(ref.shape, dtype=dtype)
-        view = memoryview(out.reshape(-1).view(np.uint8))
+        view = out.reshape(-1).view(np.uint8).data
         done = 0
         while done < nbytes:
             got = os.preadv(self.fd, [view[done:]], self.at + ref.offset + done)

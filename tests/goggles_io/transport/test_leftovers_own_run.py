@@ -100,3 +100,5 @@ def test_the_next_run_on_a_lingering_host_gets_only_its_own_events(bus: Any, fin
     assert _once(0, 1000) == _steps(Path(first["run_dir"]) / "log.jsonl")
     assert _once(5000, 1000) == _steps(Path(second["run_dir"]) / "log.jsonl")
     assert "already attached" not in Path(bus.host_log).read_text(errors="replace")
+    assert host is not None
+    os.kill(host, signal.SIGKILL)  # it would linger 30 s
