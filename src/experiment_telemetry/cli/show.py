@@ -17,6 +17,7 @@ from goggles_io.runs import (
     read_config,
     read_kv,
     read_run,
+    shown_status,
 )
 from goggles_io.runs.lines import Objects, json_objects
 
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"telemetry show: {msg}", file=sys.stderr)
         return 2
     print(
-        f"run {info.get('run_id')}  status={info.get('status')}  last_step={info.get('last_step')}"
+        f"run {info.get('run_id')}  status={shown_status(info)}  last_step={info.get('last_step')}"
     )
     for key in ("project", "driver", "slug", "seed", "git_commit", "started", "finished", "lost",
                 "layout", "note"):  # fmt: skip

@@ -283,6 +283,31 @@ class EventBus:
                         batch.append(event)
         return per_lane
 
+    def routed_counts(self, events: list[Event]) -> dict[str, int]:
+        """How many of ``events`` each handler would be given; nothing is offered or counted
+        (the socket client's count of the events it keeps for later that its in-process
+        handlers will never get)."""
+        found: dict[str, int] = {}
+        for event in events:
+            lanes = self._routes.get(event.scope)
+            if lanes is None:
+                lanes = self._resolve(event.scope)
+            for lane in lanes:
+                if event.kind in lane.kinds and (event.level is None or event.level >= lane.level):
+                    found[lane.name] = found.get(lane.name, 0) + 1
+        return found
+
+    def forget_finished(self, names: set[str]) -> None:
+        """Forget the handlers ``names`` once :meth:`finish` closed them: a later attach under
+        one of those names makes a new handler (the socket host, when its last producer
+        finished: that run's handlers end with it, ADR 0060). Their tally was reported."""
+        with self._lock:
+            if not self._finished:
+                return
+            for name in names:
+                self._lanes.pop(name, None)
+            self._routes = {}
+
     def call(self, name: str, method: str, payload: Any) -> None:
         """Run ``method(payload)`` on the handler attached as ``name``, in its lane's order.
 

@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from goggles_io._bus.settings import Settings
 from goggles_io._bus.transport import FinishReport, HandlerStats
 from goggles_io._delivery.drain import read_finish_stall, wait_while_progressing
@@ -100,6 +102,15 @@ def client_pipe(
     )
 
 
+def _not_in_time(stats: HandlerStats, n: int) -> HandlerStats:
+    """``stats`` with ``n`` more events routed to the handler and never handled: kept for
+    later for the host's handlers, they are lost to one that runs in this process."""
+    logged = None if stats.logged is None else stats.logged + n
+    return attrs.evolve(
+        stats, dropped=stats.dropped + n, not_in_time=stats.not_in_time + n, logged=logged
+    )
+
+
 class SocketClient:
     """A :class:`~goggles_io._bus.transport.Transport` that forwards to the one host on a socket path.
 
@@ -122,7 +133,7 @@ class SocketClient:
         self.local = LocalHandlers(self)
         self._tokens = itertools.count(1)
         self._warned: set[str] = set()
-        self.leftovers = Leftovers(self)  # what finish gave up on: kept, and delivered later
+        self.leftovers = self._leftovers()  # what finish gave up on: kept, delivered later
         self._fresh()
 
     def _fresh(self) -> None:
@@ -156,6 +167,10 @@ class SocketClient:
         self._issued: list[Call] = []  # every operation issued here, for a forked child
         self._running = False
 
+    def _leftovers(self) -> Leftovers:
+        local = self.local
+        return Leftovers(self, kept_counter=local.kept_counter, host_log=self.transport.host_log)
+
     def warn_once(self, key: str, message: str) -> None:
         """Say ``message`` on stderr the first time ``key`` comes up."""
         if key not in self._warned:
@@ -168,7 +183,6 @@ class SocketClient:
 
     def _acked(self, seq: int) -> None:
         self.pipe.ack(seq)
-        self.leftovers.on_ack()
 
     def _host_died(self) -> None:
         self.courier.link_lost()
@@ -181,14 +195,9 @@ class SocketClient:
             self._running = True
             loading_modules()
         self.local.resubscribe()  # handlers of ours kept across finish() need their feed again
-        self.leftovers.deliver()  # a dead process's leftovers go before anything of ours
+        self.leftovers.deliver()  # dead processes' folders: into their own runs (ADR 0060)
         if self.settings.async_mode:
             self.put_row = self.pipe.put
-
-    def deliver_leftovers(self) -> int:
-        """Start now, delivering what dead processes kept for later; the folders found."""
-        self._start()
-        return self.leftovers.folders
 
     @property
     def elector(self) -> HostElector:
@@ -290,7 +299,6 @@ class SocketClient:
             return FinishReport()
         start = time.monotonic()
         stall_s = read_finish_stall()
-        local = self.local.finish_fed(self, timeout_s)
         drained = wait_while_progressing(
             self.undelivered,
             stall_s=stall_s,
@@ -300,6 +308,9 @@ class SocketClient:
         )
         left_s = None if timeout_s is None else max(0.0, timeout_s - (time.monotonic() - start))
         gave_up = drained.stalled or drained.abandoned
+        # After the wait, which gives up: a flush behind a pipe the host stopped reading (a hung
+        # handler there) would never come back.
+        local = self.local.finish_fed(self, left_s, wait_for_host=not gave_up)
         if gave_up:  # ahead of what is left: the host's tally of what its handlers took
             args = {"timeout_s": _LAST_WORD_S, "stall_s": _LAST_WORD_S}
             marker = Marker(Call(next(self._tokens), "finish", args))
@@ -317,6 +328,8 @@ class SocketClient:
                     handlers[str(name)] = HandlerStats.from_wire(stats)
         tally = self._close(keep=gave_up)
         handlers.update(local.handlers)
+        for name, n in self.leftovers.kept_from_local.items():  # nothing else can rebuild them
+            handlers[name] = _not_in_time(handlers.get(name, HandlerStats(logged=0)), n)
         result = FinishReport(
             handlers=handlers,
             timed_out=timed_out or local.timed_out,
@@ -395,7 +408,7 @@ class SocketClient:
         its events come after them, so it replays them on its own first connection.
         """
         issued = list(self._issued)
-        self.leftovers = Leftovers(self)  # the parent's folders are the parent's
+        self.leftovers = self._leftovers()  # the parent's folders are the parent's
         self.local.forget_after_fork()  # the parent's instances get our events via the host
         self.ops.attached = {
             name: (cls, set(scopes))

@@ -42,6 +42,7 @@ _STARTUP_GRACE_S = 10.0
 _RECV_BYTES = 1 << 20
 _BACKPRESSURE_MAX_S = 2.0
 _BATCH_ROOM = 1024  # events a client batch holds at most: the room kept free in handler queues
+_SUBSCRIBER = "goggles_io.subscriber."  # the names of subscribers' sinks
 
 
 class Host:
@@ -64,6 +65,9 @@ class Host:
         self._listener: socket.socket | None = None
         self._conns: set[socket.socket] = set()
         self._lock = threading.Lock()
+        # Handler operations, and a last producer's finish with the forgetting after it, one at
+        # a time: a run that attaches while the last one ends never meets its handlers.
+        self._ops_lock = threading.Lock()
         self._ever_connected = False
         self._last_left = time.monotonic()
         self._closing = threading.Event()
@@ -230,6 +234,14 @@ class Host:
                 if not self._conns:
                     self._last_left = time.monotonic()
 
+    def _end_of_run(self) -> None:
+        """The last producer finished: its handlers end with it (ADR 0060). The next process
+        attaches its own, even under the same names, and nothing it logs reaches these. Live
+        subscribers' sinks stay."""
+        forget = getattr(self.bus, "forget_finished", None)
+        if forget is not None:
+            forget({name for name in self.bus.handlers if not name.startswith(_SUBSCRIBER)})
+
     def _wait_for_room(self, n: int) -> None:
         """Backpressure: while a handler lane is full, stop reading this socket.
 
@@ -304,7 +316,7 @@ class Host:
                 sink = bus.handlers[subscribed[0]]
             else:
                 self._subscribers += 1
-                name = f"goggles_io.subscriber.{args.get('pid', '?')}.{self._subscribers}"
+                name = f"{_SUBSCRIBER}{args.get('pid', '?')}.{self._subscribers}"
                 sink = SubscriberSink(name, writer, list(kinds) if kinds else None)
                 sink.queue_size = positive_bound(args.get("max_events"))
                 sink.queue_bytes = positive_bound(args.get("max_bytes"))
@@ -322,15 +334,18 @@ class Host:
     def _dispatch(self, op: str, args: dict[str, Any], conn: socket.socket) -> Any:
         bus = self.bus
         if op == "attach":
-            bus.attach(build_handler(args["spec"]), list(args["scopes"]))
+            handler = build_handler(args["spec"])
+            with self._ops_lock:
+                bus.attach(handler, list(args["scopes"]))
             return None
         if op == "replace":
-            bus.replace(
-                build_handler(args["spec"]), list(args["scopes"]), enable=bool(args["enable"])
-            )
+            handler = build_handler(args["spec"])
+            with self._ops_lock:
+                bus.replace(handler, list(args["scopes"]), enable=bool(args["enable"]))
             return None
         if op == "detach":
-            bus.detach(str(args["name"]), str(args["scope"]), missing_ok=True)
+            with self._ops_lock:
+                bus.detach(str(args["name"]), str(args["scope"]), missing_ok=True)
             return None
         if op == "call":
             bus.call(str(args["name"]), str(args["method"]), args.get("payload"))
@@ -350,7 +365,9 @@ class Host:
             if last:  # its report keeps the handlers detached since the last finish
                 with self._lock:
                     self.lost_producers = 0  # a clean end: the handlers close as done
-                done = bus.finish(timeout_s, stall_s=stall_s)
+                with self._ops_lock:
+                    done = bus.finish(timeout_s, stall_s=stall_s)
+                    self._end_of_run()
                 timed_out, tallies = done.timed_out, done.handlers
             else:
                 timed_out, tallies = not bus.flush(timeout_s, stall_s=stall_s), bus.stats()

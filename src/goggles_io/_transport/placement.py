@@ -10,16 +10,26 @@ host-side handler would. Nothing is pickled either way.
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import TYPE_CHECKING, Any
 
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import FinishReport, HandlerStats
+from goggles_io._event.records import Event
 from goggles_io.handlers.base import Handler, get_handler_class, handler_key
 
 if TYPE_CHECKING:
     from goggles_io._transport.subscription import Subscription
 
-__all__ = ["LocalHandlers", "runs_in_attaching_process"]
+__all__ = ["KeptCounter", "LocalHandlers", "runs_in_attaching_process"]
+
+
+def _identity(event: Event) -> tuple[Any, ...]:
+    """What tells one of this process's events from its others, here and after the host
+    (which rebuilds it): kind, scope, logger, step, log time, and a metric's names."""
+    payload = event.payload
+    names = tuple(payload) if type(payload) is dict else None
+    return (event.kind, event.scope, event.logger, event.step, event.timestamp, names)
 
 
 def runs_in_attaching_process(handler: Handler) -> bool:
@@ -35,6 +45,42 @@ def runs_in_attaching_process(handler: Handler) -> bool:
         return True
 
 
+class KeptCounter:
+    """Counts, per handler here, this process's events kept for later (given in logged order)
+    that it never got: those after the last of ours the feed brought. Those up to it reached
+    it through the host (it routes a batch as it reads it, and in order)."""
+
+    def __init__(self, bus: EventBus | None, mark: tuple[Any, ...] | None) -> None:
+        self.bus = bus
+        self.mark = mark
+        self.everything: dict[str, int] = {}  # in case the mark is not among them (acked)
+        self.after: dict[str, int] = {}
+        self.found = mark is None
+
+    def add(self, events: list[Event]) -> None:
+        """Count the next ``events`` kept for later."""
+        if self.bus is None:
+            return
+        _add(self.everything, self.bus.routed_counts(events))
+        if self.found:
+            _add(self.after, self.bus.routed_counts(events))
+            return
+        for at, event in enumerate(events):
+            if _identity(event) == self.mark:
+                self.found = True
+                _add(self.after, self.bus.routed_counts(events[at + 1 :]))
+                return
+
+    def result(self) -> dict[str, int]:
+        """Per handler here: kept events it never got."""
+        return {n: k for n, k in (self.after if self.found else self.everything).items() if k}
+
+
+def _add(into: dict[str, int], counts: dict[str, int]) -> None:
+    for name, n in counts.items():
+        into[name] = into.get(name, 0) + n
+
+
 class LocalHandlers:
     """The handlers that run in this process, and the subscription that feeds them."""
 
@@ -42,6 +88,7 @@ class LocalHandlers:
         self.client = client
         self.bus: EventBus | None = None
         self.sub: Subscription | None = None
+        self.last_mine: tuple[Any, ...] | None = None  # the last event of ours the feed brought
 
     def _bus(self) -> EventBus:
         if self.bus is None:
@@ -65,12 +112,12 @@ class LocalHandlers:
     def _subscribe(self, scopes: list[str]) -> None:
         from goggles_io._transport.subscription import Subscription
 
-        bus = self._bus()
+        self._bus()  # made before the feed can bring anything
         settings = self.client.settings
         sub = Subscription(
             scopes,
             None,
-            bus.emit_many,
+            self._feed,
             batch_callback=True,
             max_events=settings.queue_size,
             max_bytes=settings.queue_bytes,
@@ -78,6 +125,22 @@ class LocalHandlers:
         sub.backpressure = True
         self.client.open_subscription(sub)
         self.sub = sub
+
+    def _feed(self, events: list[Event]) -> None:
+        """The host's events for the handlers here; the last of this process's own is noted
+        (what came after it never reached them: :meth:`routed_after`)."""
+        pid = os.getpid()
+        for event in reversed(events):
+            if event.pid == pid:
+                self.last_mine = _identity(event)
+                break
+        bus = self.bus
+        if bus is not None:
+            bus.emit_many(events)
+
+    def kept_counter(self) -> KeptCounter:
+        """A counter of what this process keeps for later that the handlers here never got."""
+        return KeptCounter(self.bus, self.last_mine)
 
     def has_handler(self, name: str) -> bool:
         """Return whether ``name`` runs here."""
@@ -103,11 +166,18 @@ class LocalHandlers:
             return True
         return self.sub.sync(timeout_s) and self.bus.flush(timeout_s)
 
-    def finish_fed(self, client: Any, timeout_s: float | None) -> FinishReport:
-        """Deliver everything routed here, close the local handlers and the feed."""
+    def finish_fed(
+        self, client: Any, timeout_s: float | None, *, wait_for_host: bool = True
+    ) -> FinishReport:
+        """Deliver everything routed here, close the local handlers and the feed.
+
+        ``wait_for_host``: first wait until the host flushed what it had for us (not when the
+        client's finish gave up on the host: the flush would wait behind what it never read).
+        """
         if self.sub is None or self.bus is None:
             return FinishReport()
-        client.flush(timeout_s)
+        if wait_for_host:
+            client.flush(timeout_s)
         report = self.bus.finish(timeout_s)
         lost = self.sub.dropped
         self.sub.close()

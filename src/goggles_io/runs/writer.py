@@ -304,10 +304,14 @@ class RunContext:
 
         A finish inside the ``with`` block (the harness) is written when the run closes; one
         after it (``gg.finish()`` at the end of the script, or at interpreter exit) rewrites
-        ``run.kv`` then, so a run that lost events never reads as a plain ``done``.
+        ``run.kv`` then, so a run that lost events never reads as a plain ``done``. Each
+        report counts the handlers' whole tally, so the run keeps the largest: a later finish
+        with less to say (the one at exit) never lowers it.
         """
         with self._lock:
-            self._lost = int(result.missing)
+            # The finish at interpreter exit comes after the script's own gg.finish() with
+            # nothing left to report: it must not write lost=0 over the losses already counted.
+            self._lost = max(self._lost or 0, int(result.missing))
             if not self._closed.is_set():
                 return
             self._info["lost"] = self._lost

@@ -4,9 +4,10 @@ A producer's handler hangs (a sink that takes nothing until a gate file exists) 
 ``GOGGLES_FINISH_STALL=1``: finish gives up, and every event it could not deliver (sent and
 not acknowledged, in memory, spilled) is written, in order, with the handler's spec, into a
 ``leftover-<pid>-<start>`` folder under the spool root, and counted ``kept for later``. The
-hung host is then killed, the gate opened, and the next process (the command, or a producer
-that attaches) delivers them: all of them, exactly once, in order, 1 MiB staged images intact,
-and the folder is gone. A damaged folder is reported in one line and left, renamed.
+hung host is then killed, the gate opened, and the deliverer (the command, or the one the next
+producer starts) replays them into the handler rebuilt from that spec (ADR 0060): all of them,
+exactly once, in order, 1 MiB staged images intact, and the folder is gone. A damaged folder
+is reported in one line and left, renamed.
 """
 
 from __future__ import annotations
@@ -155,25 +156,32 @@ def test_the_command_delivers_what_finish_gave_up_on(bus: Any, finished: Any) ->
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_the_next_producer_delivers_them_before_its_own(bus: Any, finished: Any) -> None:
-    """A second producer that attaches the same sink delivers the leftovers first, then its
-    own events: all of them once, in order; the folder is removed."""
+def test_the_next_producer_has_them_delivered_into_their_own_handlers(
+    bus: Any, finished: Any
+) -> None:
+    """A second producer starts a deliverer for them: the left-overs reach the first
+    producer's sink (its spec, its file), all of them once, in order; the second producer's own
+    events reach its own sink only (ADR 0060); the folder is removed."""
     path, gate = bus.root / "handled.jsonl", bus.root / "gate"
     folder, _ = _produce_and_give_up(bus, finished, path, gate)
     env = {**_ENV, "GOGGLES_FINISH_STALL": "30"}
-    proc = bus.run("leftover_producer.py", path, gate, _MORE, 0, _SCALARS, **env)
+    own = bus.root / "own.jsonl"
+    proc = bus.run("leftover_producer.py", own, gate, _MORE, 0, _SCALARS, **env)
     stdout, stderr = finished(proc, timeout_s=120)
     report = _last_json(stdout)
     assert (False, {}) == (report["timed_out"], report["transport"]), (report, stderr)
-    assert "delivering 30004 left-over events" in stderr, stderr
-    _check_arrived(path, _expected(_SCALARS, _IMAGES) + _expected(_MORE, 0, first=_SCALARS))
-    assert [] == sorted(folder.parent.glob("leftover-*"))
+    assert "1 left-over folders of earlier runs" in stderr, stderr
+    wait_until(lambda: not list(folder.parent.glob("leftover-*")), timeout_s=120, what="delivered")
+    _check_arrived(path, _expected(_SCALARS, _IMAGES))
+    _check_arrived(own, _expected(_MORE, 0, first=_SCALARS))
+    assert "delivered pid" in Path(bus.host_log).read_text(), "the deliverer's line"
 
 
 @pytest.mark.timeout(120)
 def test_a_damaged_folder_is_reported_once_and_left(bus: Any, finished: Any) -> None:
-    """A left-over folder of a dead process that cannot be read: one line on stderr, the
-    producer logs and finishes as usual, and the folder stays (renamed ``unreadable-``)."""
+    """A left-over folder of a dead process that cannot be read: the producer logs and
+    finishes as usual; the deliverer it starts says so in one line (in the host's log, where
+    its stderr goes) and leaves the folder, renamed ``unreadable-``."""
     spool = Path(os.environ["GOGGLES_SPOOL_DIR"])
     bad = spool / f"leftover-{os.getpid()}-1"  # our pid with another start time: a dead owner
     bad.mkdir(parents=True, mode=0o700)
@@ -184,8 +192,11 @@ def test_a_damaged_folder_is_reported_once_and_left(bus: Any, finished: Any) -> 
     stdout, stderr = finished(proc, timeout_s=60)
     assert "timed_out False" in stdout, (stdout, stderr)
     assert 50 == len(bus.lines())
-    lines = [line for line in stderr.splitlines() if "cannot be delivered" in line]
-    assert 1 == len(lines), stderr
     kept = spool / f"unreadable-{bad.name}"
-    assert str(kept) in lines[0]
-    assert (kept / "events.bin").exists() and not bad.exists()
+    wait_until(lambda: (kept / "events.bin").exists(), timeout_s=60, what="the folder left")
+    assert not bad.exists()
+    log = Path(bus.host_log)
+    wait_until(lambda: "cannot be delivered" in log.read_text(), timeout_s=60, what="its line")
+    lines = [line for line in log.read_text().splitlines() if "cannot be delivered" in line]
+    assert 1 == len(lines), log.read_text()
+    assert f"unreadable-{bad.name}" in lines[0] and "cannot be delivered" not in stderr

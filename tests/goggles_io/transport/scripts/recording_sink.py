@@ -41,18 +41,26 @@ def image_checksum(pixels: Any) -> int:
 
 @gg.register_handler
 class RecordingSink(gg.BaseHandler):
-    """Append ``{"i", "k", "crc", "re"}`` per handled event to ``path``; ``image_s`` per image."""
+    """Append ``{"i", "k", "crc", "re"}`` per handled event to ``path``; ``image_s`` per image,
+    ``event_s`` per event (a sink slow but steady)."""
 
     def __init__(
-        self, path: str, name: str = "recording", level: int = 0, image_s: float = 0.02
+        self,
+        path: str,
+        name: str = "recording",
+        level: int = 0,
+        image_s: float = 0.02,
+        event_s: float = 0.0,
     ) -> None:
         super().__init__(name=name, level=level)
         self.path = path
         self.image_s = image_s
+        self.event_s = event_s
         self._fd: int | None = None
 
     def config(self) -> dict[str, Any]:
-        return {**super().config(), "path": self.path, "image_s": self.image_s}
+        slow = {"event_s": self.event_s} if self.event_s else {}  # subclasses need not take it
+        return {**super().config(), "path": self.path, "image_s": self.image_s, **slow}
 
     def open(self) -> None:
         if self._fd is None:
@@ -70,6 +78,8 @@ class RecordingSink(gg.BaseHandler):
             self.open()
         assert self._fd is not None
         for event in events:
+            if self.event_s:
+                time.sleep(self.event_s)
             crc = None
             if event.kind is gg.Kind.IMAGE:
                 time.sleep(self.image_s)
