@@ -48,11 +48,12 @@ class Ticket:
     the last lane (or the host's), and must be cheap.
     """
 
-    __slots__ = ("_left", "_lock", "_on_done", "done", "dropped", "seq")
+    __slots__ = ("_left", "_lock", "_on_done", "done", "dropped", "seq", "taken")
 
     def __init__(self, seq: int, on_done: Any) -> None:
         self.seq = seq
         self.dropped = 0  # (event, handler) deliveries of this batch refused for want of room
+        self.taken: dict[str, int] = {}  # per handler name, the events of it routed there
         self.done = False
         self._left = 1  # the host's own hold, given back after routing
         self._on_done = on_done

@@ -34,6 +34,7 @@ from goggles_io._transport.operations import HandlerOperations, Marker
 from goggles_io._transport.placement import LocalHandlers
 from goggles_io._transport.pools import ArrayPools
 from goggles_io._transport.settings import (
+    SUBSCRIBER_PREFIX,
     TransportSettings,
     default_socket_path,
     prepare_socket_dir,
@@ -149,6 +150,8 @@ class SocketClient:
         )
         self.courier.ack_pipe = self._acked
         self.courier.more = self.pipe.queued
+        pipe = self.pipe
+        self.courier.generation = lambda: pipe.sending_gen
         # Where a scalar's row goes: emit_row until started, then (asynchronous) the pipe's put
         # itself, one call fewer on the logger's hot path.
         self.put_row: Callable[[Row, int], object] = self.emit_row
@@ -315,6 +318,7 @@ class SocketClient:
             for name, stats in (marker.result.result.get("handlers") or {}).items():
                 with contextlib.suppress(TypeError, ValueError, AttributeError, IndexError):
                     handlers[str(name)] = HandlerStats.from_wire(stats)
+        handlers = self._with_dead_hosts(handlers)
         tally = self._close(keep=gave_up)
         handlers.update(local.handlers)
         result = FinishReport(
@@ -330,6 +334,17 @@ class SocketClient:
         elif self.settings.verbose:
             report(f"pid {os.getpid()}: {self.pipe.delivered} delivered, nothing lost")
         return result
+
+    def _with_dead_hosts(self, handlers: dict[str, HandlerStats]) -> dict[str, HandlerStats]:
+        """The last host's tally per handler plus what hosts that died before it took of ours
+        (their acknowledgements said how many, ADR 0057): the counts cover the whole run."""
+        for name, n in self.courier.taken_before.items():
+            if name.startswith(SUBSCRIBER_PREFIX):
+                continue  # a local handler's feed: that handler's own tally counts
+            taken = HandlerStats(delivered=n, logged=n)
+            last = handlers.get(name)
+            handlers[name] = taken if last is None else last.plus(taken)
+        return handlers
 
     def release(self, timeout_s: float | None = None) -> FinishReport:
         """Hand what is put to the host and leave, without waiting for its handlers.

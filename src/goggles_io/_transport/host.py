@@ -30,7 +30,7 @@ from goggles_io._transport.departures import says_goodbye, tell_producer_lost
 from goggles_io._transport.framing import FrameDecoder
 from goggles_io._transport.host_specs import build_handler, positive_bound
 from goggles_io._transport.identity import acquire_host_lock, peer_credentials
-from goggles_io._transport.settings import prepare_socket_dir
+from goggles_io._transport.settings import SUBSCRIBER_PREFIX, prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
 from goggles_io._transport.subscriber import ConnWriter, SubscriberSink
 from goggles_io._util.report import ReportOnce, host_name, report
@@ -304,7 +304,7 @@ class Host:
                 sink = bus.handlers[subscribed[0]]
             else:
                 self._subscribers += 1
-                name = f"goggles_io.subscriber.{args.get('pid', '?')}.{self._subscribers}"
+                name = f"{SUBSCRIBER_PREFIX}{args.get('pid', '?')}.{self._subscribers}"
                 sink = SubscriberSink(name, writer, list(kinds) if kinds else None)
                 sink.queue_size = positive_bound(args.get("max_events"))
                 sink.queue_bytes = positive_bound(args.get("max_bytes"))
