@@ -303,11 +303,10 @@ class SocketClient:
         )
         left_s = None if timeout_s is None else max(0.0, timeout_s - (time.monotonic() - start))
         gave_up = drained.stalled or drained.abandoned
-        if gave_up:  # ahead of what is left: the host's tally of what its handlers took
+        if gave_up:  # the host's tally of what its handlers took, on a connection of its own
             args = {"timeout_s": _LAST_WORD_S, "stall_s": _LAST_WORD_S}
             marker = Marker(Call(next(self._tokens), "finish", args))
-            if self.courier.send_now(marker, _LAST_WORD_S):
-                marker.done.wait(_LAST_WORD_S * 2)
+            marker.result = self.link.ask(marker.call, _LAST_WORD_S * 2 + 1.0)
         else:
             marker = self.control("finish", {"timeout_s": left_s, "stall_s": stall_s})
             marker.done.wait(stall_s * 2 + 5.0 if left_s is None else left_s)
@@ -320,6 +319,9 @@ class SocketClient:
                     handlers[str(name)] = HandlerStats.from_wire(stats)
         handlers = self._with_dead_hosts(handlers)
         tally = self._close(keep=gave_up)
+        kept = tally.losses.get(KEPT_FOR_LATER, 0)
+        if kept:  # what the host's handlers did not take is among what we kept: not lost
+            handlers = {name: s.kept_for_later(kept) for name, s in handlers.items()}
         handlers.update(local.handlers)
         result = FinishReport(
             handlers=handlers,

@@ -42,6 +42,9 @@ _STARTUP_GRACE_S = 10.0
 _RECV_BYTES = 1 << 20
 _BACKPRESSURE_MAX_S = 2.0
 _BATCH_ROOM = 1024  # events a client batch holds at most: the room kept free in handler queues
+# A message is msgpack ``[tag, body]`` (0x92, then the tag as a positive fixint): the second
+# byte of a Hello (0) or Call (3) frame. Anything else waits for room as a batch would.
+_NOT_BATCHES = (b"\x92\x00", b"\x92\x03")
 
 
 class Host:
@@ -187,8 +190,11 @@ class Host:
                     frames.close()
                     break
                 for payload in frames.feed(data):
-                    # Wait before decoding: decoding copies the batch's arrays out of shm.
-                    self._wait_for_room(_BATCH_ROOM)
+                    # Wait before decoding: decoding copies the batch's arrays out of shm. Only
+                    # a batch waits: an operation (a finish that gave up on a hung handler,
+                    # on a connection of its own) is answered however full the lanes are.
+                    if payload[:2] not in _NOT_BATCHES:
+                        self._wait_for_room(_BATCH_ROOM)
                     msg = decoder.decode(payload)
                     if type(msg) is Batch:
                         unfinished = True

@@ -18,6 +18,7 @@ import contextlib
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -103,6 +104,37 @@ class HostLink:
         finally:
             self._sending.release()
         return True
+
+    def ask(self, call: Call, wait_s: float) -> Reply | None:
+        """Run ``call`` on the host over a connection of its own; its reply, or ``None``.
+
+        For a finish that gave up: the host may have stopped reading our connection (a hung
+        handler's lane is full, ADR 0030), so an operation sent there would wait behind the
+        batches it has not read. A connection of its own is read at once. Never elects.
+        """
+        from goggles_io._event.codec import Decoder, Encoder
+
+        deadline = time.monotonic() + wait_s
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(wait_s)
+                sock.connect(self.socket_path)
+                encoder = Encoder()
+                hello = encode_frame(encoder.encode(Hello(os.getpid())))
+                sock.sendall(hello + encode_frame(encoder.encode(call)))
+                frames, decoder = FrameDecoder(), Decoder()
+                while (left := deadline - time.monotonic()) > 0:
+                    sock.settimeout(left)
+                    data = sock.recv(1 << 16)
+                    if not data:
+                        return None
+                    for payload in frames.feed(data):
+                        msg = decoder.decode(payload)
+                        if type(msg) is Reply and msg.token == call.token:
+                            return msg
+        except (OSError, ValueError):
+            return None
+        return None
 
     def _connect(self) -> socket.socket | None:
         backoff = 0.01

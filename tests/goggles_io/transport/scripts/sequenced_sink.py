@@ -57,8 +57,9 @@ class SequencedSink(gg.BaseHandler):
         crc = image_checksum(event.payload) if event.kind is gg.Kind.IMAGE else None
         line = {"k": event.kind.value, "i": event.step, "crc": crc}
         self._lines.append((json.dumps(line) + "\n").encode())
-        if event.producer:
-            self._marks[event.producer] = event.seq
+        producer = getattr(event, "producer", "")  # absent before ADR 0057
+        if producer:
+            self._marks[producer] = event.seq
         if len(self._lines) >= 4096:
             self.flush()
 
