@@ -128,7 +128,9 @@ class SequenceLog:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            report(f"{self.owner}: cannot read {self.path} ({exc.strerror or exc}); starting afresh")
+            report(
+                f"{self.owner}: cannot read {self.path} ({exc.strerror or exc}); starting afresh"
+            )
             return []
         try:
             info = os.fstat(fd)
@@ -290,7 +292,9 @@ def _well_formed(record: Any) -> bool:
     )
 
 
-def _replay(records: list[dict[str, Any]], ino: int, size: int) -> tuple[dict[str, int], int | None]:
+def _replay(
+    records: list[dict[str, Any]], ino: int, size: int
+) -> tuple[dict[str, int], int | None]:
     """The marks that hold for the data file of inode ``ino`` and ``size`` bytes, and where to
     cut it (the start of a last write that did not land whole), from the log's records.
 

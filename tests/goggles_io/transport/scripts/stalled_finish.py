@@ -33,7 +33,14 @@ stats = report.handlers.get("busy")
 line = {
     "busy": None
     if stats is None
-    else [stats.delivered, stats.dropped, stats.errors, stats.logged, stats.not_in_time, stats.kept],
+    else [
+        stats.delivered,
+        stats.dropped,
+        stats.errors,
+        stats.logged,
+        stats.not_in_time,
+        stats.kept,
+    ],
     "transport": dict(report.transport.losses),
     "missing": report.missing,
     "timed_out": report.timed_out,
