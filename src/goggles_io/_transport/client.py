@@ -319,9 +319,9 @@ class SocketClient:
                     handlers[str(name)] = HandlerStats.from_wire(stats)
         handlers = self._with_dead_hosts(handlers)
         tally = self._close(keep=gave_up)
-        kept = tally.losses.get(KEPT_FOR_LATER, 0)
-        if kept:  # what the host's handlers did not take is among what we kept: not lost
-            handlers = {name: s.kept_for_later(kept) for name, s in handlers.items()}
+        kept_n = tally.losses.get(KEPT_FOR_LATER, 0)
+        if kept_n:  # what the host's handlers did not take is among what we kept: not lost
+            handlers = {name: s.kept_for_later(kept_n) for name, s in handlers.items()}
         handlers.update(local.handlers)
         result = FinishReport(
             handlers=handlers,

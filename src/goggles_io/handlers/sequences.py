@@ -283,8 +283,10 @@ def _write_all(fd: int, data: bytes) -> None:
 def _well_formed(record: Any) -> bool:
     if not isinstance(record, dict):
         return False
-    ints = [record.get(key) for key in ("ino", "at", "end")]
-    if any(type(v) is not int or v < 0 for v in ints) or ints[1] > ints[2]:
+    ino, at, end = (record.get(key) for key in ("ino", "at", "end"))
+    if type(ino) is not int or type(at) is not int or type(end) is not int:
+        return False
+    if ino < 0 or not 0 <= at <= end:
         return False
     seq = record.get("seq")
     return isinstance(seq, dict) and all(
