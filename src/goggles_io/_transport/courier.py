@@ -321,18 +321,6 @@ class Courier:
                 self._ops.append(call)
         data.append(encode_frame(encoder.encode(call)))
 
-    def send_now(self, marker: Marker, wait_s: float) -> bool:
-        """Send ``marker``'s operation ahead of what the pipe still holds (a finish that gave
-        up); ``False`` when there is no connection or it is busy for ``wait_s``."""
-        from goggles_io._event.codec import Encoder  # its own: the worker's is not shared
-
-        with self._lock:
-            self._markers[marker.call.token] = marker
-        try:
-            return self.link.send_now(encode_frame(Encoder().encode(marker.call)), wait_s)
-        except OSError:
-            return False
-
     # -- the link's receiver ----------------------------------------------------------------
     def on_ack(self, ack: Ack) -> None:
         """The host's handlers took every event frame up to ``ack.seq``."""

@@ -90,21 +90,6 @@ class HostLink:
         with self._sending:
             sock.sendall(data)
 
-    def send_now(self, data: bytes, wait_s: float) -> bool:
-        """Write ``data`` now if connected and no other write holds the socket for ``wait_s``.
-
-        Raises:
-            OSError: the host is gone.
-        """
-        sock = self._sock
-        if sock is None or not self._sending.acquire(timeout=wait_s):
-            return False
-        try:
-            sock.sendall(data)
-        finally:
-            self._sending.release()
-        return True
-
     def ask(self, call: Call, wait_s: float) -> Reply | None:
         """Run ``call`` on the host over a connection of its own; its reply, or ``None``.
 

@@ -124,7 +124,9 @@ class TestSequenceLog:
 
     @pytest.mark.timeout(30)
     @pytest.mark.parametrize("kind", ["fifo", "symlink", "garbage"])
-    def test_a_hostile_log_is_neither_followed_nor_waited_on(self, tmp_path: Path, kind: str) -> None:
+    def test_a_hostile_log_is_neither_followed_nor_waited_on(
+        self, tmp_path: Path, kind: str
+    ) -> None:
         data = tmp_path / "out.jsonl"
         target = tmp_path / "elsewhere"
         target.write_text('{"ino": 1, "at": 0, "end": 0, "seq": {"a": 99}, "all": true}\n')
@@ -170,7 +172,11 @@ class TestSequenceLog:
             step += 1
             log.intend(at, at + len(lines), {"p": seq + n})
             if step == crash:
-                os.write(fd, lines[: int(len(lines) * part)])  # died inside the write
+                cut = int(len(lines) * part)
+                os.write(fd, lines[:cut])  # died inside the write (or right after it)
+                if cut == len(lines):  # all of it landed: the file holds it
+                    seq += n
+                    whole += lines
                 break
             step += 1
             os.write(fd, lines)
