@@ -188,6 +188,7 @@ class Courier:
         self._ops: list[Call] = []  # operations sent, replayed on every new host
         self._op_tokens: set[int] = set()
         self._again = False  # between AGAIN markers
+        self._again_before: dict[int, bool] = {}  # per pipe batch not acknowledged: _again then
         self._lock = threading.Lock()
 
     # -- the pipe's worker ------------------------------------------------------------------
@@ -202,6 +203,8 @@ class Courier:
         (between ``AGAIN`` markers) go unnumbered: they were numbered by their own producer.
         """
         gen = self.generation()
+        with self._lock:  # framed again after a death: in the AGAIN state it was framed in
+            self._again = self._again_before.setdefault(seq, self._again)
         encoder, batcher = self._codec()
         data: list[bytes] = []
         sent = _Sent(seq, None, set(), [], [])
@@ -359,6 +362,7 @@ class Courier:
                 self._answered -= head.tokens
                 done.append(sent.popleft())
                 _add(self.taken, head.taken)
+                self._again_before.pop(head.seq, None)
         for each in done:
             self.pools.release(each.refs)
         if done:
