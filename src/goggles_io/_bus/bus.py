@@ -230,9 +230,13 @@ class EventBus:
             per_lane = self._routes_per_event(events)
         dropped = 0
         for lane, batch in per_lane.items():
-            dropped += lane.offer_many(batch, redelivered=redelivered)
+            n = len(batch)
+            refused = lane.offer_many(batch, redelivered=redelivered)
+            dropped += refused
             if ticket is not None and lane.backpressure:
                 lane.offer_ticket(ticket)
+                if n > refused:  # what the handler takes of it, once the ticket settles
+                    ticket.taken[lane.name] = n - refused
         return dropped
 
     def _uniform_routes(self, events: list[Event]) -> dict[Lane, list[Event]] | None:

@@ -50,6 +50,9 @@ class HandlerStats:
     """Events routed to the handler (``None``: a tally that does not know, the transport's)."""
     not_in_time: int = 0
     """Of :attr:`dropped`: still queued when finish gave up on the handler (it stalled)."""
+    kept: int = 0
+    """Not handled when finish gave up, and kept on disk for later by the producer (not lost,
+    not in :attr:`dropped`): ``delivered + dropped + failed + kept == logged``."""
 
     @property
     def lost(self) -> int:
@@ -71,6 +74,7 @@ class HandlerStats:
             self.failed,
             self.logged,
             self.not_in_time,
+            self.kept,
         ]
 
     @classmethod
@@ -80,7 +84,7 @@ class HandlerStats:
         Raises:
             TypeError, ValueError: ``raw`` is not such a list.
         """
-        raw = list(raw) + [None] * (7 - len(raw))
+        raw = list(raw) + [None] * (8 - len(raw))
         losses = raw[3] if isinstance(raw[3], dict) else {}
         return cls(
             delivered=int(raw[0]),
@@ -90,6 +94,7 @@ class HandlerStats:
             failed=int(raw[4] or 0),
             logged=None if raw[5] is None else int(raw[5]),
             not_in_time=int(raw[6] or 0),
+            kept=int(raw[7] or 0),
         )
 
     def plus(self, other: HandlerStats) -> HandlerStats:
@@ -106,6 +111,27 @@ class HandlerStats:
             failed=self.failed + other.failed,
             logged=logged,
             not_in_time=self.not_in_time + other.not_in_time,
+            kept=self.kept + other.kept,
+        )
+
+    def kept_for_later(self, most: int) -> HandlerStats:
+        """This tally with what finish gave up on counted as :attr:`kept`, at most ``most``:
+        the producer kept on disk every event the handler did not take (ADR 0030). That is
+        what the lane counted ``not_in_time`` (moved out of :attr:`dropped`), and what it still
+        held when asked (neither delivered, dropped nor failed)."""
+        most = max(most, 0)
+        moved = min(self.not_in_time, most)
+        held = 0
+        if self.logged is not None:
+            held = self.logged - self.delivered - self.dropped - self.failed
+            held = min(max(held, 0), most - moved)
+        if not moved and not held:
+            return self
+        return attrs.evolve(
+            self,
+            dropped=self.dropped - moved,
+            not_in_time=self.not_in_time - moved,
+            kept=self.kept + moved + held,
         )
 
 
@@ -152,8 +178,10 @@ class FinishReport:
             part += f", {s.errors} errors"
             if s.failed:
                 part += f" ({s.failed} events raised)"
+            if s.kept:
+                part += f", {s.kept} kept for later"
             if s.logged is not None:
-                part += f" of {s.logged} logged"
+                part += f" of {s.logged} {'that reached it' if s.kept else 'logged'}"
             if s.losses:
                 own = ", ".join(f"{n} {reason}" for reason, n in sorted(s.losses.items()))
                 part += f" (handler: {own})"

@@ -4,7 +4,8 @@ Producers :meth:`~Pipe.put` from any thread; one worker takes items in order as 
 and calls ``send(seq, items, redelivered)``. A batch is then kept (counted in memory) until the
 sink acknowledges it (:meth:`~Pipe.ack`, cumulative): ADR 0029's sent → kept → released. After
 :meth:`~Pipe.link_lost` every kept batch is sent again, in order, before anything newer, marked
-``redelivered``; a ``send`` that raises (the sink is down) is retried with backoff. A full memory
+``redelivered`` (a ``send`` may read :attr:`~Pipe.sending_gen`, the count of lost links its batch
+was picked under, and refuse a batch picked before the latest loss: ADR 0057); a ``send`` that raises (the sink is down) is retried with backoff. A full memory
 budget spills to the spool (later items follow, so order holds), then blocks the producer for a
 bounded time per burst (never while the sink is known down), then drops and counts by reason
 (ADR 0025). For each unit put: delivered (acknowledged) or one counted loss, once closed.
@@ -118,6 +119,8 @@ class Pipe(Generic[T]):
         self._bytes_out = 0  # bytes ever released (acked, or taken out of memory)
         self._waiting = self._new_waiting()  # behind the queue once spilled, in order
         self._kept: Kept[T] = Kept()  # made, not yet acknowledged
+        # The link generation (lost links so far) of the batch the worker is sending now.
+        self.sending_gen = 0
         self._down = False  # the sink is known down: producers do not block
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -260,6 +263,10 @@ class Pipe(Generic[T]):
                 batch, part = self._pick_locked()
                 if batch is None and part is None and self._closed:
                     return
+                # The link it is picked for, read with the pick: a link lost after this makes
+                # it due again, and a sink that checks ``sending_gen`` refuses it (it would
+                # overtake the batches sent again).
+                gen = self.sending_gen = self._kept.gen
             if part is not None:
                 self._sleeping = False
                 self._read_back(part)  # kept as a new batch; picked in order next time round
@@ -268,7 +275,6 @@ class Pipe(Generic[T]):
                 self._sleep()
                 continue
             self._sleeping = False
-            gen = self._kept.gen
             again = batch.attempts > 0
             batch.attempts += 1
             try:

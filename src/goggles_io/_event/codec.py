@@ -29,6 +29,7 @@ import numpy as np
 from cattrs import UnstructureStrategy
 from cattrs.preconf.msgpack import make_converter
 
+from goggles_io._event.batch_tail import batch_tail, read_batch_tail
 from goggles_io._event.messages import Ack, Batch, Call, Hello, Message, OutBatch, Reply
 from goggles_io._event.records import (
     SCALAR_ROW_LEN,
@@ -171,8 +172,7 @@ def _unstructure_batch(b: Batch | OutBatch) -> list[Any]:
                 body.append(first)
                 continue
         body.append(col)
-    if b.redelivered:
-        body.append(True)  # a 15th element only when set: ordinary batches stay as they were
+    body += batch_tail(b.redelivered, b.producer, b.first)  # nothing for an ordinary batch
     return body
 
 
@@ -199,14 +199,10 @@ def _column(name: str, col: Any, n: int) -> Any:
 
 
 def _structure_batch(t: Any, _: Any) -> Batch:
-    if type(t) is not list or len(t) not in (2 + len(_COLUMNS), 3 + len(_COLUMNS)):
+    if type(t) is not list or not 2 + len(_COLUMNS) <= len(t) <= 4 + len(_COLUMNS):
         raise _bad(f"batch must be [seq, n, {len(_COLUMNS)} columns] (got {t!r:.80})", t)
-    redelivered = len(t) == 3 + len(_COLUMNS)
-    if redelivered:
-        if t[-1] is not True:
-            raise _bad(f"a batch's redelivered mark must be true (got {t[-1]!r:.40})", t)
-        t = t[:-1]
-    seq, n, kind, *rest = t
+    redelivered, producer, first = read_batch_tail(t, 2 + len(_COLUMNS))
+    seq, n, kind, *rest = t[: 2 + len(_COLUMNS)]
     if type(seq) is not int or type(n) is not int or n < 0:
         raise _bad(f"batch seq and count must be ints (got {seq!r}, {n!r})", t)
     if type(kind) is list:
@@ -219,8 +215,10 @@ def _structure_batch(t: Any, _: Any) -> Batch:
     # Positional construction: the host's hot path, twice as fast as keywords; ``map`` calls
     # Event without a tuple per event. Every list column has ``n`` values (checked above) and
     # ``payload`` always is one, so it stops at ``n``.
+    if producer:  # each event stamped with its sequence in the producer's stream (ADR 0057)
+        cols += [itertools.repeat(producer, n), range(first, first + n)]
     events = list(map(Event, kinds, *cols))
-    return Batch(seq, events, redelivered)
+    return Batch(seq, events, redelivered, producer, first)
 
 
 def _unstructure_event(e: Event) -> tuple[Any, ...]:
@@ -357,7 +355,8 @@ class Encoder:
         cls = type(message)
         body = None
         if cls is OutBatch:  # the client's batch: scalar rows go as names and values
-            body = scalar_columns_body(message.seq, message.events, message.redelivered)  # type: ignore[union-attr]
+            b: OutBatch = message  # type: ignore[assignment]
+            body = scalar_columns_body(b.seq, b.events, b.redelivered, b.producer, b.first)
         if body is not None:
             out: bytes = self._packer.pack([SCALARS_TAG, body])
         else:

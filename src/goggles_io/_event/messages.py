@@ -29,12 +29,16 @@ class Batch:
     """A numbered batch of events; the host acknowledges it once its handlers took every event.
 
     ``redelivered``: the client sent it before to a host that died without acknowledging it, so
-    a handler may have handled part of it already (ADR 0030).
+    a handler may have handled part of it already (ADR 0030). ``producer`` and ``first``: who
+    sent the events and the first one's sequence in that producer's stream (the next ones
+    follow it by one); every event is stamped with them (ADR 0057). ``""``: not numbered.
     """
 
     seq: int
     events: list[Event]
     redelivered: bool = False
+    producer: str = ""
+    first: int = 0
 
 
 @attrs.frozen
@@ -45,14 +49,22 @@ class OutBatch:
     seq: int
     events: list[Event | Row]
     redelivered: bool = False
+    producer: str = ""
+    first: int = 0
 
 
 @attrs.frozen
 class Ack:
-    """Host -> client: every batch up to ``seq`` is delivered; ``dropped`` were refused by the bus."""
+    """Host -> client: every batch up to ``seq`` is delivered; ``dropped`` were refused by the bus.
+
+    ``taken``: per batch acknowledged now (its ``seq``), the events of it each handler took, by
+    handler name, so that a client whose host dies still counts what the dead host's handlers
+    took (ADR 0057).
+    """
 
     seq: int
     dropped: int = 0
+    taken: list[tuple[int, dict[str, int]]] = attrs.field(factory=list)
 
 
 @attrs.frozen

@@ -34,6 +34,13 @@ Contract for handler authors and for the transport:
 * ``timestamp`` is the emission time (``time.time()`` in the producer), never the handling time;
   ``time`` is robo-goggles' caller-given time of the event (e.g. simulated seconds), or ``None``.
 * ``filepath`` / ``lineno`` are the caller's, or ``None`` when caller info is disabled.
+* ``producer`` / ``seq`` say where a sink may have this event already (ADR 0057): the socket
+  host stamps every event a client sent with the client's producer id and the event's sequence
+  in that producer's stream, the same on every redelivery and increasing in the order the
+  producer logged. ``""`` / ``0`` for an event that no host numbered (in-process, left-overs).
+  A sink that skips an event whose ``seq`` is not above the last it kept from ``producer``
+  holds each event once however often it is sent (:class:`goggles_io.handlers.Sequences`).
+  Not part of the event's value: left out of ``==``, ``repr`` and :meth:`Event.to_dict`.
 """
 
 from __future__ import annotations
@@ -150,6 +157,8 @@ class Event:
     lineno: int | None = None
     extra: Mapping[str, Any] = attrs.field(factory=dict)
     time: float | None = None
+    producer: str = attrs.field(default="", eq=False, repr=False)
+    seq: int = attrs.field(default=0, eq=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a plain dict (``kind`` as its string value; arrays left as arrays)."""

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from operator import countOf
 from typing import Any
 
+from goggles_io._event.batch_tail import batch_tail, read_batch_tail
 from goggles_io._event.messages import Batch
 from goggles_io._event.records import KINDS, SCALAR_ROW_LEN, Event, Kind
 from goggles_io.exceptions import FrameError
@@ -59,7 +60,9 @@ def _folded(col: list[Any], n: int) -> Any:
     return col
 
 
-def scalar_columns_body(seq: int, rows: list[Any], redelivered: bool) -> list[Any] | None:
+def scalar_columns_body(
+    seq: int, rows: list[Any], redelivered: bool, producer: str = "", first: int = 0
+) -> list[Any] | None:
     """The body of this form for ``rows``, or ``None`` unless they are all scalar rows
     (:data:`~goggles_io._event.records.Row`, :data:`SCALAR_ROW_LEN` long; an :class:`Event` has
     no length); the values are packed as the rows hold them.
@@ -77,8 +80,7 @@ def scalar_columns_body(seq: int, rows: list[Any], redelivered: bool) -> list[An
     flat = list(_flatten(rows))
     body: list[Any] = [seq, n]
     body += [_folded(flat[i::SCALAR_ROW_LEN], n) for i in range(SCALAR_ROW_LEN)]
-    if redelivered:
-        body.append(True)
+    body += batch_tail(redelivered, producer, first)
     return body
 
 
@@ -156,13 +158,10 @@ def _extras(col: Any, n: int) -> list[dict[str, Any]]:
 def structure_scalar_columns(t: Any, _: Any) -> Batch:
     """The :class:`Batch` of events a body of this form stands for; :class:`FrameError` (or
     another exception the decoder turns into one) for anything malformed."""
-    if type(t) is not list or len(t) not in (_BODY_LEN, _BODY_LEN + 1):
+    if type(t) is not list or not _BODY_LEN <= len(t) <= _BODY_LEN + 2:
         raise _bad(f"scalar batch must be [seq, n, {SCALAR_ROW_LEN} columns] (got {t!r:.80})", t)
-    redelivered = len(t) == _BODY_LEN + 1
-    if redelivered:
-        if t[-1] is not True:
-            raise _bad(f"a batch's redelivered mark must be true (got {t[-1]!r:.40})", t)
-        t = t[:-1]
+    redelivered, producer, first = read_batch_tail(t, _BODY_LEN)
+    t = t[:_BODY_LEN]
     (
         seq,
         n,
@@ -187,21 +186,21 @@ def structure_scalar_columns(t: Any, _: Any) -> Batch:
     pairs = zip(_column("name", names, n), _column("value", values, n), strict=True)
     payloads = [{k: v} for k, v in pairs]
     # Every column has ``n`` values (a bare value is repeated ``n`` times): map stops at ``n``.
-    events = list(
-        map(
-            Event,  # positionally: the host's hot path
-            _kinds(kind, n),
-            _column("scope", scope, n),
-            payloads,
-            _column("level", level, n),
-            _column("step", step, n),
-            _column("timestamp", ts, n),
-            _column("logger", logger, n),
-            _column("pid", pid, n),
-            _column("filepath", filepath, n),
-            _column("lineno", lineno, n),
-            _extras(extra, n),
-            _column("time", when, n),
-        )
-    )
-    return Batch(seq, events, redelivered)
+    cols: list[Iterable[Any]] = [
+        _kinds(kind, n),
+        _column("scope", scope, n),
+        payloads,
+        _column("level", level, n),
+        _column("step", step, n),
+        _column("timestamp", ts, n),
+        _column("logger", logger, n),
+        _column("pid", pid, n),
+        _column("filepath", filepath, n),
+        _column("lineno", lineno, n),
+        _extras(extra, n),
+        _column("time", when, n),
+    ]
+    if producer:  # each event stamped with its sequence in the producer's stream (ADR 0057)
+        cols += [itertools.repeat(producer, n), range(first, first + n)]
+    events = list(map(Event, *cols))  # positionally: the host's hot path
+    return Batch(seq, events, redelivered, producer, first)

@@ -4,7 +4,9 @@ Each batch read from a client gets a :class:`~goggles_io._bus.items.Ticket` that
 lists through every lane it was routed to. A lane settles it when its worker got past the list
 (handled, or dropped and counted by the lane); the ticket is done when every lane did. This
 thread acknowledges the longest run of done tickets, oldest first, so ``Ack(seq)`` keeps its
-meaning: every batch up to ``seq`` is through. Until then the client keeps the batch and sends
+meaning: every batch up to ``seq`` is through; it says how many events of each batch each handler
+took, so the client counts what this host's handlers took even if the host dies (ADR 0057).
+Until then the client keeps the batch and sends
 it again to the next host if this one dies (ADR 0030).
 """
 
@@ -50,14 +52,17 @@ class BatchAcks:
         with self._lock:
             last = None
             dropped = 0
+            taken: list[tuple[int, dict[str, int]]] = []
             tickets = self._tickets
             while tickets and tickets[0].done:
                 last = tickets.popleft()
                 dropped += last.dropped
+                if last.taken:
+                    taken.append((last.seq, last.taken))
             if last is None or self._writer.broken:
                 return
             try:
-                self._writer.send(Ack(last.seq, dropped))
+                self._writer.send(Ack(last.seq, dropped, taken))
             except OSError:
                 self._writer.broken = True
 

@@ -41,20 +41,26 @@ class Batcher:
         self._on_unencodable = on_unencodable
         self._max = max_frame_bytes
 
-    def frames(self, events: list[Sendable], redelivered: bool = False) -> list[Frame]:
+    def frames(
+        self, events: list[Sendable], redelivered: bool = False, producer: str = "", first: int = 0
+    ) -> list[Frame]:
         """Return the frames carrying ``events``; unencodable events are reported and left out.
 
-        ``redelivered`` marks them as sent before to a host that died (ADR 0030).
+        ``redelivered`` marks them as sent before to a host that died (ADR 0030); ``producer``
+        and ``first`` number them (``first`` is the sequence of ``events[0]``, the next ones
+        follow by one: ADR 0057). A frame's first event keeps its own number when the list is
+        split, and an event left out leaves a gap: every event has the same number on every
+        send.
         """
         encoder = self.encoder
         assert encoder is not None, "set Batcher.encoder once connected"
         encoder.refs = []
         encoder.created = []
         try:
-            payload = encoder.encode(OutBatch(self.seq + 1, events, redelivered))
+            payload = encoder.encode(OutBatch(self.seq + 1, events, redelivered, producer, first))
         except _ENCODE_ERRORS:
             self._release(encoder.created)
-            return self._one_by_one(events, encoder, redelivered)
+            return self._one_by_one(events, encoder, redelivered, producer, first)
         if len(payload) > self._max:
             self._release(encoder.created)
             if len(events) == 1:
@@ -63,15 +69,21 @@ class Batcher:
                 self._release(_staged(events))
                 return []
             half = len(events) // 2
-            return self.frames(events[:half], redelivered) + self.frames(events[half:], redelivered)
+            later = first + half if producer else 0
+            return self.frames(events[:half], redelivered, producer, first) + self.frames(
+                events[half:], redelivered, producer, later
+            )
         self.seq += 1
         return [(self.seq, encode_frame(payload, self._max), events, encoder.refs)]
 
     def _one_by_one(
-        self, events: list[Sendable], encoder: Encoder, redelivered: bool
+        self, events: list[Sendable], encoder: Encoder, redelivered: bool, producer: str, first: int
     ) -> list[Frame]:
+        """Leave out the events that cannot be encoded; the runs between them go as frames,
+        each numbered from its own first event."""
+        runs: list[tuple[int, list[Sendable]]] = []
         good: list[Sendable] = []
-        for event in events:
+        for i, event in enumerate(events):
             encoder.refs = []
             encoder.created = []
             try:
@@ -79,10 +91,16 @@ class Batcher:
             except _ENCODE_ERRORS as exc:
                 self._on_unencodable(exc)
                 self._release(_staged([event]))
+                good = []
             else:
+                if not good:
+                    runs.append((i, good))
                 good.append(event)
             self._release(encoder.created)
-        return self.frames(good, redelivered) if good else []
+        frames: list[Frame] = []
+        for at, run in runs:
+            frames += self.frames(run, redelivered, producer, first + at if producer else 0)
+        return frames
 
 
 def payload_of(event: Sendable) -> object:

@@ -36,6 +36,7 @@ from goggles_io._transport.operations import HandlerOperations, Marker
 from goggles_io._transport.placement import LocalHandlers
 from goggles_io._transport.pools import ArrayPools
 from goggles_io._transport.settings import (
+    SUBSCRIBER_PREFIX,
     TransportSettings,
     default_socket_path,
     prepare_socket_dir,
@@ -160,6 +161,8 @@ class SocketClient:
         )
         self.courier.ack_pipe = self._acked
         self.courier.more = self.pipe.queued
+        pipe = self.pipe
+        self.courier.generation = lambda: pipe.sending_gen
         # Where a scalar's row goes: emit_row until started, then (asynchronous) the pipe's put
         # itself, one call fewer on the logger's hot path.
         self.put_row: Callable[[Row, int], object] = self.emit_row
@@ -311,11 +314,10 @@ class SocketClient:
         # After the wait, which gives up: a flush behind a pipe the host stopped reading (a hung
         # handler there) would never come back.
         local = self.local.finish_fed(self, left_s, wait_for_host=not gave_up)
-        if gave_up:  # ahead of what is left: the host's tally of what its handlers took
+        if gave_up:  # the host's tally of what its handlers took, on a connection of its own
             args = {"timeout_s": _LAST_WORD_S, "stall_s": _LAST_WORD_S}
             marker = Marker(Call(next(self._tokens), "finish", args))
-            if self.courier.send_now(marker, _LAST_WORD_S):
-                marker.done.wait(_LAST_WORD_S * 2)
+            marker.result = self.link.ask(marker.call, _LAST_WORD_S * 2 + 1.0)
         else:
             marker = self.control("finish", {"timeout_s": left_s, "stall_s": stall_s})
             marker.done.wait(stall_s * 2 + 5.0 if left_s is None else left_s)
@@ -326,7 +328,11 @@ class SocketClient:
             for name, stats in (marker.result.result.get("handlers") or {}).items():
                 with contextlib.suppress(TypeError, ValueError, AttributeError, IndexError):
                     handlers[str(name)] = HandlerStats.from_wire(stats)
+        handlers = self._with_dead_hosts(handlers)
         tally = self._close(keep=gave_up)
+        kept_n = tally.losses.get(KEPT_FOR_LATER, 0)
+        if kept_n:  # what the host's handlers did not take is among what we kept: not lost
+            handlers = {name: s.kept_for_later(kept_n) for name, s in handlers.items()}
         handlers.update(local.handlers)
         for name, n in self.leftovers.kept_from_local.items():  # nothing else can rebuild them
             handlers[name] = _not_in_time(handlers.get(name, HandlerStats(logged=0)), n)
@@ -343,6 +349,17 @@ class SocketClient:
         elif self.settings.verbose:
             report(f"pid {os.getpid()}: {self.pipe.delivered} delivered, nothing lost")
         return result
+
+    def _with_dead_hosts(self, handlers: dict[str, HandlerStats]) -> dict[str, HandlerStats]:
+        """The last host's tally per handler plus what hosts that died before it took of ours
+        (their acknowledgements said how many, ADR 0057): the counts cover the whole run."""
+        for name, n in self.courier.taken_before.items():
+            if name.startswith(SUBSCRIBER_PREFIX):
+                continue  # a local handler's feed: that handler's own tally counts
+            taken = HandlerStats(delivered=n, logged=n)
+            last = handlers.get(name)
+            handlers[name] = taken if last is None else last.plus(taken)
+        return handlers
 
     def release(self, timeout_s: float | None = None) -> FinishReport:
         """Hand what is put to the host and leave, without waiting for its handlers.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import operator
 import os
+import secrets
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -23,7 +24,7 @@ import attrs
 from goggles_io._event.messages import Ack, Call, Reply
 from goggles_io._event.records import ROW_PAYLOAD, Event, Row, ShmRef
 from goggles_io._transport.framing import encode_frame
-from goggles_io._transport.link import HostLink
+from goggles_io._transport.link import HostLink, LinkLost
 from goggles_io._transport.operations import Marker
 from goggles_io._transport.pools import ArrayPools
 
@@ -33,7 +34,15 @@ if TYPE_CHECKING:
     from goggles_io._event.codec import Encoder
     from goggles_io._transport.batching import Batcher, Sendable
 
-__all__ = ["AGAIN", "REPLAYED", "Courier", "Item", "load_modules", "loading_modules"]
+__all__ = [
+    "AGAIN",
+    "REPLAYED",
+    "SEQ_SHIFT",
+    "Courier",
+    "Item",
+    "load_modules",
+    "loading_modules",
+]
 
 Item = Event | Row | Marker  # a queued row is a scalar's event (records.Row)
 # Operations replayed, in order, on a new host (after a host death, or in a forked child).
@@ -41,6 +50,9 @@ REPLAYED = ("attach", "replace", "detach", "call")
 # Not sent: the events after ``Call(AGAIN, {"on": True})`` go marked redelivered until one with
 # ``on`` false (a dead process's events its host may have handled: ``leftovers.py``).
 AGAIN = "again"
+# An event's sequence is its pipe batch's number shifted left by this, plus its index in the
+# batch (a client batch holds at most 1024 items): the same on every send (ADR 0057).
+SEQ_SHIFT = 20
 
 # The codec (numpy, cattrs), the election and the pools are imported by the pipe's worker, so
 # attach() and the first log calls never wait on them (ADR 0025). A fork while that import runs
@@ -113,6 +125,12 @@ def _plain(items: list[Item]) -> bool:
     return ShmRef not in set(map(type, payloads))
 
 
+def _add(into: dict[str, int], counts: dict[str, int]) -> None:
+    """Add ``counts`` to ``into``, name by name."""
+    for name, n in counts.items():
+        into[name] = into.get(name, 0) + n
+
+
 class PipeOwner(Protocol):
     """What the client that holds the pipe offers to those that put into it on its behalf."""
 
@@ -132,6 +150,8 @@ class _Sent:
     tokens: set[int]  # operations not answered yet
     refs: list[ShmRef]  # slots its frames refer to: given back at its acknowledgement
     created: list[ShmRef]  # of those, the ones the encoder made (given back after a death)
+    frames: list[int] = attrs.field(factory=list)  # its event frames' seqs
+    taken: dict[str, int] = attrs.field(factory=dict)  # per handler, of its frames acknowledged
 
 
 class Courier:
@@ -145,6 +165,16 @@ class Courier:
         self.ack_pipe: Callable[[int], object] = lambda seq: None  # set once the pipe exists
         # Whether the pipe will call send again before it sleeps (set once the pipe exists).
         self.more: Callable[[], bool] = lambda: False
+        # The link generation the pipe picked the batch being sent for (set once it exists):
+        # the pipe's count of lost links, which is the link's (both count each loss once).
+        self.generation: Callable[[], int] = lambda: self.link.losses
+        # Who numbers the events (ADR 0057): one id per pipe, so per process and per finish.
+        self.producer = f"{os.getpid()}-{secrets.token_hex(6)}"
+        # Per handler, the events of the batches the current host acknowledged whole; at its
+        # death they move to ``taken_before``, which finish() adds to the next host's tally.
+        self.taken: dict[str, int] = {}
+        self.taken_before: dict[str, int] = {}
+        self._frames: dict[int, _Sent] = {}  # frames sent on this link, to their pipe batch
         self._unwritten: list[bytes] = []  # frames of batches sent, not written yet
         self._unwritten_bytes = 0
         self.host_dropped = 0  # of ours, refused by a full handler queue in the host
@@ -158,28 +188,54 @@ class Courier:
         self._ops: list[Call] = []  # operations sent, replayed on every new host
         self._op_tokens: set[int] = set()
         self._again = False  # between AGAIN markers
+        self._again_before: dict[int, bool] = {}  # per pipe batch not acknowledged: _again then
         self._lock = threading.Lock()
 
     # -- the pipe's worker ------------------------------------------------------------------
     def send(self, seq: int, items: list[Item], redelivered: bool) -> None:
-        """Write pipe batch ``seq`` in one go; raises ``OSError`` when the host is gone."""
+        """Write pipe batch ``seq`` in one go; raises ``OSError`` when the host is gone.
+
+        Only on the link the pipe picked the batch for (``generation``): once that link is
+        lost, a batch picked before the pipe heard of it would overtake the batches it sends
+        again, so it is refused (:class:`~goggles_io._transport.link.LinkLost`) and the pipe
+        picks again, in order. Each event goes numbered ``seq << SEQ_SHIFT | its index`` in
+        the batch (ADR 0057), the same on every send; events a dead process left for later
+        (between ``AGAIN`` markers) go unnumbered: they were numbered by their own producer.
+        """
+        gen = self.generation()
+        with self._lock:  # framed again after a death: in the AGAIN state it was framed in
+            self._again = self._again_before.setdefault(seq, self._again)
         encoder, batcher = self._codec()
         data: list[bytes] = []
         sent = _Sent(seq, None, set(), [], [])
-        again = redelivered or self._again
+        base = seq << SEQ_SHIFT
         if _plain(items):  # no operation, no staged array: one run of events
-            self._frame_events(items, again, batcher, sent, data)  # type: ignore[arg-type]
+            again = redelivered or self._again
+            first = 0 if self._again else base
+            self._frame_events(items, again, batcher, sent, data, first)  # type: ignore[arg-type]
         else:
-            self._frame_mixed(items, redelivered, encoder, batcher, sent, data)
+            self._frame_mixed(items, redelivered, encoder, batcher, sent, data, base)
         with self._lock:
-            self._sent.append(sent)
-            self._unwritten += data
-            self._unwritten_bytes += sum(map(len, data))
-            if self._unwritten_bytes < _WRITE_BYTES and self.more():
-                return  # written with the next batch's frames, before the pipe sleeps
-            data, self._unwritten, self._unwritten_bytes = self._unwritten, [], 0
+            if gen != self.link.losses:  # lost since the pick: link_lost() cleared what it held
+                stale = True
+            else:
+                stale = False
+                self._sent.append(sent)
+                for frame in sent.frames:
+                    self._frames[frame] = sent
+                self._unwritten += data
+                self._unwritten_bytes += sum(map(len, data))
+                if self._unwritten_bytes < _WRITE_BYTES and self.more():
+                    return  # written with the next batch's frames, before the pipe sleeps
+                data, self._unwritten, self._unwritten_bytes = self._unwritten, [], 0
+        if stale:
+            self.pools.release(sent.created)
+            raise LinkLost("the link was lost after this batch was picked")
         try:
-            self.link.send(b"".join(data))
+            self.link.send(b"".join(data), gen)
+        except LinkLost:
+            self._forget(sent)
+            raise
         except OSError:
             # Tells the pipe: every kept batch goes again (those written with this one too).
             self.link.disconnect()
@@ -195,14 +251,17 @@ class Courier:
         batcher: Batcher,
         sent: _Sent,
         data: list[bytes],
+        base: int,
     ) -> None:
-        """Frame runs of events between operations, a run ending early at 4 MiB of staged arrays."""
+        """Frame runs of events between operations, a run ending early at 4 MiB of staged arrays;
+        each run numbered from its first event's index in the batch (``base`` + index)."""
         events: list[Sendable] = []
         held = 0  # bytes of staged arrays the host will copy out for ``events``
         again = redelivered or self._again
-        for item in items:
+        first = 0  # the number of events[0] (0: unnumbered)
+        for i, item in enumerate(items):
             if isinstance(item, Marker):
-                self._frame_events(events, again, batcher, sent, data)
+                self._frame_events(events, again, batcher, sent, data, first)
                 events, held = [], 0
                 if item.call.op == AGAIN:  # ours, not the host's: marks the events after it
                     self._again = bool(item.call.args.get("on"))
@@ -211,13 +270,15 @@ class Courier:
                 else:
                     self._frame_call(item, encoder, sent, data)
                 continue
+            if not events:
+                first = 0 if self._again else base + i
             events.append(item)
             held += _staged_bytes(item)
             if held >= _FRAME_HELD_BYTES:
                 # A frame's arrays all live in the host at once: it waits for room per frame.
-                self._frame_events(events, again, batcher, sent, data)
+                self._frame_events(events, again, batcher, sent, data, first)
                 events, held = [], 0
-        self._frame_events(events, again, batcher, sent, data)
+        self._frame_events(events, again, batcher, sent, data, first)
 
     def _codec(self) -> tuple[Encoder, Batcher]:
         load_modules()
@@ -237,13 +298,16 @@ class Courier:
         batcher: Batcher,
         sent: _Sent,
         data: list[bytes],
+        first: int = 0,
     ) -> None:
         if not events:
             return
         staged: set[int] | None = None  # ids of the arrays staged at their log call
-        for frame_seq, frame, _, refs in batcher.frames(events, redelivered):
+        producer = self.producer if first else ""
+        for frame_seq, frame, _, refs in batcher.frames(events, redelivered, producer, first):
             data.append(frame)
             sent.last_frame = frame_seq
+            sent.frames.append(frame_seq)
             if refs:
                 if staged is None:
                     staged = {id(p) for p in map(_payload, events) if type(p) is ShmRef}
@@ -260,18 +324,6 @@ class Courier:
                 self._ops.append(call)
         data.append(encode_frame(encoder.encode(call)))
 
-    def send_now(self, marker: Marker, wait_s: float) -> bool:
-        """Send ``marker``'s operation ahead of what the pipe still holds (a finish that gave
-        up); ``False`` when there is no connection or it is busy for ``wait_s``."""
-        from goggles_io._event.codec import Encoder  # its own: the worker's is not shared
-
-        with self._lock:
-            self._markers[marker.call.token] = marker
-        try:
-            return self.link.send_now(encode_frame(Encoder().encode(marker.call)), wait_s)
-        except OSError:
-            return False
-
     # -- the link's receiver ----------------------------------------------------------------
     def on_ack(self, ack: Ack) -> None:
         """The host's handlers took every event frame up to ``ack.seq``."""
@@ -279,6 +331,11 @@ class Courier:
             self.host_dropped += ack.dropped
         with self._lock:
             self._acked_frame = max(self._acked_frame, ack.seq)
+            frames = self._frames
+            for frame, counts in ack.taken:
+                owner = frames.pop(frame, None)
+                if owner is not None:
+                    _add(owner.taken, counts)
         self._settle()
 
     def on_reply(self, reply: Reply) -> None:
@@ -304,6 +361,8 @@ class Courier:
                     break
                 self._answered -= head.tokens
                 done.append(sent.popleft())
+                _add(self.taken, head.taken)
+                self._again_before.pop(head.seq, None)
         for each in done:
             self.pools.release(each.refs)
         if done:
@@ -316,6 +375,9 @@ class Courier:
             lost, self._sent = list(self._sent), deque()
             self._unwritten, self._unwritten_bytes = [], 0  # the pipe sends them all again
             self._answered.clear()
+            _add(self.taken_before, self.taken)  # the dead host's handlers took these for good
+            self.taken = {}  # a batch acknowledged in part goes again: the next host counts it
+            self._frames.clear()
         for each in lost:
             self.pools.release(each.created)
 
@@ -323,6 +385,8 @@ class Courier:
         with self._lock:
             if sent in self._sent:
                 self._sent.remove(sent)
+            for frame in sent.frames:
+                self._frames.pop(frame, None)
         self.pools.release(sent.created)
 
     def replay(self) -> list[Call]:

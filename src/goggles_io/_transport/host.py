@@ -30,7 +30,7 @@ from goggles_io._transport.departures import says_goodbye, tell_producer_lost
 from goggles_io._transport.framing import FrameDecoder
 from goggles_io._transport.host_specs import build_handler, positive_bound
 from goggles_io._transport.identity import acquire_host_lock, peer_credentials
-from goggles_io._transport.settings import prepare_socket_dir
+from goggles_io._transport.settings import SUBSCRIBER_PREFIX, prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
 from goggles_io._transport.subscriber import ConnWriter, SubscriberSink
 from goggles_io._util.report import ReportOnce, host_name, report
@@ -42,7 +42,9 @@ _STARTUP_GRACE_S = 10.0
 _RECV_BYTES = 1 << 20
 _BACKPRESSURE_MAX_S = 2.0
 _BATCH_ROOM = 1024  # events a client batch holds at most: the room kept free in handler queues
-_SUBSCRIBER = "goggles_io.subscriber."  # the names of subscribers' sinks
+# A message is msgpack ``[tag, body]`` (0x92, then the tag as a positive fixint): the second
+# byte of a Hello (0) or Call (3) frame. Anything else waits for room as a batch would.
+_NOT_BATCHES = (b"\x92\x00", b"\x92\x03")
 
 
 class Host:
@@ -191,8 +193,11 @@ class Host:
                     frames.close()
                     break
                 for payload in frames.feed(data):
-                    # Wait before decoding: decoding copies the batch's arrays out of shm.
-                    self._wait_for_room(_BATCH_ROOM)
+                    # Wait before decoding: decoding copies the batch's arrays out of shm. Only
+                    # a batch waits: an operation (a finish that gave up on a hung handler,
+                    # on a connection of its own) is answered however full the lanes are.
+                    if payload[:2] not in _NOT_BATCHES:
+                        self._wait_for_room(_BATCH_ROOM)
                     msg = decoder.decode(payload)
                     if type(msg) is Batch:
                         unfinished = True
@@ -240,7 +245,7 @@ class Host:
         subscribers' sinks stay."""
         forget = getattr(self.bus, "forget_finished", None)
         if forget is not None:
-            forget({name for name in self.bus.handlers if not name.startswith(_SUBSCRIBER)})
+            forget({name for name in self.bus.handlers if not name.startswith(SUBSCRIBER_PREFIX)})
 
     def _wait_for_room(self, n: int) -> None:
         """Backpressure: while a handler lane is full, stop reading this socket.
@@ -316,7 +321,7 @@ class Host:
                 sink = bus.handlers[subscribed[0]]
             else:
                 self._subscribers += 1
-                name = f"{_SUBSCRIBER}{args.get('pid', '?')}.{self._subscribers}"
+                name = f"{SUBSCRIBER_PREFIX}{args.get('pid', '?')}.{self._subscribers}"
                 sink = SubscriberSink(name, writer, list(kinds) if kinds else None)
                 sink.queue_size = positive_bound(args.get("max_events"))
                 sink.queue_bytes = positive_bound(args.get("max_bytes"))

@@ -18,6 +18,7 @@ import contextlib
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -28,9 +29,13 @@ from goggles_io._util.report import report
 if TYPE_CHECKING:
     from goggles_io._transport.election import HostElector
 
-__all__ = ["HostLink"]
+__all__ = ["HostLink", "LinkLost"]
 
 _MAX_BACKOFF_S = 0.25
+
+
+class LinkLost(OSError):
+    """A write meant for a connection that is lost: the pipe picks again, in order."""
 
 
 class HostLink:
@@ -56,37 +61,65 @@ class HostLink:
         self._warn_once = warn_once
         self._sock: socket.socket | None = None
         self._gen = 0
+        # Connections lost so far (each also told to ``on_lost``, once): a write made for an
+        # earlier count is refused, never sent on a newer connection (see ``send``).
+        self.losses = 0
         self._lock = threading.Lock()
         self._sending = threading.Lock()  # one write at a time: frames never interleave
         self._wake = threading.Event()
         self._closing = False
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, losses: int | None = None) -> None:
         """Write ``data`` on the connection (connecting first when there is none).
 
+        ``losses``: the count of lost connections ``data`` was made for. Once another was lost
+        since, ``data`` is refused rather than sent on a new connection ahead of what the
+        owner must send again first (a receiver notices a death while the sender frames).
+
         Raises:
+            LinkLost: a connection was lost since ``data`` was made.
             OSError: the host is gone (or the link is closing): the caller keeps what it sent.
         """
-        sock = self._sock or self._connect()
+        with self._lock:
+            if losses is not None and losses != self.losses:
+                raise LinkLost("the connection this was made for is lost")
+            sock = self._sock
+        sock = sock or self._connect()
         if sock is None:
             raise OSError("the link is closing")
         with self._sending:
             sock.sendall(data)
 
-    def send_now(self, data: bytes, wait_s: float) -> bool:
-        """Write ``data`` now if connected and no other write holds the socket for ``wait_s``.
+    def ask(self, call: Call, wait_s: float) -> Reply | None:
+        """Run ``call`` on the host over a connection of its own; its reply, or ``None``.
 
-        Raises:
-            OSError: the host is gone.
+        For a finish that gave up: the host may have stopped reading our connection (a hung
+        handler's lane is full, ADR 0030), so an operation sent there would wait behind the
+        batches it has not read. A connection of its own is read at once. Never elects.
         """
-        sock = self._sock
-        if sock is None or not self._sending.acquire(timeout=wait_s):
-            return False
+        from goggles_io._event.codec import Decoder, Encoder
+
+        deadline = time.monotonic() + wait_s
         try:
-            sock.sendall(data)
-        finally:
-            self._sending.release()
-        return True
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(wait_s)
+                sock.connect(self.socket_path)
+                encoder = Encoder()
+                hello = encode_frame(encoder.encode(Hello(os.getpid())))
+                sock.sendall(hello + encode_frame(encoder.encode(call)))
+                frames, decoder = FrameDecoder(), Decoder()
+                while (left := deadline - time.monotonic()) > 0:
+                    sock.settimeout(left)
+                    data = sock.recv(1 << 16)
+                    if not data:
+                        return None
+                    for payload in frames.feed(data):
+                        msg = decoder.decode(payload)
+                        if type(msg) is Reply and msg.token == call.token:
+                            return msg
+        except (OSError, ValueError):
+            return None
+        return None
 
     def _connect(self) -> socket.socket | None:
         backoff = 0.01
@@ -138,13 +171,16 @@ class HostLink:
             if only is not None and self._sock is not only:
                 return  # already dropped (and maybe connected again)
             sock, self._sock = self._sock, None
+            told = lost and not self._closing and sock is not None
+            if told:
+                self.losses += 1  # before the owner hears of it: no write slips in between
         if sock is None:
             return
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             sock.close()
-        if lost and not self._closing:
+        if told:
             report(
                 f"pid {os.getpid()}: lost the host on {self.socket_path!r}; what it had not "
                 "acknowledged is kept and sent again to the next host; re-electing a host and "

@@ -33,6 +33,7 @@ from goggles_io._util.env import (
 from goggles_io.exceptions import ConfigurationError, SocketOwnershipError
 
 __all__ = [
+    "SUBSCRIBER_PREFIX",
     "SocketOwnershipError",
     "TransportSettings",
     "bindable_socket_path",
@@ -41,6 +42,7 @@ __all__ = [
     "read_transport_settings",
 ]
 
+SUBSCRIBER_PREFIX = "goggles_io.subscriber."  # the name of a subscriber's sink in the host
 _DEFAULT_SHM_THRESHOLD = 64 * 1024
 _DEFAULT_SHM_BYTES = 48 * 1024 * 1024  # 3 segments: a 1 MiB image burst stays in memory longer
 _DEFAULT_IDLE_TIMEOUT_S = 1.0

@@ -2,7 +2,8 @@
 
 ``ConsoleHandler`` and ``NoOpHandler`` load eagerly; ``LocalStorageHandler``, ``CsvHandler``,
 ``WandBHandler`` and ``RemoteHandler`` load when first accessed, so ``import goggles_io`` stays
-cheap and never pulls wandb in.
+cheap and never pulls wandb in. ``Sequences`` and ``SequenceLog`` are the helpers a custom sink
+uses to hold each event once across host deaths (ADR 0057).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ __all__ = [
     "LocalStorageHandler",
     "NoOpHandler",
     "RemoteHandler",
+    "SequenceLog",
+    "Sequences",
     "WandBHandler",
     "register_handler",
 ]
@@ -30,6 +33,7 @@ __all__ = [
 if TYPE_CHECKING:  # what the lazy names are, for type checkers (imported on first use)
     from goggles_io.handlers.csv import CsvHandler
     from goggles_io.handlers.remote import RemoteHandler
+    from goggles_io.handlers.sequences import SequenceLog, Sequences
     from goggles_io.handlers.storage import LocalStorageHandler
     from goggles_io.handlers.wandb import WandBHandler
 
@@ -39,6 +43,7 @@ __getattr__, _, _ = _lazy.attach(
     submod_attrs={
         "csv": ["CsvHandler"],
         "remote": ["RemoteHandler"],
+        "sequences": ["SequenceLog", "Sequences"],
         "storage": ["LocalStorageHandler"],
         "wandb": ["WandBHandler"],
     },

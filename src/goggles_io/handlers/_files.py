@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from goggles_io._util.report import report
+from goggles_io.handlers.sequences import SequenceLog
 
 __all__ = ["LineFile", "drop_torn_tail", "read_region"]
 
@@ -72,21 +73,31 @@ def read_region(path: Path, end: int, size: int) -> bytes:
 class LineFile:
     """Buffered appends of whole lines to one file, truncated back when a write fails.
 
+    With ``sequenced``, each write is recorded with the producers' last sequences of the events
+    in it (:class:`~goggles_io.handlers.sequences.SequenceLog`, ADR 0057): :attr:`marks` are
+    then what the file holds, recovered at :meth:`open`.
+
     Args:
         path: the file (created on :meth:`open`, appended to).
         owner: who writes it, for messages (the handler's name).
         buffer_bytes: buffered bytes that trigger a write without waiting for :meth:`flush`.
+        sequenced: keep the producers' sequences of what the file holds beside it.
     """
 
-    def __init__(self, path: Path, owner: str, buffer_bytes: int = 1 << 16) -> None:
+    def __init__(
+        self, path: Path, owner: str, buffer_bytes: int = 1 << 16, *, sequenced: bool = False
+    ) -> None:
         self.path = path
         self.owner = owner
         self.buffer_bytes = buffer_bytes
         self.lost_lines = 0
+        self.log = SequenceLog(path, owner) if sequenced else None
+        self.marks: dict[str, int] = {}  # what the file held when opened (sequenced)
         self._fd: int | None = None
         self._chunks: list[bytes] = []
         self._lines = 0
         self._buffered = 0
+        self._pending: dict[str, int] = {}  # the marks of what is buffered
         self._reported = False
 
     @property
@@ -100,18 +111,28 @@ class LineFile:
             return
         drop_torn_tail(self.path, self.owner)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        if self.log is not None:
+            self.marks = self.log.recover(self._fd)
 
     def size(self) -> int:
         """Bytes in the file (what is buffered not included)."""
         return os.fstat(self._fd).st_size if self._fd is not None else 0
 
-    def add(self, data: bytes, lines: int = 1) -> None:
-        """Buffer ``data`` (``lines`` whole lines, each ending in ``\\n``); write when enough."""
+    def add(self, data: bytes, lines: int = 1, producer: str = "", seq: int = 0) -> None:
+        """Buffer ``data`` (``lines`` whole lines, each ending in ``\\n``); write when enough.
+
+        ``producer``, ``seq``: the event the line stands for (recorded with the write)."""
+        if producer:
+            self._pending[producer] = seq
         self._chunks.append(data)
         self._lines += lines
         self._buffered += len(data)
         if self._buffered >= self.buffer_bytes:
             self.flush()
+
+    def add_marks(self, marks: dict[str, int]) -> None:
+        """Record ``marks`` with the next write: the events of the lines added before it."""
+        self._pending.update(marks)
 
     def flush(self) -> None:
         """Write what is buffered, as whole lines; count (and report once) what did not fit."""
@@ -119,7 +140,8 @@ class LineFile:
             return
         data, lines = b"".join(self._chunks), self._lines
         self._chunks, self._lines, self._buffered = [], 0, 0
-        self._append(data, lines)
+        marks, self._pending = self._pending, {}
+        self._append(data, lines, marks)
 
     def sync(self) -> None:
         """Flush and fsync (a failure to sync is reported, not raised)."""
@@ -140,15 +162,20 @@ class LineFile:
         finally:
             fd, self._fd = self._fd, None
             os.close(fd)
+            if self.log is not None:
+                self.log.close()
         if self.lost_lines:
             report(
                 f"{self.owner}: {self.lost_lines} lines were not written to {self.path} "
                 "(see the error above)"
             )
 
-    def _append(self, data: bytes, lines: int) -> None:
+    def _append(self, data: bytes, lines: int, marks: dict[str, int]) -> None:
         assert self._fd is not None
         start = os.fstat(self._fd).st_size
+        log = self.log
+        if log is not None:  # ahead of the data: a crash in between claims nothing unwritten
+            log.intend(start, start + len(data), marks)
         done = 0
         try:
             while done < len(data):
@@ -163,6 +190,9 @@ class LineFile:
             except OSError:
                 pass
             self._fail(exc, lines - data.count(b"\n", 0, keep))
+            return
+        if log is not None:
+            log.landed(marks, start + len(data))
 
     def _fail(self, exc: OSError, lost: int) -> None:
         self.lost_lines += lost

@@ -28,12 +28,16 @@ Contract for handler authors:
   :func:`goggles_io.call_handler` may invoke by handler name, with one msgpack-safe payload
   argument, on the instance the bus runs (possibly in the host process). They may be replayed
   after a host restart, so they must be idempotent (``record_config``, ``register_run``).
-* ``handle_redelivered(events)`` (optional) takes a list that a host killed while handling it
-  may have handed over in part already: the producer resends every batch the dead host had
-  not acknowledged, marked redelivered (issue 29). A sink that writes somewhere it can read
-  back skips the head it finds there and writes the rest, so each event lands once
-  (``LocalStorageHandler`` and ``CsvHandler`` do). Without it, the lane calls
-  ``handle_batch`` or ``handle`` as usual: the head may then be written twice. There is no
+* Exactly once (ADR 0057): a host killed while handling a batch may have handed part of it over
+  already, and the producer sends every batch the dead host had not acknowledged again. Each
+  event carries ``producer`` and ``seq`` (the same on every send, increasing per producer); a
+  sink skips an event whose ``seq`` is not above the last it kept from that producer and stores
+  those marks with its data (:class:`~goggles_io.handlers.sequences.Sequences`,
+  :class:`~goggles_io.handlers.sequences.SequenceLog`; ``LocalStorageHandler`` and
+  ``CsvHandler`` do). It must have written what it took when ``flush()`` returns: the host
+  acknowledges a batch after that.
+* ``handle_redelivered(events)`` (optional) takes such a resent list, marked redelivered
+  (issue 29); without it, the lane calls ``handle_batch`` or ``handle`` as usual. There is no
   default here on purpose: a handler without the hook keeps its own ``handle_batch`` path and
   the lane's per-event error counting.
 * ``producer_lost()`` (optional) is called by the socket host before it closes the handler

@@ -7,8 +7,9 @@ existed is continued without it. When a new metric appears after rows were
 written, the file is rewritten once with the extended header (temp file + ``os.replace``, so a
 reader or a crash sees the old table or the new one, never half). Settings recorded through
 :meth:`CsvHandler.record_config` go to ``metrics.config.kv`` beside it (``key=value`` lines).
-A list redelivered after its host died has the head the dead host's handler already wrote
-skipped (:meth:`CsvHandler.handle_redelivered`).
+An event sent again after its host died is skipped when the table holds it: beside it,
+``.metrics.csv.seq`` keeps the last sequence the table holds from each producer, written ahead
+of every write and carried over a rewrite (ADR 0057).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers._files import LineFile, drop_torn_tail, read_region
 from goggles_io.handlers._resume import CSV_TAIL_BYTES, CsvTail
 from goggles_io.handlers.base import BaseHandler, register_handler
+from goggles_io.handlers.sequences import SequenceLog, Sequences
 
 __all__ = [
     "CONFIG_FILE",
@@ -117,6 +119,8 @@ class CsvHandler(BaseHandler):
         self._opened_columns: list[str] = []
         self._tail: CsvTail | None = None
         self.skipped_redelivered = 0  # events of redelivered lists found already written
+        self._seqs = Sequences()  # the last sequence taken per producer (ADR 0057)
+        self._row_marks: dict[str, int] = {}  # the sequences of the pending rows' events
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "path": str(self.path), "rows_per_batch": self.rows_per_batch}
@@ -149,9 +153,10 @@ class CsvHandler(BaseHandler):
         self._columns = header[2:] if header and self._timed else header[1:]
         self._file = self._line_file()
         self._opened_at, self._opened_columns, self._tail = self._file.size(), header[1:], None
+        self._seqs, self._row_marks = Sequences(self._file.marks), {}
 
     def _line_file(self) -> LineFile:
-        lines = LineFile(self.csv_path, self.name)
+        lines = LineFile(self.csv_path, self.name, sequenced=True)
         lines.lost_lines = self._lost_lines()
         lines.open()
         return lines
@@ -168,6 +173,9 @@ class CsvHandler(BaseHandler):
         """Merge the event's values into the pending row of its step."""
         if self._file is None:
             self.open()
+        if not self._seqs.fresh(event):  # the table holds it (or a pending row does)
+            self.skipped_redelivered += 1
+            return
         step = event.step
         values = _values(event)
         row = self._pending.get(step)
@@ -181,16 +189,20 @@ class CsvHandler(BaseHandler):
         row.update(values)
         if event.timestamp:  # 0.0: an event built without one
             row[TIME_COLUMN] = max(event.timestamp, row.get(TIME_COLUMN, 0.0))
+        if event.producer:  # written with the rows that hold it, never with earlier ones
+            self._row_marks[event.producer] = event.seq
 
     def handle_redelivered(self, events: list[Event]) -> None:
         """Handle a list a dead host may have written a head of: skip that head, take the rest.
 
-        An event is found by its step and value cells among the last 1 MiB of rows the table
-        held when this handler opened it (each cell matches once).
+        Numbered events (``Event.seq``, ADR 0057) the table holds are skipped by
+        :meth:`handle`, exactly. An unnumbered one (a dead process's left-overs) is found by
+        its step and value cells among the last 1 MiB of rows the table held when this handler
+        opened it (each cell matches once).
         """
         if self._file is None:
             self.open()
-        skip, tail = 0, self._rows_before_open()
+        skip, tail = 0, None if events and events[0].producer else self._rows_before_open()
         if tail is not None:
             cells = [(cell(e.step), {m: cell(v) for m, v in _values(e).items()}) for e in events]
             skip = tail.written_head(cells)
@@ -255,6 +267,7 @@ class CsvHandler(BaseHandler):
             self._file.flush()
             return
         pending, self._pending = self._pending, {}
+        marks, self._row_marks = self._row_marks, {}
         known = {*self._columns, TIME_COLUMN}
         fresh = [m for row in pending.values() for m in row if m not in known]
         if fresh:
@@ -269,6 +282,7 @@ class CsvHandler(BaseHandler):
                 return
         ordered = sorted(pending.items(), key=lambda item: (item[0] is None, item[0] or 0))
         timed = (TIME_COLUMN,) if self._timed else ()
+        self._file.add_marks(marks)  # recorded with the write of these rows
         self._file.add(
             *rows_text(
                 [step, *(row.get(c) for c in (*timed, *self._columns))] for step, row in ordered
@@ -291,6 +305,7 @@ class CsvHandler(BaseHandler):
             return
         self._rows_before_open()  # the rewrite moves them: keep them for a redelivered list
         self._lost = self._file.lost_lines
+        held = dict(self._file.log.marks) if self._file.log is not None else {}
         self._file.close()
         self._file = None
         fd, tmp = tempfile.mkstemp(prefix=f".{self.csv_path.name}.", dir=self.csv_path.parent)
@@ -307,6 +322,9 @@ class CsvHandler(BaseHandler):
                     writer.writerow(row + [""] * (len(header) - len(row)))
                 out.flush()
                 os.fsync(out.fileno())
+                info = os.fstat(out.fileno())
+            # The new table holds what the old one did: said before it replaces the old one.
+            SequenceLog.rebase(self.csv_path, info.st_ino, info.st_size, held)
             os.replace(tmp, self.csv_path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -14,8 +14,9 @@ A ``/`` in a name makes a sub-folder (``images/eval/confusion_2.png``); an unnam
 stored under its kind (``images/image_3.png``). A media file that cannot be encoded (a library
 missing, an odd frame size) is saved as ``.npy`` instead and its line says why, so nothing
 logged is lost. Runs written before this layout have ``events.jsonl``; :func:`read_events`
-reads both. A list redelivered after its host died (:meth:`LocalStorageHandler.handle_redelivered`)
-has its already written head skipped, so each event has one line.
+reads both. An event sent again after its host died is skipped when ``log.jsonl`` holds it:
+the file keeps, beside it in ``.log.jsonl.seq``, the last sequence it holds from each producer
+(ADR 0057), so each event has one line.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from goggles_io.handlers._layout import (
 )
 from goggles_io.handlers._resume import LOG_TAIL_BYTES, last_written_at, names, written_head
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
+from goggles_io.handlers.sequences import Sequences
 
 __all__ = [
     "EVENTS_FILE",
@@ -131,6 +133,7 @@ class LocalStorageHandler(BaseHandler):
         # (after, before): media files modified in it were left by a killed writer (see open)
         self._orphan_window: tuple[float, float] | None = None
         self._region: bytes | None = None  # log.jsonl's tail, while a redelivered list is written
+        self._seqs = Sequences()  # the last sequence log.jsonl holds per producer (ADR 0057)
 
     def config(self) -> dict[str, Any]:
         return {**super().config(), "path": str(self.path), "video_format": self.video_format}
@@ -141,10 +144,11 @@ class LocalStorageHandler(BaseHandler):
             return
         for folder in MEDIA_DIRS.values():
             (self.path / folder).mkdir(parents=True, exist_ok=True)
-        lines = LineFile(self.path / LOG_FILE, self.name)
+        lines = LineFile(self.path / LOG_FILE, self.name, sequenced=True)
         if self._lost_before:
             lines.lost_lines = self._lost_before  # counts survive a close/re-open
-        lines.open()  # cuts a torn last line off
+        lines.open()  # cuts a torn last line off; reads which events it holds (ADR 0057)
+        self._seqs = Sequences(lines.marks)
         # A media file written in this window and named by no line was left by a killed writer.
         since = last_written_at(lines.path)
         self._orphan_window = None if since is None else (since, time.time() - _HOST_START_S)
@@ -160,14 +164,18 @@ class LocalStorageHandler(BaseHandler):
         return {reason: n for reason, n in counts.items() if n}
 
     def handle(self, event: Event) -> None:
-        """Append one line; a media payload goes to its own file first."""
+        """Append one line; a media payload goes to its own file first. An event ``log.jsonl``
+        already holds (its producer's sequence is not above the last one written) is skipped."""
         if self._file is None:
             self.open()
+        if not self._seqs.fresh(event):
+            self.skipped_redelivered += 1
+            return
         line = record(event)
         if event.kind in MEDIA_DIRS:
             self._write_media(event, line)
         assert self._file is not None
-        self._file.add(encode_line(line))
+        self._file.add(encode_line(line), 1, event.producer, event.seq)
         now = time.monotonic()
         if now - self._last_flush >= _FLUSH_INTERVAL_S:
             self._file.flush()
@@ -176,17 +184,18 @@ class LocalStorageHandler(BaseHandler):
     def handle_redelivered(self, events: list[Event]) -> None:
         """Write a list a dead host may have written a head of: skip that head, write the rest.
 
-        The head is found among the last 16 MiB of ``log.jsonl`` by each line's identity
-        (timestamp, pid, logger, scope, step, what was logged); a media file the dead host
-        wrote for the rest, but whose line it never wrote, is written over rather than kept
-        beside a ``-1`` copy.
+        Numbered events (``Event.seq``, ADR 0057) that ``log.jsonl`` holds are skipped by
+        :meth:`handle`, exactly. Unnumbered ones (a dead process's left-overs) are looked for
+        among the last 16 MiB of ``log.jsonl`` by each line's identity (timestamp, pid,
+        logger, scope, step, what was logged). A media file the dead host wrote for the rest,
+        but whose line it never wrote, is written over rather than kept beside a ``-1`` copy.
         """
         if self._file is None:
             self.open()
         assert self._file is not None
         self._file.flush()  # our own lines too: a list resent to a live host is skipped whole
         region = read_region(self._file.path, self._file.size(), LOG_TAIL_BYTES)
-        skip = written_head(events, region)
+        skip = 0 if events and events[0].producer else written_head(events, region)
         self.skipped_redelivered += skip
         self._region = region
         try:

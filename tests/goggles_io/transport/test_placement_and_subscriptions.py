@@ -151,11 +151,13 @@ class TestFinishReportOverTheSocket:
     def test_timed_out_finish_still_reports_what_was_not_handled(
         self, bus: Bus, finished: Callable[..., Any]
     ) -> None:
-        """finish(timeout) against a slow handler: timed_out, and the unhandled rest is counted."""
+        """finish(timeout) against a slow handler: timed_out, and the unhandled rest is counted:
+        kept for later (on disk for the next process), not also as dropped (issue 41)."""
         out, err = finished(bus.run("report.py", 400, 0.01, 1.5, GOGGLES_HOST_IMPORTS="lossy_sink"))
         got = _json_line(out)
-        delivered, dropped, _ = got["handler"]
+        delivered, dropped, _, kept = got["handler"]
 
         assert got["timed_out"] is True
-        assert dropped > 0 and delivered + dropped + got["transport"][0] >= 400, got
+        assert kept > 0 and delivered + dropped + kept + got["transport"][0] >= 400, got
+        assert kept <= got["transport"][1].get("kept for later", 0), got
         assert "finish:" in err

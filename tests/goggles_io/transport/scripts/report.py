@@ -29,7 +29,7 @@ print(
             "lost": report.lost,
             "handler": None
             if stats is None
-            else [stats.delivered, stats.dropped, dict(stats.losses)],
+            else [stats.delivered, stats.dropped, dict(stats.losses), stats.kept],
             "transport": [report.transport.dropped, dict(report.transport.losses)],
         }
     ),

@@ -1,0 +1,69 @@
+"""Run the exactly-once chaos test several times in a row, each with a fresh seed; one line each.
+
+Usage: ``python tests/goggles_io/scripts/exactly_once_chaos.py [runs=10]`` from the repository
+root. Each run is ``pytest tests/goggles_io/transport/test_exactly_once.py`` in a child process
+(5 host SIGKILLs during 300,000 scalars and 150 images); the line gives its seed, whether it
+passed, per sink (storage, csv, custom) events / missing / duplicates / out of order, the
+report's delivered counts, and the time. Exit status 1 if any run failed. A failed run's seed
+replays it: ``GOGGLES_CHAOS_SEED=<seed> pytest ...``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+_TEST = "tests/goggles_io/transport/test_exactly_once.py"
+_ROOT = Path(__file__).resolve().parents[3]
+
+
+def run_once(seed: int) -> tuple[bool, str]:
+    """One run with ``seed``: whether it passed, and its line."""
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", _TEST],
+        cwd=_ROOT,
+        env={**os.environ, "GOGGLES_CHAOS_SEED": str(seed)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    took = time.monotonic() - start
+    found = [ln for ln in proc.stdout.splitlines() if ln.startswith("exactly-once chaos: ")]
+    if not found:
+        tail = (proc.stdout + proc.stderr)[-600:].replace("\n", " | ")
+        return False, f"seed {seed}: FAILED before its summary ({took:.0f} s): {tail}"
+    summary = json.loads(found[0].split(": ", 1)[1])
+    sinks = " ".join(
+        f"{s['sink']}={s['events']}/{s['missing']}/{s['duplicates']}/{s['out of order']}"
+        for s in summary["sinks"]
+    )
+    report = {name: tally[0] for name, tally in summary["report"]["handlers"].items()}
+    passed = proc.returncode == 0
+    verdict = "passed" if passed else "FAILED"
+    line = (
+        f"seed {seed}: {verdict} in {took:.0f} s; events/missing/duplicates/out of order: "
+        f"{sinks}; report delivered {report}; run.kv {summary['run.kv']}"
+    )
+    return passed, line
+
+
+def main(argv: list[str]) -> int:
+    runs = int(argv[1]) if len(argv) > 1 else 10
+    failed = 0
+    for i in range(runs):
+        seed = random.SystemRandom().randrange(1 << 32)
+        passed, line = run_once(seed)
+        failed += not passed
+        print(f"run {i + 1}/{runs}: {line}", flush=True)
+    print(f"{runs - failed} of {runs} runs passed", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
