@@ -99,6 +99,12 @@ def _euler(lm_id: str, q: Sequence[float], rounded: bool) -> Vector3 | None:
     return angles
 
 
+def _evidence(value: float) -> float:
+    """The evidence as the module said it: Monty's modules hold the int 0 before any hypothesis
+    (their "new object" sentinel), which its CSV writes as ``0``; any other number is a float."""
+    return value if type(value) is int else float(value)
+
+
 def _individual(
     lm_id: str, state: ModuleState, context: EpisodeContext, labels: LabelMap
 ) -> tuple[int | None, str, float | None]:
@@ -214,7 +220,7 @@ def score_module(
             _ORIGIN if mlh is None else _euler(lm_id, mlh.rotation, rounded=False)
         ),
         highest_evidence=None if not evidence_based else (  # Monty's sentinel is the int 0
-            0 if mlh is None else float(mlh.evidence)
+            0 if mlh is None else _evidence(mlh.evidence)
         ),
         episode_avg_prediction_error=None if not evidence_based else (
             state.prediction_error_sum / state.prediction_error_count
