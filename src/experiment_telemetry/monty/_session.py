@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import sys
 import threading
 import time
@@ -225,6 +226,9 @@ class Session:
 
         ``sensor_to_lm`` (from the step hook) ties the sensor feeding each module to it, for
         the per-module stepwise targets."""
+        # As the demo: goggles_io in this process unless the user chose a transport (a dedicated
+        # host's stdout is /dev/null: the console lines would be lost).
+        os.environ.setdefault("GOGGLES_TRANSPORT", "inprocess")
         share_telemetry_namespace()
         for emitter in (self._telemetry, self._report):
             emitter.events_logger.propagate = True  # made before the line above, maybe
