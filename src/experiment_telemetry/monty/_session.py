@@ -120,7 +120,7 @@ def waiting_for_hook() -> bool:
     return _options.step_hook and (_session is None or _session.closed)
 
 
-def acquire(sensor_to_lm: dict[str, str] | None = None) -> Session:
+def acquire(sensor_to_lm: dict[str, str] | None = None, model: Any = None) -> Session:
     """The run, opened now if no piece opened it yet; the caller holds it until ``release``.
 
     Raises:
@@ -131,6 +131,7 @@ def acquire(sensor_to_lm: dict[str, str] | None = None) -> Session:
         if _session is None or _session.closed:
             require_monty()
             _session = Session(attrs.evolve(_options))
+            _session.model = model
             _session.start(sensor_to_lm or {})
             waiting, _waiters[:] = list(_waiters), []
             for flush in waiting:  # telemetry that arrived before the step hook opened the run
@@ -154,6 +155,15 @@ def release(session: Session) -> None:
         if session.holders > 0:
             return
     session.close(sys.exc_info()[1])
+
+
+def _forget(session: Session) -> None:
+    """The run closed: the next Monty experiment in this process starts from fresh settings."""
+    global _options
+    with _lock:
+        if _session is session:
+            _options = Options()
+            _waiters.clear()
 
 
 @atexit.register
@@ -199,8 +209,8 @@ class Session:
         self.closed = False
         self.episode = 0
         """Run-wide index of the episode in progress (episodes reported so far)."""
-        self.mode: str | None = None
-        """The episode's mode, once the step hook saw the model's."""
+        self.model: Any = None
+        """Monty's model, once the step hook saw it: the mode of an event arriving now."""
         self.episode_start: float | None = None
         """When the episode in progress started (the step hook's first step), if known."""
         self.telemetry_counts: Counter[str] = Counter()
@@ -313,13 +323,14 @@ class Session:
             self._report.emit(report)
             stats = self._harness.post_episode(context)
             self.episode += 1
-            self.mode = None
             self.episode_start = None
             return stats
 
     def stamp(self) -> tuple[str, int, str | None]:
-        """Run id, run-wide episode and mode (if known) for an event arriving now."""
-        return ("" if self.run is None else self.run.id), self.episode, self.mode
+        """Run id, run-wide episode and mode (known once the step hook saw Monty's model: Monty
+        sets its mode before an episode's first step) for an event arriving now."""
+        mode = getattr(self.model, "experiment_mode", None)
+        return ("" if self.run is None else self.run.id), self.episode, None if mode is None else str(mode)
 
     # -- the end -----------------------------------------------------------------------------
     def close(self, exc: BaseException | None = None) -> None:
@@ -337,3 +348,4 @@ class Session:
             if run is not None:
                 run.__exit__(None if exc is None else type(exc), exc, None)
                 _logger.info("Monty run %s: %s (%s)", run.id, run.status, time.strftime("%H:%M:%S"))
+            _forget(self)

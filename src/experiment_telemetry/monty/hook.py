@@ -149,11 +149,10 @@ class StepHook:
         held = self._held
         if held is None or held.closed:
             mapping = {sensor: f"LM_{i}" for i, sensor in enumerate(sensors) if sensor}
-            self._held = held = _session.acquire(mapping)
+            self._held = held = _session.acquire(mapping, monty)
             held.hook = self
+        held.model = monty
         held.episode_start = time.time()
-        mode = getattr(monty, "experiment_mode", None)
-        held.mode = None if mode is None else str(mode)
         self._matching_steps = 0  # Monty resets its episode counters before the first step
         self._readers = [
             ModuleReader(f"LM_{i}", lm, sensors[i] if i < len(sensors) else None)

@@ -147,10 +147,10 @@ class TelemetryHandler(logging.Handler):
         return held
 
     def _flush(self, session: _session.Session) -> None:
-        run_id = session.stamp()[0]
-        while self._waiting:
+        run_id, _, mode = session.stamp()
+        while self._waiting:  # they came before the run opened: in its first episode
             event, numbers = self._waiting.popleft()
-            session.monty_event(_restamp(event, run_id), numbers)
+            session.monty_event(_restamp(event, run_id, mode), numbers)
         if self._dropped:
             logging.getLogger(__name__).warning(
                 "Monty telemetry: %d events arrived before the run opened and were dropped",
@@ -178,7 +178,7 @@ class TelemetryHandler(logging.Handler):
         super().close()
 
 
-def _restamp(event: MontyTelemetryEvent, run_id: str) -> MontyTelemetryEvent:
+def _restamp(event: MontyTelemetryEvent, run_id: str, mode: str | None) -> MontyTelemetryEvent:
     import attrs
 
-    return attrs.evolve(event, run_id=run_id)
+    return attrs.evolve(event, run_id=run_id, mode=event.mode or mode)
