@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from monty_support import need_monty
 from support import start, stop
 
 HERE = Path(__file__).parent
@@ -26,29 +27,6 @@ EXPERIMENTS = ("test/evidence_lm/evidence_mujoco", "test/graph_learning/feature_
 ADAPTER = ("logging=split_telemetry", "+telemetry=split_telemetry", "+step_hook=split_telemetry")
 WITHOUT = ("logging=basic_info_monty_runs",)
 RUN_TIMEOUT_S = 600.0
-
-
-def monty_missing() -> str | None:
-    """Why Monty cannot run here, or None."""
-    from experiment_telemetry.monty import MontyUnavailableError, require_monty
-
-    try:
-        require_monty()
-        import hydra  # noqa: F401
-        import mujoco  # noqa: F401
-    except (MontyUnavailableError, ImportError) as exc:
-        return str(exc)
-    return None
-
-
-def need_monty() -> None:
-    """Skip (or, in CI, fail) when Monty cannot run here."""
-    reason = monty_missing()
-    if reason is None:
-        return
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"CI runs real Monty, and it is missing: {reason} (.ci/run installs it)")
-    pytest.skip(f"Monty is not installed here ({reason}); CI installs it")
 
 
 @dataclass
