@@ -13,6 +13,8 @@ import logging
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from experiment_telemetry.aggregators._labels import LabelMap
 from experiment_telemetry.aggregators._module_state import MATCH, TIME_OUT, ModuleState
 from experiment_telemetry.context import NO_LABEL, EpisodeContext
@@ -223,9 +225,7 @@ def score_module(
             0 if mlh is None else _evidence(mlh.evidence)
         ),
         episode_avg_prediction_error=None if not evidence_based else (
-            state.prediction_error_sum / state.prediction_error_count
-            if state.prediction_error_count
-            else math.nan
+            float(np.mean(state.prediction_errors)) if state.prediction_errors else math.nan
         ),
         possible_object_poses=poses,
         possible_object_locations=locations,

@@ -92,6 +92,13 @@ class ModuleReader:
         self._said_first = False
         self._recognition: tuple[Any, ...] | None = None
         self._label: str | None = None
+        self._mlh_key: tuple[Any, ...] | None = None
+        self._said_mlh: tuple[Any, ...] | None = None
+
+    def took_input(self) -> bool:
+        """Whether the module processed an input in the step just taken (before ``step``)."""
+        flags = self.lm.buffer.stats.get("lm_processed_steps", ())
+        return bool(flags) and bool(flags[-1]) and len(self.lm.buffer) > 0
 
     # -- events -------------------------------------------------------------------------------
     def reset_event(self) -> LearningModuleReset:
@@ -130,6 +137,12 @@ class ModuleReader:
             )
             if self.evidence and not exploring:
                 events.append(self._hypothesis(stamp, count))
+        if self.evidence and self._mlh_key is not None and not (self.processed_now and not exploring):
+            moved = self._hypothesis(stamp, count, between_inputs=True)
+            if self._mlh_key != self._said_mlh:  # votes or movement moved it: say it again
+                events.append(moved)
+                self._said_mlh = self._mlh_key
+        self._errors_seen = len(stats.get("mlh_prediction_error", ()))
         if votes:
             events.append(
                 LearningModuleVotesReceived(
@@ -215,16 +228,21 @@ class ModuleReader:
     def _matches(self) -> tuple[str, ...]:
         return tuple(str(m) for m in self.lm.get_possible_matches())
 
-    def _hypothesis(self, stamp: float, count: int) -> MostLikelyHypothesis:
+    def _hypothesis(
+        self, stamp: float, count: int, *, between_inputs: bool = False
+    ) -> MostLikelyHypothesis:
+        """The module's current best guess (``_get_current_mlh``, as Monty's statistics read
+        it): for an input, with the error Monty appended for it; between inputs, without."""
         lm = self.lm
-        errors = list(lm.buffer.stats.get("mlh_prediction_error", ()))
-        fresh = errors[self._errors_seen :]
-        self._errors_seen = len(errors)
-        error = float(fresh[0]) if fresh and fresh[0] is not None else None
+        error = None
+        if not between_inputs:
+            errors = list(lm.buffer.stats.get("mlh_prediction_error", ()))
+            fresh = errors[self._errors_seen :]
+            error = float(fresh[0]) if fresh and fresh[0] is not None else None
         mlh = lm._get_current_mlh()
         location = _vector(mlh.get("location")) or (0.0, 0.0, 0.0)
         evidence = mlh.get("evidence", 0)  # Monty's sentinel hypothesis holds the int 0
-        return MostLikelyHypothesis(
+        event = MostLikelyHypothesis(
             timestamp=stamp,
             lm_id=self.lm_id,
             step=count,
@@ -234,6 +252,10 @@ class ModuleReader:
             evidence=evidence if type(evidence) is int else float(evidence),
             prediction_error=None if error is None or math.isnan(error) else error,
         )
+        self._mlh_key = (event.graph_id, event.location, event.rotation, event.evidence)
+        if not between_inputs:
+            self._said_mlh = self._mlh_key
+        return event
 
     def _recognized(
         self, step: int, final: bool, kwargs: dict[str, Any]

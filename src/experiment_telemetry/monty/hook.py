@@ -74,6 +74,7 @@ class StepHook:
         self._model: Any = None
         self._readers: list[ModuleReader] = []
         self._matching_steps = 0
+        self._motor_only = False
         self.errors = 0
         self.steps = 0
 
@@ -120,27 +121,44 @@ class StepHook:
             self._start_episode(monty)
         emit = self._events.emit
         stamp = time.time()
-        # Monty counts a matching step when it was in matching mode and a module processed
-        # input (``update_step_counters``); in any other step a module's input was exploration.
-        matching = int(getattr(monty, "matching_steps", 0) or 0)
-        exploring = not (matching > self._matching_steps)
-        self._matching_steps = matching
-        votes = getattr(monty, "lm_to_lm_vote_matrix", None) is not None
+        matching, votes = self._step_kind(monty)
         processed: list[str] = []
         for reader in self._readers:
-            for event in reader.step(stamp, exploring=exploring, votes=votes):
+            for event in reader.step(stamp, exploring=not matching, votes=votes):
                 emit(event)
             if reader.processed_now:
                 processed.append(reader.lm_id)
+        self._motor_only = bool(getattr(monty, "is_motor_only_step", False))  # the next step's
         self.steps += 1
         emit(
             SensorimotorStep(
                 timestamp=stamp,
                 step=int(getattr(monty, "episode_steps", step + 1) or step + 1),
-                exploring=exploring,
+                exploring=not matching,
                 modules_processed=tuple(processed),
             )
         )
+
+    def _step_kind(self, monty: Any) -> tuple[bool, bool]:
+        """Whether the step just taken was a matching step, and whether the modules voted in it.
+
+        Monty counts a matching step when it was in matching mode and a module processed
+        input (``update_step_counters``), and votes in every matching-mode step but a
+        motor-only one (``_matching_step``; an exploratory step has no vote round). A step in
+        which no module processed input cannot change the mode, so the mode after it is the
+        mode it ran in.
+        """
+        count = int(getattr(monty, "matching_steps", 0) or 0)
+        counted = count > self._matching_steps
+        self._matching_steps = count
+        if self._motor_only:
+            return False, False
+        if any(r.took_input() for r in self._readers):
+            mode_matching = counted
+        else:
+            mode_matching = getattr(monty, "step_type", "matching_step") == "matching_step"
+        voting = mode_matching and getattr(monty, "lm_to_lm_vote_matrix", None) is not None
+        return counted, voting
 
     def _start_episode(self, monty: Any) -> None:
         self._model = monty
@@ -154,6 +172,7 @@ class StepHook:
         held.model = monty
         held.episode_start = time.time()
         self._matching_steps = 0  # Monty resets its episode counters before the first step
+        self._motor_only = False
         self._readers = [
             ModuleReader(f"LM_{i}", lm, sensors[i] if i < len(sensors) else None)
             for i, lm in enumerate(modules)
