@@ -7,7 +7,13 @@ import os
 
 import pytest
 
-__all__ = ["monty_missing", "need_monty"]
+__all__ = ["EXPERIMENTS", "VOTING", "VOTING_OVERRIDES", "monty_missing", "need_monty"]
+
+EXPERIMENTS = ("test/evidence_lm/evidence_mujoco", "test/graph_learning/feature_pred_mujoco")
+VOTING = "test/evidence_lm/five_lm_mujoco"
+"""Five evidence LMs that vote; its predefined policy file is not in Monty's wheel, so it runs
+with the informed random walk of the two test experiments (``VOTING_OVERRIDES``)."""
+VOTING_OVERRIDES = ("monty/motor_system_config=informed_random_walk_5",)
 
 
 def monty_missing() -> str | None:

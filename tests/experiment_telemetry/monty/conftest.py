@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from monty_support import need_monty
+from monty_support import EXPERIMENTS, VOTING, VOTING_OVERRIDES, need_monty
 from support import start, stop
 
 HERE = Path(__file__).parent
-EXPERIMENTS = ("test/evidence_lm/evidence_mujoco", "test/graph_learning/feature_pred_mujoco")
+
 ADAPTER = ("logging=split_telemetry", "+telemetry=split_telemetry", "+step_hook=split_telemetry")
 WITHOUT = ("logging=basic_info_monty_runs",)
 RUN_TIMEOUT_S = 600.0
@@ -71,7 +71,8 @@ def run_monty(root: Path, experiment: str, adapter: bool, name: str) -> MontyRun
     count_file = root / f"{name}.plain.json"
     env = monty_env(logs)
     env["PLAIN_HANDLER_COUNT"] = str(count_file)
-    argv = [sys.executable, str(HERE / "run_monty.py"), f"experiment={experiment}",
+    extra = VOTING_OVERRIDES if experiment == VOTING else ()
+    argv = [sys.executable, str(HERE / "run_monty.py"), f"experiment={experiment}", *extra,
             *(ADAPTER if adapter else WITHOUT), f"experiment.config.logging.run_name={name}"]  # fmt: skip
     began = time.monotonic()
     proc = start(argv, env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

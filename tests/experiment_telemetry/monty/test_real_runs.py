@@ -25,6 +25,7 @@ import pytest
 from experiment_telemetry.replay import read_log, read_stats
 from experiment_telemetry.stats import LearningModuleEpisodeStats
 from monty_csv import compare_csvs
+from monty_support import VOTING
 
 pytestmark = pytest.mark.slow
 
@@ -169,3 +170,27 @@ def test_the_event_log_holds_what_the_statistics_were_made_of(monty_runs, experi
     assert kinds["monty_episode_reported"] == 9
     assert kinds["learning_module_step"] == sum(int(r["num_steps"]) for r in rows)
     assert kinds["sensorimotor_step"] == sum(int(r["monty_steps"]) for r in rows)
+
+
+def test_five_voting_lms_equal_montys_but_a_stepwise_target_after_the_last_input(monty_runs) -> None:
+    """Five evidence LMs that vote (issue 40's first two differences, settled on a real run):
+    votes in steps without input, hypotheses moved between inputs and prediction errors
+    re-appended per vote round all come out as Monty's, from the step hook's events. What
+    remains is D21: Monty's stepwise target follows an input the module did not process (off
+    the object: ``no_label``); ours is the label at its last processed input."""
+    run = monty_runs.get(VOTING, True)
+    found: dict[str, list[tuple[int, str, str]]] = {}
+    for mode in MODES:
+        report = compare_csvs(run.monty_dir / f"{mode}_stats.csv", run.run_dir / "monty" / f"{mode}_stats.csv")
+        events = compare_csvs(run.monty_dir / f"{mode}_stats.csv", run.run_dir / f"{mode}_stats.csv")
+        assert report.ok, report.summary()
+        assert events.header_equal and set(events.different) <= {"stepwise_target_object"}, events.summary()
+        found.update({f"{mode}/{k}": v for k, v in events.different.items()})
+    rows = [r for mode in MODES for r in monty_rows(run.monty_dir, mode)]
+    matching = sum(int(r["monty_matching_steps"]) for r in rows[::5])
+    kinds = Counter(str(e["monty_kind"]) for e in telemetry_events(run.run_dir))
+
+    assert all(monty == "no_label" for cells in found.values() for _, monty, _ in cells)
+    assert sum(len(cells) for cells in found.values()) <= 2
+    assert kinds["GlobalMatchingStep"] == matching
+    assert telemetry("replay", str(run.run_dir)).returncode == 0
