@@ -72,7 +72,10 @@ def hydra_settings() -> dict[str, Any]:
         choices, overrides = {}, []
     if isinstance(choices, Mapping):
         settings.update(
-            flatten({k: v for k, v in choices.items() if not str(k).startswith("hydra/")}, ("hydra", "choices"))
+            flatten(
+                {k: v for k, v in choices.items() if not str(k).startswith("hydra/")},
+                ("hydra", "choices"),
+            )
         )
     settings["hydra.overrides"] = [str(o) for o in overrides or []]
     subdir = hydra.output_subdir

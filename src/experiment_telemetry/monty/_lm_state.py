@@ -120,7 +120,9 @@ class ModuleReader:
             if self.sensor and isinstance(label, str) and label and label != self._label:
                 self._label = label
                 events.append(
-                    ObjectUnderSensor(timestamp=stamp, sensor_id=self.sensor, step=count, label=label)
+                    ObjectUnderSensor(
+                        timestamp=stamp, sensor_id=self.sensor, step=count, label=label
+                    )
                 )
             on_object = list(lm.buffer.on_object)
             events.append(
@@ -137,7 +139,11 @@ class ModuleReader:
             )
             if self.evidence and not exploring:
                 events.append(self._hypothesis(stamp, count))
-        if self.evidence and self._mlh_key is not None and not (self.processed_now and not exploring):
+        if (
+            self.evidence
+            and self._mlh_key is not None
+            and not (self.processed_now and not exploring)
+        ):
             moved = self._hypothesis(stamp, count, between_inputs=True)
             if self._mlh_key != self._said_mlh:  # votes or movement moved it: say it again
                 events.append(moved)
@@ -160,7 +166,9 @@ class ModuleReader:
         events.extend(self.conclusions(stamp=stamp))
         return events
 
-    def conclusions(self, *, final: bool = False, stamp: float | None = None) -> list[TelemetryEvent]:
+    def conclusions(
+        self, *, final: bool = False, stamp: float | None = None
+    ) -> list[TelemetryEvent]:
         """A change of the module's terminal state (``final``: at the episode's end, when
         Monty may have timed it out after the last step, and its poses are the ones Monty
         scores)."""
@@ -173,7 +181,9 @@ class ModuleReader:
             # Reached and undone within one step (a vote restored matches): say both.
             self._said_first = True
             events.append(
-                LearningModuleNoMatch(lm_id=self.lm_id, step=int(first), new_graph_id=None, **kwargs)
+                LearningModuleNoMatch(
+                    lm_id=self.lm_id, step=int(first), new_graph_id=None, **kwargs
+                )
                 if stats.get("individual_ts_object") is None
                 else self._recognized(int(first), final, kwargs)
             )
@@ -309,7 +319,9 @@ class ModuleReader:
         from tbp.monty.geometry import Rotation
 
         vector = _vector(angles)
-        return None if vector is None else quaternion(Rotation.from_euler("xyz", vector, degrees=True))
+        return (
+            None if vector is None else quaternion(Rotation.from_euler("xyz", vector, degrees=True))
+        )
 
     def _poses(self, matches: Sequence[str]) -> tuple[tuple[Quaternion, ...], tuple[Vector3, ...]]:
         """Distinct object rotations still possible for the first match, and the last location

@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from experiment_telemetry.aggregators import STATS_STREAM, Aggregator
+from experiment_telemetry.aggregators import Aggregator
 from experiment_telemetry.aggregators.standard import make_aggregators
 from experiment_telemetry.context import EpisodeContext
 from experiment_telemetry.harness import Experiment
@@ -253,8 +253,11 @@ class Session:
             "monty.stats": "step_hook_events" if events else "monty_report",
             "recognition.enabled": events,
             "monty.report.enabled": not events,
-            **({"recognition.sensor_to_lm": [f"{s}={m}" for s, m in sensor_to_lm.items()]}
-               if sensor_to_lm else {}),
+            **(
+                {"recognition.sensor_to_lm": [f"{s}={m}" for s, m in sensor_to_lm.items()]}
+                if sensor_to_lm
+                else {}
+            ),
             **settings,
         }
         harness = _Harness(
@@ -330,7 +333,11 @@ class Session:
         """Run id, run-wide episode and mode (known once the step hook saw Monty's model: Monty
         sets its mode before an episode's first step) for an event arriving now."""
         mode = getattr(self.model, "experiment_mode", None)
-        return ("" if self.run is None else self.run.id), self.episode, None if mode is None else str(mode)
+        return (
+            ("" if self.run is None else self.run.id),
+            self.episode,
+            None if mode is None else str(mode),
+        )
 
     # -- the end -----------------------------------------------------------------------------
     def close(self, exc: BaseException | None = None) -> None:

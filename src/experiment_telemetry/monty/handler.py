@@ -101,7 +101,12 @@ class StatsHandler:
         return "BASIC"
 
     def report_episode(
-        self, data: Mapping[str, Any], output_dir: Any, episode: int, mode: Any = "train", **kwargs: Any
+        self,
+        data: Mapping[str, Any],
+        output_dir: Any,
+        episode: int,
+        mode: Any = "train",
+        **kwargs: Any,
     ) -> None:
         """Score Monty's episode ``episode`` of ``mode`` in this run."""
         mode_name = str(mode)

@@ -200,11 +200,14 @@ def _first_sensors(monty: Any, count: int) -> list[str | None]:
     for i in range(count):
         row = matrix[i] if i < len(matrix) else []
         index = row[0] if len(row) else None
-        sensor = sensor_modules[index] if isinstance(index, int) and index < len(sensor_modules) else None
+        sensor = (
+            sensor_modules[index]
+            if isinstance(index, int) and index < len(sensor_modules)
+            else None
+        )
         found.append(None if sensor is None else str(getattr(sensor, "sensor_module_id", index)))
     return found
 
 
 def _rebuild(settings: dict[str, Any]) -> StepHook:
     return StepHook(**settings)
-

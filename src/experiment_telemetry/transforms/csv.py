@@ -120,9 +120,7 @@ class CsvTransform(Transform):
         if rows is None:
             header = monty_columns([m.evidence_based for m in modules])
             rows = self._files[mode] = CsvRows(self.path(mode), header, "CsvTransform")
-        columns = [
-            column_cells(c, [monty_value(c, m) for m in modules]) for c in rows.columns[1:]
-        ]
+        columns = [column_cells(c, [monty_value(c, m) for m in modules]) for c in rows.columns[1:]]
         for index in range(len(modules)):
             rows.append([f"LM_{index}", *(cells[index] for cells in columns)])
 

@@ -19,6 +19,4 @@ class SplitTelemetrySearchPathPlugin(SearchPathPlugin):
     """Appends this project's Monty config folder to every Hydra app's search path."""
 
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
-        search_path.append(
-            provider="split-telemetry", path="pkg://experiment_telemetry.monty.conf"
-        )
+        search_path.append(provider="split-telemetry", path="pkg://experiment_telemetry.monty.conf")

@@ -75,7 +75,9 @@ def run_monty(root: Path, experiment: str, adapter: bool, name: str) -> MontyRun
     argv = [sys.executable, str(HERE / "run_monty.py"), f"experiment={experiment}", *extra,
             *(ADAPTER if adapter else WITHOUT), f"experiment.config.logging.run_name={name}"]  # fmt: skip
     began = time.monotonic()
-    proc = start(argv, env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = start(
+        argv, env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         out, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
     finally:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from monty_support import need_monty
 from experiment_telemetry.monty import _session
 from goggles_io.runs import read_run
+from monty_support import need_monty
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 
@@ -92,7 +92,9 @@ def test_a_monty_version_the_adapter_does_not_know_is_one_line(tmp_path: Path) -
         capture_output=True, text=True, timeout=120, check=False, env={**os.environ, **path},
     )  # fmt: skip
 
-    assert refused.stdout.strip().startswith("tbp-monty 0.99.1 is a version the Monty adapter does not know")
+    assert refused.stdout.strip().startswith(
+        "tbp-monty 0.99.1 is a version the Monty adapter does not know"
+    )
     assert refused.stdout.count("\n") == 1
     assert allowed.stdout.strip() == "0.99.1"
     assert (run.returncode, run.stderr.count("\n")) == (2, 1)
@@ -155,7 +157,9 @@ def test_montys_own_events_reach_the_run_through_its_config(monty_logging: Path)
     handler = next(h for h in logging.getLogger("telemetry.tbp.monty").handlers if h.name == "ours")
     handler.close()
     run_dir = next(p for p in monty_logging.iterdir() if (p / "run.kv").is_file())
-    lines = [json.loads(line) for line in (run_dir / "runtime_events.jsonl").read_text().splitlines()]
+    lines = [
+        json.loads(line) for line in (run_dir / "runtime_events.jsonl").read_text().splitlines()
+    ]
 
     assert [line["monty_kind"] for line in lines] == ["GlobalMatchingStep", "Odd", "log"]
     assert json.loads(lines[0]["fields"]) == {"kind": "GlobalMatchingStep", "matching_steps": 1}
@@ -211,7 +215,8 @@ def test_hydra_finds_the_configs_beside_montys() -> None:
     path: ``+telemetry=``, ``logging=`` and ``+step_hook=split_telemetry`` compose, Monty's
     CSV handler kept beside ours."""
     need_monty()
-    result = python("""
+    result = python(
+        """
         from hydra import compose, initialize_config_module
         import tbp.monty.hydra  # Monty's resolvers
         with initialize_config_module(config_module="tbp.monty.conf", version_base=None):
@@ -222,7 +227,9 @@ def test_hydra_finds_the_configs_beside_montys() -> None:
         print(c.telemetry.handlers.split_telemetry["class"])
         print([h._target_ for h in c.logging.monty_data_logger.handlers])
         print(c.step_hook._target_)
-    """, env={"MONTY_LOGS": "/tmp"})
+    """,
+        env={"MONTY_LOGS": "/tmp"},
+    )
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [

@@ -80,7 +80,9 @@ def test_every_monty_telemetry_event_arrives_with_run_and_episode(monty_runs, ex
     assert all(v == list(range(1, len(v) + 1)) for v in by_episode.values())  # restarts per episode
     assert kinds["NewGraphAdded"] == (graphs if memory else 0)
     assert {e["run_id"] for e in events} == {run.run_dir.name}
-    assert all(e["level"] == "INFO" and str(e["logger"]).startswith("telemetry.tbp.monty.") for e in events)
+    assert all(
+        e["level"] == "INFO" and str(e["logger"]).startswith("telemetry.tbp.monty.") for e in events
+    )
     assert {e["mode"] for e in steps[: per_episode[0]]} == {"train"}
     assert {e["mode"] for e in steps[-per_episode[-1] :]} == {"eval"}
 
@@ -100,7 +102,9 @@ def test_csvs_from_montys_report_equal_montys_own(monty_runs, experiment, mode: 
     """``<run>/monty/<mode>_stats.csv`` (Monty's report_episode data through our stat events
     and CsvTransform) equals Monty's BasicCSVStatsHandler CSV in every column but ``time``."""
     run = monty_runs.get(experiment, True)
-    parity = compare_csvs(run.monty_dir / f"{mode}_stats.csv", run.run_dir / "monty" / f"{mode}_stats.csv")
+    parity = compare_csvs(
+        run.monty_dir / f"{mode}_stats.csv", run.run_dir / "monty" / f"{mode}_stats.csv"
+    )
 
     assert parity.ok, parity.summary()
     assert parity.rows == (6 if mode == "train" else 3)
@@ -108,7 +112,9 @@ def test_csvs_from_montys_report_equal_montys_own(monty_runs, experiment, mode: 
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_statistics_from_step_hook_events_equal_montys_own(monty_runs, experiment, mode: str) -> None:
+def test_statistics_from_step_hook_events_equal_montys_own(
+    monty_runs, experiment, mode: str
+) -> None:
     """``<run>/<mode>_stats.csv``, which RecognitionAggregator computed from the step hook's
     runtime events alone, equals Monty's own CSV in every column but ``time``."""
     run = monty_runs.get(experiment, True)
@@ -135,12 +141,16 @@ def test_montys_own_outputs_are_unchanged_by_the_adapter(monty_runs, experiment)
     ``time``, and its per-epoch folders are the same."""
     on, off = monty_runs.get(experiment, True), monty_runs.get(experiment, False)
     for mode in MODES:
-        parity = compare_csvs(off.monty_dir / f"{mode}_stats.csv", on.monty_dir / f"{mode}_stats.csv")
+        parity = compare_csvs(
+            off.monty_dir / f"{mode}_stats.csv", on.monty_dir / f"{mode}_stats.csv"
+        )
         assert parity.ok and not parity.departed, parity.summary()
     folders = {p.name for p in off.monty_dir.iterdir() if p.is_dir() and p.name.isdigit()}
 
     assert folders == {p.name for p in on.monty_dir.iterdir() if p.is_dir() and p.name.isdigit()}
-    assert {(p / "model.pt").is_file() for p in on.monty_dir.iterdir() if p.name in folders} == {True}
+    assert {(p / "model.pt").is_file() for p in on.monty_dir.iterdir() if p.name in folders} == {
+        True
+    }
 
 
 def test_the_run_is_listed_done_with_its_hydra_config(monty_runs) -> None:
@@ -152,11 +162,18 @@ def test_the_run_is_listed_done_with_its_hydra_config(monty_runs) -> None:
     diff = telemetry("diff", str(evidence.run_dir), str(feature.run_dir))
     config = (evidence.run_dir / "config.yaml").read_text(encoding="utf-8")
 
-    assert listed.returncode == 0 and "done" in listed.stdout and evidence.run_dir.name in listed.stdout
+    assert (
+        listed.returncode == 0
+        and "done" in listed.stdout
+        and evidence.run_dir.name in listed.stdout
+    )
     assert "hydra.choices.experiment: test/evidence_lm/evidence_mujoco" in config
     assert "recognition.sensor_to_lm:" in config and "monty.version: 0.55" in config
     assert diff.returncode == 0, diff.stderr
-    assert "hydra.choices.experiment" in diff.stdout and "hydra.choices.monty/learning_module" in diff.stdout
+    assert (
+        "hydra.choices.experiment" in diff.stdout
+        and "hydra.choices.monty/learning_module" in diff.stdout
+    )
 
 
 def test_the_event_log_holds_what_the_statistics_were_made_of(monty_runs, experiment) -> None:
@@ -172,7 +189,9 @@ def test_the_event_log_holds_what_the_statistics_were_made_of(monty_runs, experi
     assert kinds["sensorimotor_step"] == sum(int(r["monty_steps"]) for r in rows)
 
 
-def test_five_voting_lms_equal_montys_but_a_stepwise_target_after_the_last_input(monty_runs) -> None:
+def test_five_voting_lms_equal_montys_but_a_stepwise_target_after_the_last_input(
+    monty_runs,
+) -> None:
     """Five evidence LMs that vote (issue 40's first two differences, settled on a real run):
     votes in steps without input, hypotheses moved between inputs and prediction errors
     re-appended per vote round all come out as Monty's, from the step hook's events. What
@@ -181,10 +200,16 @@ def test_five_voting_lms_equal_montys_but_a_stepwise_target_after_the_last_input
     run = monty_runs.get(VOTING, True)
     found: dict[str, list[tuple[int, str, str]]] = {}
     for mode in MODES:
-        report = compare_csvs(run.monty_dir / f"{mode}_stats.csv", run.run_dir / "monty" / f"{mode}_stats.csv")
-        events = compare_csvs(run.monty_dir / f"{mode}_stats.csv", run.run_dir / f"{mode}_stats.csv")
+        report = compare_csvs(
+            run.monty_dir / f"{mode}_stats.csv", run.run_dir / "monty" / f"{mode}_stats.csv"
+        )
+        events = compare_csvs(
+            run.monty_dir / f"{mode}_stats.csv", run.run_dir / f"{mode}_stats.csv"
+        )
         assert report.ok, report.summary()
-        assert events.header_equal and set(events.different) <= {"stepwise_target_object"}, events.summary()
+        assert events.header_equal and set(events.different) <= {"stepwise_target_object"}, (
+            events.summary()
+        )
         found.update({f"{mode}/{k}": v for k, v in events.different.items()})
     rows = [r for mode in MODES for r in monty_rows(run.monty_dir, mode)]
     matching = sum(int(r["monty_matching_steps"]) for r in rows[::5])

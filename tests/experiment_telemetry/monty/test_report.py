@@ -62,7 +62,9 @@ def context() -> EpisodeContext:
 
 def report() -> MontyEpisodeReported:
     return MontyEpisodeReported(
-        mode="train", monty_episode=0, lm_stats=nonfinite_json.dumps(plain_data({"LM_0": montys_values()}))
+        mode="train",
+        monty_episode=0,
+        lm_stats=nonfinite_json.dumps(plain_data({"LM_0": montys_values()})),
     )
 
 

@@ -1,0 +1,86 @@
+"""What the Monty adapter costs: Monty's run time with and without it, medians of several runs.
+
+Run: ``python3 benchmarks/monty_overhead.py [--runs 5] [--experiment test/evidence_lm/evidence_mujoco ...]``
+(needs Monty: docs/monty.md).
+
+Each experiment runs by Monty's docs' ``run.py`` (``python -m experiment_telemetry.monty.run``)
+in a fresh process, alternately without the adapter (Monty's ``logging=basic_info_monty_runs``)
+and with all three pieces (``logging=split_telemetry +telemetry=split_telemetry
++step_hook=split_telemetry``), so load on the machine falls on both alike. Two times per run:
+**experiment**, what Monty's ``main`` reports (``Done running ... in X seconds``: its episodes,
+the adapter's work inside them, and its run's opening and closing), and **process**, the whole
+command (imports and Hydra included). Prints the medians side by side and the ratio; the goal is
+at most 2 % more experiment time with the adapter on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EXPERIMENTS = ("test/evidence_lm/evidence_mujoco", "test/graph_learning/feature_pred_mujoco")
+WITHOUT = ("logging=basic_info_monty_runs",)
+WITH = ("logging=split_telemetry", "+telemetry=split_telemetry", "+step_hook=split_telemetry")
+GOAL = 1.02
+_DONE = re.compile(r"Done running .* in ([0-9.]+) seconds")
+
+
+def run_once(
+    experiment: str, overrides: tuple[str, ...], logs: Path, name: str
+) -> tuple[float, float]:
+    """(experiment seconds as Monty reports them, process seconds)."""
+    env = dict(os.environ, MUJOCO_GL="egl", WANDB_MODE="disabled", MONTY_LOGS=str(logs),
+               MONTY_MODELS=str(logs / "models"), MONTY_DATA=str(logs / "data"),
+               WANDB_DIR=str(logs / "wandb"))  # fmt: skip
+    argv = [sys.executable, "-m", "experiment_telemetry.monty.run", f"experiment={experiment}",
+            *overrides, f"experiment.config.logging.run_name={name}"]  # fmt: skip
+    began = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=900)
+    elapsed = time.perf_counter() - began
+    found = _DONE.findall(done.stdout + done.stderr)
+    if done.returncode != 0 or not found:
+        tail = (done.stdout + done.stderr)[-3000:]
+        raise SystemExit(f"{experiment} {' '.join(overrides)} failed ({done.returncode}):\n{tail}")
+    return float(found[-1]), elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per experiment and setting")
+    parser.add_argument("--experiment", action="append", help="Monty experiment (repeatable)")
+    args = parser.parse_args()
+    experiments = tuple(args.experiment or EXPERIMENTS)
+    print(f"Monty with and without the adapter: medians of {args.runs} runs each, alternating")
+    print(f"{'experiment':<40} {'time':<11} {'without':>9} {'with':>9} {'ratio':>7}")
+    worst = 0.0
+    with tempfile.TemporaryDirectory(prefix="monty-overhead-") as root:
+        for experiment in experiments:
+            samples: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+            for i in range(args.runs):
+                for adapter in (False, True) if i % 2 == 0 else (True, False):
+                    logs = Path(root) / f"{i}-{int(adapter)}"
+                    overrides = WITH if adapter else WITHOUT
+                    samples[adapter].append(run_once(experiment, overrides, logs, "bench"))
+            for index, label in ((0, "experiment"), (1, "process")):
+                off = statistics.median(s[index] for s in samples[False])
+                on = statistics.median(s[index] for s in samples[True])
+                ratio = on / off
+                if index == 0:
+                    worst = max(worst, ratio)
+                print(f"{experiment:<40} {label:<11} {off:>8.2f}s {on:>8.2f}s {ratio:>7.3f}")
+    verdict = "within" if worst <= GOAL else "ABOVE"
+    print(
+        f"goal: experiment time with the adapter <= {GOAL:.2f}x without: {verdict} (worst {worst:.3f}x)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
