@@ -6,11 +6,13 @@ Run: ``python3 benchmarks/monty_overhead.py [--runs 5] [--experiment test/eviden
 Each experiment runs by Monty's docs' ``run.py`` (``python -m experiment_telemetry.monty.run``)
 in a fresh process, alternately without the adapter (Monty's ``logging=basic_info_monty_runs``)
 and with all three pieces (``logging=split_telemetry +telemetry=split_telemetry
-+step_hook=split_telemetry``), so load on the machine falls on both alike. Two times per run:
-**experiment**, what Monty's ``main`` reports (``Done running ... in X seconds``: its episodes,
-the adapter's work inside them, and its run's opening and closing), and **process**, the whole
-command (imports and Hydra included). Prints the medians side by side and the ratio; the goal is
-at most 2 % more experiment time with the adapter on.
++step_hook=split_telemetry``), so load on the machine falls on both alike. Three times per
+run: **experiment**, what Monty's ``main`` reports (``Done running ... in X seconds``: its
+episodes, the adapter's work inside them, and its run's opening and closing), **process**, the
+whole command (imports and Hydra included), and **cpu**, the process's user + system CPU
+seconds (threads included), which other load on a shared machine disturbs far less than wall
+time. Prints the medians side by side and the ratio; the goal is at most 2 % more with the
+adapter on.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -41,14 +44,17 @@ def run_once(
                WANDB_DIR=str(logs / "wandb"))  # fmt: skip
     argv = [sys.executable, "-m", "experiment_telemetry.monty.run", f"experiment={experiment}",
             *overrides, f"experiment.config.logging.run_name={name}"]  # fmt: skip
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=900)
     elapsed = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     found = _DONE.findall(done.stdout + done.stderr)
     if done.returncode != 0 or not found:
         tail = (done.stdout + done.stderr)[-3000:]
         raise SystemExit(f"{experiment} {' '.join(overrides)} failed ({done.returncode}):\n{tail}")
-    return float(found[-1]), elapsed
+    return float(found[-1]), elapsed, cpu
 
 
 def main() -> int:
@@ -62,13 +68,13 @@ def main() -> int:
     worst = 0.0
     with tempfile.TemporaryDirectory(prefix="monty-overhead-") as root:
         for experiment in experiments:
-            samples: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+            samples: dict[bool, list[tuple[float, float, float]]] = {False: [], True: []}
             for i in range(args.runs):
                 for adapter in (False, True) if i % 2 == 0 else (True, False):
                     logs = Path(root) / f"{i}-{int(adapter)}"
                     overrides = WITH if adapter else WITHOUT
                     samples[adapter].append(run_once(experiment, overrides, logs, "bench"))
-            for index, label in ((0, "experiment"), (1, "process")):
+            for index, label in ((0, "experiment"), (1, "process"), (2, "cpu")):
                 off = statistics.median(s[index] for s in samples[False])
                 on = statistics.median(s[index] for s in samples[True])
                 ratio = on / off
