@@ -54,16 +54,32 @@ def flatten(tree: Any, prefix: tuple[str, ...] = ()) -> dict[str, Any]:
     return found
 
 
+_cache: dict[str, dict[str, Any]] = {}
+
+
 def hydra_settings() -> dict[str, Any]:
-    """The running Hydra job's config, choices and overrides, flat; empty outside a Hydra job."""
+    """The running Hydra job's config, choices and overrides, flat; empty outside a Hydra job.
+
+    Read once per job (the pieces ask for it when Hydra builds them, before Monty's run starts,
+    so the run does not pay for it in its first step).
+    """
     try:
         from hydra.core.hydra_config import HydraConfig
-        from omegaconf import OmegaConf
     except ImportError:
         return {}
     if not HydraConfig.initialized():
         return {}
     hydra = HydraConfig.get()
+    key = str(hydra.runtime.output_dir)
+    cached = _cache.get(key)
+    if cached is None:
+        cached = _cache[key] = _read(hydra)
+    return dict(cached)
+
+
+def _read(hydra: Any) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
     settings: dict[str, Any] = {}
     try:
         choices = OmegaConf.to_container(hydra.runtime.choices, resolve=False)

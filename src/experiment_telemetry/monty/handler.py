@@ -27,6 +27,7 @@ from typing import Any
 import nonfinite_json
 from experiment_telemetry.context import EpisodeContext
 from experiment_telemetry.monty import _session
+from experiment_telemetry.monty._hydra import hydra_settings
 from experiment_telemetry.monty.events import MontyEpisodeReported
 
 __all__ = ["StatsHandler", "plain_data"]
@@ -87,6 +88,7 @@ class StatsHandler:
         self._settings = {"root": root, "project": project, "slug": slug, "wandb": wandb,
                           "console": console}  # fmt: skip
         _session.configure(**self._settings, stats_handler=True)
+        hydra_settings()  # read now, while Hydra builds the experiment: not in Monty's run
         self._held: _session.Session | None = None
         self.reported = 0
 

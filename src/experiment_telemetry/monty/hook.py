@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from experiment_telemetry.monty import _session
+from experiment_telemetry.monty._hydra import hydra_settings
 from experiment_telemetry.monty._lm_state import ModuleReader
 from experiment_telemetry.monty._loggers import share_telemetry_namespace
 from experiment_telemetry.monty._version import require_monty
@@ -68,6 +69,7 @@ class StepHook:
         self._settings = {"root": root, "project": project, "slug": slug, "wandb": wandb,
                           "console": console}  # fmt: skip
         _session.configure(**self._settings, step_hook=True)
+        hydra_settings()  # read now, while Hydra builds the experiment: not in Monty's run
         self._events = get_telemetry(HOOK_STREAM)
         self._events.events_logger.propagate = True
         self._held: _session.Session | None = None
