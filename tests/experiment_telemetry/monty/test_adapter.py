@@ -238,3 +238,30 @@ def test_hydra_finds_the_configs_beside_montys() -> None:
         "'experiment_telemetry.monty.handler.StatsHandler']",
         "experiment_telemetry.monty.hook.StepHook",
     ]
+
+
+@pytest.mark.parametrize(
+    ("leaving_with", "status"),
+    [(None, "done"), (RuntimeError("Monty broke"), "failed"), (KeyboardInterrupt(), "interrupted")],
+)
+def test_the_run_ends_as_monty_leaves(
+    monty_logging: Path, leaving_with: BaseException | None, status: str
+) -> None:
+    """Monty closes its handlers and hook in its ``__exit__``: the last piece to let go closes
+    the run with the status of the exception Monty is leaving with."""
+    from experiment_telemetry.monty import StatsHandler
+
+    handler = StatsHandler(root=str(monty_logging), console=False)
+    session = _session.acquire()
+    run_dir = session.run_dir
+    assert run_dir is not None and read_run(run_dir)["status"] == "running"
+    if leaving_with is None:
+        _session.release(session)
+    else:
+        try:
+            raise leaving_with
+        except BaseException:  # inside Monty's __exit__, sys.exc_info() is the exception
+            _session.release(session)
+    handler.close()
+
+    assert read_run(run_dir)["status"] == status
