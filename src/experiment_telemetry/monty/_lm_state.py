@@ -104,9 +104,11 @@ class ModuleReader:
     def reset_event(self) -> LearningModuleReset:
         """The module's reset, stamped when Monty reset its buffer (the origin of ``time``)."""
         start = getattr(self.lm.buffer, "start_time", None)
-        stamp = float(start) if isinstance(start, (int, float)) else None
-        kwargs = {} if stamp is None else {"timestamp": stamp}
-        return LearningModuleReset(lm_id=self.lm_id, evidence_based=self.evidence, **kwargs)
+        if not isinstance(start, (int, float)):
+            return LearningModuleReset(lm_id=self.lm_id, evidence_based=self.evidence)
+        return LearningModuleReset(
+            timestamp=float(start), lm_id=self.lm_id, evidence_based=self.evidence
+        )
 
     def step(self, stamp: float, *, exploring: bool, votes: bool) -> list[TelemetryEvent]:
         """The events of the step the model just took."""

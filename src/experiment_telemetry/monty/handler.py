@@ -140,7 +140,7 @@ class StatsHandler:
         target: Mapping[str, Any],
         timing: Mapping[str, Any],
     ) -> EpisodeContext:
-        first = next(iter(lms.values()), {})
+        first: Mapping[str, Any] = next(iter(lms.values()), {})
         label = target.get("primary_target_object") or first.get("primary_target_object")
         seed = timing.get("episode_seed", first.get("episode_seed"))
         epoch = timing.get(f"{mode}_epochs", 0)

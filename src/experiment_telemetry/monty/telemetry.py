@@ -107,7 +107,7 @@ class TelemetryHandler(logging.Handler):
             self.handleError(record)
             return
         with self._mutex:
-            session = self._session()
+            session = self._run()
             run_id, episode, mode = session.stamp() if session is not None else ("", 0, None)
             event = MontyTelemetryEvent(
                 timestamp=record.created,
@@ -135,7 +135,7 @@ class TelemetryHandler(logging.Handler):
         held = self._held
         return dict(held.telemetry_counts) if held is not None else {}
 
-    def _session(self) -> _session.Session | None:
+    def _run(self) -> _session.Session | None:
         """The run to send to; None while a step hook is still to open it (events wait)."""
         held = self._held
         if held is not None and not held.closed:
@@ -162,7 +162,7 @@ class TelemetryHandler(logging.Handler):
         """Hand over events that waited for the step hook (the hook opened the run)."""
         with self._mutex:
             if self._waiting:
-                self._session()
+                self._run()
 
     def close(self) -> None:
         """Deliver what waits, then let go of the run (the last piece to let go closes it)."""
