@@ -185,6 +185,7 @@ class _Harness(Experiment):
 
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.config.pop("num_epochs", None)  # the harness's loop setting; Monty's are its own
         self.session = session
 
     def make_aggregators(self) -> list[Aggregator]:
