@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import multiprocessing
 import os
 import sys
 import threading
@@ -280,7 +281,10 @@ class Session:
             root=harness.root,
             info={"tags": "monty", "group": experiment},
         )
-        run.__enter__()  # SIGTERM now ends Monty's loop as an exception: the run is interrupted
+        if multiprocessing.parent_process() is None:
+            # SIGTERM now ends Monty's loop as an exception: the run is interrupted. Not in a
+            # worker of Monty's run_parallel, whose pool ends idle workers with SIGTERM.
+            run.__enter__()
         self.run, self._harness = run, harness
         harness.run_context = run
         try:
