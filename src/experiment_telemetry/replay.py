@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import experiment_telemetry.monty.events  # noqa: F401  (registers Monty's records; no Monty needed)
 import runtime_telemetry.events.metrics  # noqa: F401  (registers MetricsBundle for decoding)
 from experiment_telemetry.aggregators import Aggregator
 from experiment_telemetry.aggregators.standard import make_aggregators

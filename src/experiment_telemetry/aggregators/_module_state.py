@@ -52,8 +52,7 @@ class ModuleState:
         "pose_locations",
         "poses",
         "possible",
-        "prediction_error_count",
-        "prediction_error_sum",
+        "prediction_errors",
         "processed",
         "reset_ts",
         "state",
@@ -77,8 +76,9 @@ class ModuleState:
         self.poses: tuple[Quaternion, ...] = ()
         self.pose_locations: tuple[Vector3, ...] = ()
         self.mlh: MostLikelyHypothesis | None = None
-        self.prediction_error_sum = 0.0
-        self.prediction_error_count = 0
+        self.prediction_errors: list[float] = []
+        """Monty's ``mlh_prediction_error`` list, whose ``np.mean`` (pairwise summation: the
+        same float to the last digit) is the episode's average."""
         self.last_prediction_error: float | None = None
         """The error of the module's last input, which every vote round appends again."""
         self.goals_attempted = 0
@@ -135,14 +135,21 @@ class ModuleState:
         self._add_error(self.last_prediction_error)
 
     def hypothesis(self, event: MostLikelyHypothesis) -> None:
+        """One hypothesis per input carries that input's error. A hypothesis said again at the
+        same input count without an error is the same input's best guess moved since (votes,
+        the module's own movement): it replaces the guess and leaves the errors alone (Monty
+        re-reads its current hypothesis at the episode's end and keeps appending the last
+        input's error at each vote round)."""
+        previous = self.mlh
         self.mlh = event
+        if event.prediction_error is None and previous is not None and previous.step == event.step:
+            return
         self.last_prediction_error = event.prediction_error
         self._add_error(event.prediction_error)
 
     def _add_error(self, error: float | None) -> None:
         if error is not None:
-            self.prediction_error_sum += error
-            self.prediction_error_count += 1
+            self.prediction_errors.append(error)
 
     def goal(self, achieved: bool) -> None:
         self.goals_attempted += 1

@@ -13,6 +13,8 @@ import logging
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from experiment_telemetry.aggregators._labels import LabelMap
 from experiment_telemetry.aggregators._module_state import MATCH, TIME_OUT, ModuleState
 from experiment_telemetry.context import NO_LABEL, EpisodeContext
@@ -97,6 +99,12 @@ def _euler(lm_id: str, q: Sequence[float], rounded: bool) -> Vector3 | None:
     if rounded:  # as Monty's modules store the detected pose: 3 places, mod 360
         return (round(angles[0], 3) % 360, round(angles[1], 3) % 360, round(angles[2], 3) % 360)
     return angles
+
+
+def _evidence(value: float) -> float:
+    """The evidence as the module said it: Monty's modules hold the int 0 before any hypothesis
+    (their "new object" sentinel), which its CSV writes as ``0``; any other number is a float."""
+    return value if type(value) is int else float(value)
 
 
 def _individual(
@@ -214,12 +222,10 @@ def score_module(
             _ORIGIN if mlh is None else _euler(lm_id, mlh.rotation, rounded=False)
         ),
         highest_evidence=None if not evidence_based else (  # Monty's sentinel is the int 0
-            0 if mlh is None else float(mlh.evidence)
+            0 if mlh is None else _evidence(mlh.evidence)
         ),
         episode_avg_prediction_error=None if not evidence_based else (
-            state.prediction_error_sum / state.prediction_error_count
-            if state.prediction_error_count
-            else math.nan
+            float(np.mean(state.prediction_errors)) if state.prediction_errors else math.nan
         ),
         possible_object_poses=poses,
         possible_object_locations=locations,

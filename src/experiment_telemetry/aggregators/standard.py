@@ -48,8 +48,14 @@ def make_aggregators(config: Mapping[str, Any]) -> list[Aggregator]:
     ``recognition.enabled: false`` / ``watch.enabled: false``; ``recognition.sensor_to_lm``
     ties sensors to modules for ``ObjectUnderSensor`` ground truth, as a list of
     ``"sensor=lm"`` strings (a run's config holds scalars and lists) or a mapping.
+    ``monty.report.enabled: true`` (a Monty run without the step hook) scores episodes with
+    the statistics Monty reported (``experiment_telemetry.monty.report``, no Monty needed).
     """
     aggregators: list[Aggregator] = []
+    if config.get("monty.report.enabled", False):
+        from experiment_telemetry.monty.report import MontyReportAggregator
+
+        aggregators.append(MontyReportAggregator())
     if config.get("recognition.enabled", True):
         aggregators.append(
             RecognitionAggregator(

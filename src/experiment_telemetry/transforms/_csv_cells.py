@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["FLOAT_COLUMNS", "column_cells", "render_cell"]
+__all__ = ["FLOAT_COLUMNS", "column_cells", "monty_value", "render_cell"]
 
 FLOAT_COLUMNS = frozenset(
     {
@@ -31,6 +31,23 @@ FLOAT_COLUMNS = frozenset(
     }
 )
 """Columns whose numbers Monty holds as floats, whatever their value (whole numbers: ``1.0``)."""
+
+
+def monty_value(column: str, stats: object) -> object:
+    """``stats``' value of ``column`` with the type Monty holds it in, where ours differs.
+
+    Two of Monty's counts are ``np.sum`` over a per-step list, and numpy's sum of an empty
+    list is the float ``0.0`` (a real Monty 0.55 run writes ``0.0``): ``goal_state_achieved``
+    when no goal state was attempted (the list of outcomes is empty), and
+    ``individual_ts_reached_at_step`` when the module concluded before Monty counted a step
+    (its first input of the episode: no flag yet; D20 lists the rare int ``0`` case).
+    """
+    value = getattr(stats, column, None)
+    if column == "goal_state_achieved" and not getattr(stats, "goal_states_attempted", 0):
+        return 0.0 if value == 0 else value
+    if column == "individual_ts_reached_at_step" and value == 0 and not isinstance(value, bool):
+        return 0.0
+    return value
 
 
 def _missing(value: object) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from experiment_telemetry.exceptions import ExperimentValueError
 from experiment_telemetry.stats import EpisodeStats, LearningModuleEpisodeStats
-from experiment_telemetry.transforms._csv_cells import column_cells, render_cell
+from experiment_telemetry.transforms._csv_cells import column_cells, monty_value, render_cell
 from experiment_telemetry.transforms.base import Transform
 from goggles_io.handlers.csv import CsvRows
 from runtime_telemetry import receives
@@ -120,9 +120,7 @@ class CsvTransform(Transform):
         if rows is None:
             header = monty_columns([m.evidence_based for m in modules])
             rows = self._files[mode] = CsvRows(self.path(mode), header, "CsvTransform")
-        columns = [
-            column_cells(c, [getattr(m, c, None) for m in modules]) for c in rows.columns[1:]
-        ]
+        columns = [column_cells(c, [monty_value(c, m) for m in modules]) for c in rows.columns[1:]]
         for index in range(len(modules)):
             rows.append([f"LM_{index}", *(cells[index] for cells in columns)])
 
