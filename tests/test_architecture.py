@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -101,6 +102,59 @@ def test_goggles_io_has_no_import_cycles() -> None:
     ]
 
     assert [] == cycles
+
+
+_CYCLES = """
+import json, sys
+import grimp
+graph = grimp.build_graph(*sys.argv[1:])
+print(json.dumps(sorted(
+    (module, imported)
+    for module in graph.modules
+    for imported in graph.find_modules_directly_imported_by(module)
+    if graph.find_shortest_chain(importer=imported, imported=module)
+)))
+"""
+_PACKAGES = ("experiment_telemetry", "goggles_io", "runtime_telemetry")
+
+
+def _import_cycles(src: Path) -> list[list[str]]:
+    """(module, module it imports that imports it back) pairs among ``_PACKAGES`` in ``src``,
+    from grimp in a fresh interpreter (imports under ``TYPE_CHECKING`` count: they are one)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CYCLES, *_PACKAGES],
+        env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    cycles: list[list[str]] = json.loads(done.stdout)
+    return cycles
+
+
+class TestNoImportCycles:
+    def test_experiment_telemetry_goggles_io_and_runtime_have_none(self) -> None:
+        """No module of the three packages imports (directly or not) one that imports it back:
+        the experiment's worker loop is a collaborator, not a reach back into the harness."""
+
+        assert [] == _import_cycles(ROOT / "src")
+
+    def test_a_reach_back_into_the_harness_is_found(self, tmp_path: Path) -> None:
+        """The check can fail: the worker loop importing ``Experiment`` for its type alone
+        (as ``harness_workers.py`` once did) is a cycle, named by both modules."""
+        project = _copy_project(tmp_path)
+        loop = project / "src" / "experiment_telemetry" / "workers" / "loop.py"
+        loop.write_text(
+            loop.read_text()
+            + "\nif TYPE_CHECKING:\n    from experiment_telemetry.harness import Experiment\n"
+        )
+        loop.write_text(loop.read_text().replace("Any, Protocol", "TYPE_CHECKING, Any, Protocol"))
+
+        cycles = _import_cycles(project / "src")
+
+        assert ["experiment_telemetry.harness", "experiment_telemetry.workers"] in cycles
+        assert ["experiment_telemetry.workers.loop", "experiment_telemetry.harness"] in cycles
 
 
 def test_architecture_doc_names_every_goggles_io_module() -> None:

@@ -5,7 +5,8 @@ config), subscribes recorders, aggregators and transforms, drives epochs and epi
 closes everything it opened on the way out, normal or not. An exception marks the run
 ``failed``, Ctrl-C ``interrupted``; both still close the logs and flush the sinks, so every
 event and stat emitted before the failure stays on disk. With ``num_workers`` the episode
-loop is ``harness_workers.run_in_workers`` (episodes in worker processes, scored here).
+loop is run by a ``workers.WorkerLoop`` the experiment holds (episodes in worker processes,
+scored here); it calls the experiment's hooks and the ``publish`` it was given, nothing else.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from experiment_telemetry._validate import check_int
 from experiment_telemetry.aggregators import STATS_STREAM, Aggregator
 from experiment_telemetry.aggregators.standard import make_aggregators, make_watches
 from experiment_telemetry.context import EpisodeContext
-from experiment_telemetry.harness_workers import run_in_workers
 from experiment_telemetry.recorder import (
     ALERTS_FILE,
     RUNTIME_EVENTS_FILE,
@@ -40,7 +40,7 @@ from experiment_telemetry.transforms import (
     Transform,
     WandbAlertTransform,
 )
-from experiment_telemetry.workers import RuntimeSpec, WorkerReport
+from experiment_telemetry.workers import RuntimeSpec, WorkerLoop, WorkerReport
 from goggles_io.runs import RunContext, register_run
 from runtime_telemetry import configure, get_telemetry
 
@@ -151,6 +151,8 @@ class Experiment:
         self.stats: list[StatEvent] = []
         self._recorder: EventRecorder | None = None
         self.worker_report: WorkerReport | None = None
+        self.worker_loop: WorkerLoop | None = None
+        """With ``num_workers``, what runs the episode loop (made when the run starts)."""
 
     # -- what to attach ------------------------------------------------------------------------
     def make_aggregators(self) -> list[Aggregator]:
@@ -308,7 +310,16 @@ class Experiment:
         )
         with bar:
             if self.num_workers:
-                run_in_workers(self, bar)
+                self.worker_loop = WorkerLoop(
+                    self,
+                    self.runtime_spec(),
+                    num_workers=self.num_workers,
+                    levels=self.telemetry_levels,
+                    wait_s=self.worker_wait_s,
+                    publish=self._publish,
+                )
+                self.worker_report = self.worker_loop.report
+                self.worker_loop.run(self.num_epochs, bar)
                 return
             for epoch in range(self.num_epochs):
                 for context in self.episodes(epoch):

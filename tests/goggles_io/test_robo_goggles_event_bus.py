@@ -1,4 +1,4 @@
-"""robo-goggles 0.3.6's ``EventBus`` used directly: its handler protocol, detach, shutdown.
+"""robo-goggles 0.3.6's ``EventBus`` used directly: emit, its handler protocol, detach, shutdown.
 
 Each test states one behaviour of robo-goggles 0.3.6 in our own words.
 """
@@ -79,6 +79,80 @@ class SlowClose:
     @classmethod
     def from_dict(cls, serialized: dict[str, Any]) -> SlowClose:
         return cls("slow", 0.0)
+
+
+class _Keeps:
+    """Keeps every event object it is handed, and the thread that handed it."""
+
+    level = 0
+    capabilities: ClassVar[frozenset[str]] = frozenset({"log", "metric"})
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.got: list[tuple[gg.Event, threading.Thread]] = []
+
+    def handle(self, event: gg.Event) -> None:
+        self.got.append((event, threading.current_thread()))
+
+
+class TestEmit:
+    def test_when_emit_returns_the_scopes_handlers_have_that_same_event(self) -> None:
+        """bus.emit(event) returns after every handler of the event's scope (and of its
+        parents) was handed that very object, on the emitting thread; others get nothing."""
+        bus = gg.EventBus()
+        parent, child, other = _Keeps("parent"), _Keeps("child"), _Keeps("other")
+        bus.attach(parent, ["global"])
+        bus.attach(child, ["global.eval"])
+        bus.attach(other, ["elsewhere"])
+        event = gg.Event(kind=Kind.LOG, scope="global.eval", payload="now", level=20)
+        try:
+            bus.emit(event)
+            handed = [got for h in (parent, child, other) for got, _ in h.got]
+            threads = {thread for h in (parent, child) for _, thread in h.got}
+        finally:
+            bus.shutdown(timeout=10)
+
+        assert 2 == len(handed)
+        assert all(got is event for got in handed)
+        assert {threading.current_thread()} == threads
+
+    def test_a_dict_is_read_as_an_event(self) -> None:
+        """robo-goggles' serialized form: emit({"kind": "log", ...}) reaches the handler."""
+        bus = gg.EventBus()
+        keeps = _Keeps("k")
+        bus.attach(keeps, ["global"])
+        try:
+            bus.emit({"kind": "log", "scope": "global", "payload": "as a dict", "level": 20})
+        finally:
+            bus.shutdown(timeout=10)
+
+        assert ["as a dict"] == [event.payload for event, _ in keeps.got]
+
+    @pytest.mark.parametrize("thing", ["log this", 42, None, ["log", "global"]])
+    def test_emit_of_something_not_an_event_raises_type_error(self, thing: object) -> None:
+        """bus.emit(x) for x neither an Event nor a mapping raises TypeError naming x's type,
+        and hands nothing to the handlers."""
+        bus = gg.EventBus()
+        keeps = _Keeps("k")
+        bus.attach(keeps, ["global"])
+        try:
+            with pytest.raises(TypeError, match=type(thing).__name__):
+                bus.emit(thing)  # type: ignore[arg-type]
+        finally:
+            bus.shutdown(timeout=10)
+
+        assert [] == keeps.got
+
+    def test_the_loggers_bus_keeps_its_lanes(self) -> None:
+        """The bus the loggers use (get_bus()) still hands events over from each handler's own
+        thread: a log call never runs a handler (GOGGLES_ASYNC's default)."""
+        keeps = _Keeps("k")
+        gg.attach(keeps)
+        gg.get_logger("t").info("later")
+        gg.finish(timeout=10)
+
+        assert ["later"] == [event.payload for event, _ in keeps.got]
+        assert threading.current_thread() not in {thread for _, thread in keeps.got}
 
 
 class TestAttachSpecs:
@@ -171,7 +245,7 @@ class TestShutdown:
 
 
 def test_to_bind_is_a_bound_field_like_any_other(mem: MemoryHandler) -> None:
-    """get_logger(to_bind=...) has no parameter of that name: it binds a field "to_bind"."""
+    """get_logger(to_bind=...) binds one field named "to_bind", as 0.3.6's ``**to_bind`` does."""
     gg.attach(mem)
     gg.get_logger("t", to_bind={"a": 1}).info("x")
     gg.finish(timeout=10)

@@ -197,3 +197,17 @@ def test_a_missing_name_member_or_parameter_is_reported(surfaces: Any) -> None:
     assert [".:finish(wait_for_host)", ".media:save_numpy_gif", "data.trajectories"] == sorted(
         reported
     )
+
+
+def test_get_logger_takes_its_fields_as_robo_goggles_does(surfaces: Any) -> None:
+    """get_logger's keyword-only parameters and its ``**to_bind`` are robo-goggles 0.3.6's, by
+    name and kind: ``get_logger("t", to_bind={...})`` binds one field named ``to_bind`` in both
+    (``name`` stays a keyword here too: ``get_logger(name="t")`` names the logger)."""
+    peer, ours = surfaces
+
+    def keywords(surface: dict[str, Any]) -> list[tuple[str, str]]:
+        sig = surface["modules"]["."]["names"]["get_logger"]["sig"]
+        return sorted((p[0], p[1]) for p in sig if p[1] in ("KEYWORD_ONLY", "VAR_KEYWORD"))
+
+    assert ("to_bind", "VAR_KEYWORD") in keywords(ours)
+    assert keywords(peer) == keywords(ours)

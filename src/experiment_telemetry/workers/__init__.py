@@ -5,6 +5,8 @@ The experiment side of the bridge (``docs/experiment_telemetry.md``, "Workers"):
 processes whose ``EventForwarder`` puts every runtime event on the goggles bus, and an
 ``EpisodeInbox`` files them per episode until they are handed back to this process's
 ``telemetry.*`` loggers in plan order (``EventCollector`` is its old name, kept as an alias).
+A ``WorkerLoop`` is the experiment's episode loop over a pool; it scores through the hooks and
+the ``publish`` function the experiment gives it.
 Runtime code imports none of this (an import-linter contract holds it).
 """
 
@@ -17,6 +19,7 @@ from experiment_telemetry.workers.inbox import (
     EventCollector,
     replay_episode,
 )
+from experiment_telemetry.workers.loop import EpisodeHooks, WorkerLoop
 from experiment_telemetry.workers.outcomes import (
     EpisodeOutcome,
     EpisodeTask,
@@ -29,12 +32,14 @@ from experiment_telemetry.workers.spec import RuntimeSpec, check_plain
 __all__ = [
     "BRIDGE_LOGGER",
     "EpisodeEvents",
+    "EpisodeHooks",
     "EpisodeInbox",
     "EpisodeOutcome",
     "EpisodeTask",
     "EventCollector",
     "EventForwarder",
     "RuntimeSpec",
+    "WorkerLoop",
     "WorkerLoss",
     "WorkerPool",
     "WorkerReport",

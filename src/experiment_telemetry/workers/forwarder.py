@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any
 
 import msgpack
 
@@ -79,7 +78,8 @@ class EventForwarder(Subscriber):
         """Events sent for the current episode."""
         self.total = 0
         """Events sent since this forwarder was created."""
-        self._bus: Any = goggles_io.get_bus()
+        self._emit = goggles_io.get_bus().emit
+        """The bus's ``emit`` (one bus event per chunk, built with keywords)."""
         self._pid = os.getpid()
 
     def begin(self, episode: int) -> None:
@@ -95,12 +95,17 @@ class EventForwarder(Subscriber):
             self._send_batch()
             sent, episode = self.sent, self.episode
             extra = {"w": self.worker, "e": episode, "end": sent}
-            self._bus.emit(
+            self._emit(
                 goggles_io.Event(
-                    _ARTIFACT, self.scope, b"", None, sent, 0.0, BRIDGE_LOGGER, self._pid,
-                    None, None, extra,
+                    kind=_ARTIFACT,
+                    scope=self.scope,
+                    payload=b"",
+                    step=sent,
+                    logger=BRIDGE_LOGGER,
+                    pid=self._pid,
+                    extra=extra,
                 )
-            )  # fmt: skip
+            )
             self.episode = None
             self.sent = 0
         return sent
@@ -154,12 +159,18 @@ class EventForwarder(Subscriber):
             "c": len(batch),
             **_CHUNK,
         }
-        self._bus.emit(
+        self._emit(
             goggles_io.Event(
-                _ARTIFACT, self.scope, payload, None, first, time.time(),
-                BRIDGE_LOGGER, self._pid, None, None, extra,
+                kind=_ARTIFACT,
+                scope=self.scope,
+                payload=payload,
+                step=first,
+                timestamp=time.time(),
+                logger=BRIDGE_LOGGER,
+                pid=self._pid,
+                extra=extra,
             )
-        )  # fmt: skip
+        )
         self.sent = first + len(batch)
         self.total += len(batch)
 

@@ -22,9 +22,9 @@ from typing import Any
 import msgpack
 
 import goggles_io
-from experiment_telemetry.workers.dispatch import LoggerRoute
 from experiment_telemetry.workers.forwarder import ROWS_FORMAT
 from runtime_telemetry import TelemetrySchema, from_dict
+from runtime_telemetry.routes import LoggerRoute
 from runtime_telemetry.rows import RowMaker, row_maker
 
 __all__ = ["EpisodeEvents", "EpisodeInbox", "EventCollector", "replay_episode"]

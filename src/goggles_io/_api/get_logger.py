@@ -22,7 +22,7 @@ def get_logger(
     scope: str = "global",
     with_metrics: bool = False,
     level: int | str = 0,
-    **bound: Any,
+    **to_bind: Any,
 ) -> TextLogger | GogglesLogger:
     """Return a logger for ``name`` that routes to handlers attached on ``scope``.
 
@@ -31,7 +31,9 @@ def get_logger(
         scope: dot-separated scope; events also reach handlers on its parents.
         with_metrics: return a :class:`GogglesLogger` (scalars, images, ...) instead of text only.
         level: this logger's minimum level for text messages.
-        **bound: fields attached to every event (see :meth:`TextLogger.bind`).
+        **to_bind: fields attached to every event (see :meth:`TextLogger.bind`); named as in
+            robo-goggles 0.3.6, whose ``get_logger`` takes them the same way, so
+            ``get_logger("t", to_bind={"a": 1})`` binds one field named ``to_bind`` there too.
 
     Raises:
         InvalidNameError: ``name`` or ``scope`` is malformed.
@@ -45,4 +47,4 @@ def get_logger(
     lvl = v.check_level(level)
     get_settings()
     cls = GogglesLogger if with_metrics else TextLogger
-    return cls(name, scope, lvl, bound)
+    return cls(name, scope, lvl, to_bind)

@@ -39,14 +39,19 @@ _METRIC_VALUE = Kind.METRIC.value
 
 
 class EventBus:
-    """Route events to handlers in this process, each through its own :class:`Lane`."""
+    """Route events to handlers in this process, each through its own :class:`Lane`.
+
+    ``gg.EventBus()`` built directly emits synchronously, as robo-goggles 0.3.6's; the buses
+    ``get_bus()`` and the socket host make pass ``async_mode`` (on by default: a thread per lane;
+    ADR 0068).
+    """
 
     is_host = True  # robo-goggles' ``get_bus().is_host``: the handlers run in this process
 
     def __init__(
         self,
         *,
-        async_mode: bool = True,
+        async_mode: bool = False,
         queue_size: int = 65_536,
         queue_bytes: int = 16 * 1024 * 1024,
         policy: DeliveryPolicy | None = None,
@@ -172,12 +177,16 @@ class EventBus:
 
     # -- hot path ---------------------------------------------------------------------------
     def emit(self, event: Event | Mapping[str, Any]) -> None:
-        """Offer ``event`` to every lane whose scope, kind and level match.
-
-        A mapping is read with :meth:`Event.from_dict` (robo-goggles' bus takes dicts).
+        """Offer ``event`` to every lane whose scope, kind and level match (a synchronous lane
+        hands it to the handler before ``emit`` returns). A mapping is read with
+        :meth:`Event.from_dict` (robo-goggles' bus takes dicts); anything else: ``TypeError``.
         """
         if event.__class__ is not Event:
-            event = event if isinstance(event, Event) else Event.from_dict(event)
+            if isinstance(event, Mapping):
+                event = Event.from_dict(event)
+            elif not isinstance(event, Event):
+                msg = f"emit takes an Event or a mapping (got {event!r}, a {type(event).__name__})."
+                raise TypeError(msg)
         if event.kind.__class__ is not Kind:  # Event(kind="image", ...) as robo-goggles writes it
             event = attrs.evolve(event, kind=Kind(event.kind))
         if self._finished:

@@ -14,7 +14,8 @@ directory upwards; ``os.environ`` is never modified):
 * ``TELEMETRY_REMOTE_API_KEY``: sent as ``Authorization: Bearer``; never logged or repr'd.
 * ``TELEMETRY_NO_REMOTE=1``: silence this run without editing the shared ``.env``.
 
-All three are resolved when the handler is constructed, in the process that constructs it: the
+All three are resolved when the handler is constructed, in the process that constructs it
+(``_remote_endpoint.py``; the run it reports to is ``_remote_run.py``): the
 handler spec carries the resolved URL and switch (``read_env=False``) and the key under its
 ``secrets`` part, so a copy rebuilt in the socket transport's host process (another directory,
 another environment) sends to the same place with the same key.
@@ -24,13 +25,12 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import threading
 import time
 import uuid
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 from goggles_io._delivery.policy import check_when_full, read_delivery_policy
 from goggles_io._event.records import Event, Kind
@@ -40,18 +40,11 @@ from goggles_io._event.remote_protocol import (
     check_point_step,
     run_path,
 )
-from goggles_io._util.env import (
-    ENV_REMOTE_API_KEY,
-    ENV_REMOTE_OFF,
-    ENV_REMOTE_URL,
-    read_dotenv,
-    read_setting,
-    read_switch,
-)
+from goggles_io._util.env import ENV_REMOTE_API_KEY, ENV_REMOTE_OFF, ENV_REMOTE_URL
 from goggles_io._util.report import report
-from goggles_io._util.secret import Secret
 from goggles_io.exceptions import ConfigurationError, InvalidNameError, InvalidPayloadError
 from goggles_io.handlers._remote_delivery import RemoteDelivery
+from goggles_io.handlers._remote_endpoint import resolve_endpoint
 from goggles_io.handlers._remote_run import RunRegistration
 from goggles_io.handlers._sender import Message, Sender
 from goggles_io.handlers.base import BaseHandler, register_handler
@@ -75,7 +68,7 @@ def _positive(name: str, value: Any, kind: type = int) -> None:
 
 
 @register_handler
-class RemoteHandler(RunRegistration, BaseHandler):
+class RemoteHandler(BaseHandler):
     """Batch scalar metrics into JSON POSTs to a collector (``goggles_io.server.collector``).
 
     Args:
@@ -155,61 +148,45 @@ class RemoteHandler(RunRegistration, BaseHandler):
             if mapping is not None and not isinstance(mapping, Mapping):
                 msg = f"{pname} must be a mapping (got {mapping!r})."
                 raise ConfigurationError(msg, key=pname, value=mapping)
-        self.buffer_size, self.heartbeat_s, self.queue_batches = (
-            buffer_size,
-            heartbeat_s,
-            queue_batches,
-        )
+        self.buffer_size, self.queue_batches = buffer_size, queue_batches
+        self.heartbeat_s = heartbeat_s
         self.timeout_s, self.close_timeout_s = timeout_s, close_timeout_s
-        self.run_id = run_id or uuid.uuid4().hex
-        self.run_name = run_name or self.run_id
-        self._name_given = run_name is not None
-        self._config: dict[str, Any] = dict(config or {})
-        self._info: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._run = RunRegistration(
+            run_id or uuid.uuid4().hex, run_name, heartbeat_s, config or {},
+            lock=self._lock, put=partial(self._put_locked, force=True), logged=self.total_logged,
+        )  # fmt: skip
         self._pending: list[tuple[int, str, float | None, int | None, float]] = []
         self._seq = 0
         self._logged = 0
         self._invalid = 0
-        self._registered = False
         self._delivery: RemoteDelivery | None = None
         self._closing: RemoteDelivery | None = None
         self._last_stats: dict[str, int] = {}
         self._ending = "done"  # the finish status close() sends; producer_lost() makes it crashed
         if run_info:
-            self._adopt_locked(run_info)
-        env = {} if enabled is False or not read_env else read_dotenv()
-        silenced = enabled is False or (
-            enabled is None and read_env and read_switch(os.environ, ENV_NO_REMOTE)
+            self._run.adopt(run_info)
+        endpoint = resolve_endpoint(
+            self.name, server_url, api_key, enabled=enabled, read_env=read_env, logger=_logger
         )
-        if read_env:
-            self.server_url = None if silenced else read_setting(server_url, ENV_URL, env)
-            key = read_setting(api_key, ENV_API_KEY, env)
-        else:
-            self.server_url = None if silenced else server_url or None
-            key = api_key or None
-        self._api_key = None if key is None else Secret(key)
-        if silenced:
-            _logger.info("remote handler %r silenced for this run; sending nothing", self.name)
-        elif self.server_url is None:
-            _logger.warning(
-                "remote handler %r is inert: no server_url and no %s in the environment or .env",
-                self.name,
-                ENV_URL,
-            )
-        if self.server_url is not None:
-            self._url = urlsplit(self.server_url)
-            if self._url.scheme not in ("http", "https") or not self._url.hostname:
-                msg = (
-                    f"server_url must be an http(s) URL such as 'http://127.0.0.1:8765' "
-                    f"(got {self.server_url!r})."
-                )
-                raise ConfigurationError(msg, key="server_url", value=self.server_url)
+        self.server_url, self._api_key = endpoint.url, endpoint.api_key
+        if endpoint.parts is not None:
+            self._url = endpoint.parts
 
     def __repr__(self) -> str:
         state = "inert" if self.server_url is None else self.server_url
         key = "set" if self._api_key else "unset"
         return f"RemoteHandler(name={self.name!r}, run_id={self.run_id!r}, url={state!r}, api_key={key})"
+
+    @property
+    def run_id(self) -> str:
+        """The run's id: the one given, a fresh one, or the one ``register_run`` brought."""
+        return self._run.run_id
+
+    @property
+    def run_name(self) -> str:
+        """The run's display name on the dashboard."""
+        return self._run.run_name
 
     @property
     def inert(self) -> bool:
@@ -218,17 +195,12 @@ class RemoteHandler(RunRegistration, BaseHandler):
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments for the spec, resolved here; the API key is in :meth:`secrets`."""
-        with self._lock:
-            config, info = dict(self._config), dict(self._info)
         return {
             **super().config(),
             "server_url": self.server_url,
             "enabled": self.server_url is not None,
             "read_env": False,
-            "config": config,
-            "run_info": info,
-            "run_name": self.run_name if self._name_given else None,
-            "run_id": self.run_id,
+            **self._run.spec(),
             "buffer_size": self.buffer_size,
             "heartbeat_s": self.heartbeat_s,
             "queue_batches": self.queue_batches,
@@ -242,6 +214,33 @@ class RemoteHandler(RunRegistration, BaseHandler):
     def secrets(self) -> dict[str, str]:
         """The API key, for the spec's ``secrets`` part (a :class:`Secret`, printed redacted)."""
         return {} if self._api_key is None else {"api_key": self._api_key}
+
+    # -- the run (RunRegistration) -----------------------------------------------------------
+
+    def record_config(self, mapping: Mapping[str, Any]) -> None:
+        """Merge settings into the run's config; sent with the registration (again if needed)."""
+        if self.server_url is not None:
+            self._run.record_config(mapping)
+
+    def set_config(self, key: str, value: Any) -> None:
+        """Record one setting (the metrics-logging guide's spelling of :meth:`record_config`)."""
+        self.record_config({key: value})
+
+    def register_run(self, info: Mapping[str, Any]) -> None:
+        """Adopt a run's identity (``run_id`` and fields of ``run.kv``) and register it now."""
+        self._run.adopt(info)
+        self.register()
+
+    def register(self) -> None:
+        """POST the run with its config now (before step 0), so a run dying early is visible."""
+        if self.server_url is not None:
+            self._run.register()
+
+    def open(self) -> None:
+        """Register now if a run was announced (``run_info``) and not yet registered: how a
+        handler rebuilt in the host learns of ``register_run`` (else the first batch does)."""
+        if self.server_url is not None:
+            self._run.register(only_announced=True)
 
     # -- producer side ----------------------------------------------------------------------
 
@@ -321,7 +320,7 @@ class RemoteHandler(RunRegistration, BaseHandler):
                 body = {"status": self._ending, "summary": summary}
                 self._ending = "done"
                 delivery.put(("finish", run_path(self.run_id, "finish"), body, 0), force=True)
-            self._registered = False
+            self._run.registered = False
         if delivery is None:
             return
         self._closing = delivery  # losses() keeps seeing its queue while it drains
@@ -382,8 +381,8 @@ class RemoteHandler(RunRegistration, BaseHandler):
                 headers,
                 self.timeout_s,
                 self.heartbeat_s,
-                self._heartbeat_message,
-                self._register_message,
+                self._run.heartbeat_message,
+                self._run.register_message,
                 self.max_body_bytes,
             )
             self._delivery = RemoteDelivery(
@@ -392,8 +391,8 @@ class RemoteHandler(RunRegistration, BaseHandler):
         return self._delivery.put(message, force=force)
 
     def _flush_locked(self) -> None:
-        if not self._registered:
-            self._register_locked()  # lazy registration on the first flush
+        if not self._run.registered:
+            self._run.register_locked()  # lazy registration on the first flush
         batch, self._pending = self._pending, []  # tuples: the sender thread encodes them
         path = run_path(self.run_id, "points")
         self._put_locked(("points", path, {"points": batch}, len(batch)))

@@ -224,18 +224,17 @@ def test_a_chunk_goes_out_at_batch_size_or_max_bytes(monkeypatch: pytest.MonkeyP
 
     sent: list[int] = []
 
-    class Bus:
-        def emit(self, event: object) -> None:
-            extra = event.extra  # type: ignore[attr-defined]
-            if "c" in extra:
-                sent.append(extra["c"])
+    def emit(event: object) -> None:
+        extra = event.extra  # type: ignore[attr-defined]
+        if "c" in extra:
+            sent.append(extra["c"])
 
     events = _episode(0)[:100]
     for max_bytes, expected in ((1 << 20, [40, 40, 20]), (600, None)):
         monkeypatch.setattr(module, "MAX_CHUNK_BYTES", max_bytes)
         sent.clear()
         forwarder = EventForwarder(_SCOPE, worker=0, batch_size=40)
-        forwarder._bus = Bus()
+        forwarder._emit = emit
         forwarder.subscribe(_LOGGER)
         forwarder.begin(0)
         for event in events:

@@ -106,7 +106,7 @@ def test_a_scalar_row_makes_the_event_its_twelve_field_form_makes() -> None:
 
 def test_rows_from_many_threads_are_counted_exactly() -> None:
     """The lane counts rows without a lock: 4 threads x 5,000 rows are 20,000 logged."""
-    bus = EventBus()
+    bus = EventBus(async_mode=True)  # lanes with their own thread, as get_bus() builds it
     sink = MemoryHandler(name="mem")
     bus.attach(sink)
 
@@ -130,7 +130,7 @@ def test_rows_from_many_threads_are_counted_exactly() -> None:
 def test_a_give_up_counts_the_rows_left_exactly() -> None:
     """A sink that stops after 300 of 2,000 rows: 300 delivered, 1,700 not handled in time,
     and the sink coming back later changes nothing."""
-    bus = EventBus(stall_s=0.5)
+    bus = EventBus(async_mode=True, stall_s=0.5)
     sink = _Stalls("stuck", 300)
     bus.attach(sink)
     try:
@@ -178,7 +178,7 @@ def test_rows_past_the_byte_budget_spill_and_come_back_as_events(
 
 def test_a_row_that_makes_no_event_is_a_counted_failure() -> None:
     """A malformed row fails like a raising handler: counted, the worker goes on."""
-    bus = EventBus()
+    bus = EventBus(async_mode=True)  # lanes with their own thread, as get_bus() builds it
     sink = MemoryHandler(name="mem")
     bus.attach(sink)
     bus.put_row(("metric", "global", "loss", None, 1), 384)

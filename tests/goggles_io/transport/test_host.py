@@ -63,7 +63,7 @@ class TestIdleExit:
 
 
 def _in_process_host(path: str) -> Host:
-    host = Host(path, EventBus(), idle_timeout_s=float("inf"))
+    host = Host(path, EventBus(async_mode=True), idle_timeout_s=float("inf"))
     host.bind()
     host.start()
     return host

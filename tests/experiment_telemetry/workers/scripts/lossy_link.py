@@ -19,23 +19,20 @@ from experiment_telemetry.workers.forwarder import EventForwarder
 
 
 class LossyLink:
-    """Stands in for the forwarder's bus: ``emit`` loses the chosen chunks, passes the rest."""
+    """Stands in for the forwarder's ``emit``: loses the chosen chunks, passes the rest on."""
 
-    def __init__(self, bus: Any, chunk_size: int, drop_every: int) -> None:
-        self._bus = bus
+    def __init__(self, emit: Any, chunk_size: int, drop_every: int) -> None:
+        self._emit = emit
         self._chunk_size = chunk_size
         self._drop_every = drop_every
 
-    def emit(self, event: Any) -> None:
+    def __call__(self, event: Any) -> None:
         extra = event.extra or {}
         if "c" in extra and (extra["n"] // self._chunk_size) % self._drop_every == (
             self._drop_every - 1
         ):
             return  # lost on the way: the worker still counts it as sent
-        self._bus.emit(event)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._bus, name)
+        self._emit(event)
 
 
 def lossy_toy_runtime(*, drop_every: int, **kwargs: Any) -> ToyRuntime:
@@ -43,5 +40,5 @@ def lossy_toy_runtime(*, drop_every: int, **kwargs: Any) -> ToyRuntime:
     (forwarder,) = [
         h for h in logging.getLogger("telemetry").handlers if isinstance(h, EventForwarder)
     ]
-    forwarder._bus = LossyLink(forwarder._bus, forwarder.batch_size, drop_every)
+    forwarder._emit = LossyLink(forwarder._emit, forwarder.batch_size, drop_every)
     return ToyRuntime(**kwargs)

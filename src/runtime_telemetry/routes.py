@@ -1,16 +1,20 @@
-"""``LoggerRoute``: hand replayed schemas to a logger's handlers as ``Logger.handle`` would.
+"""``LoggerRoute``: hand schemas to a logger's handlers as ``Logger.handle`` would, resolved once.
 
-Replaying a worker's events in the experiment went through ``logger.makeRecord`` and
-``logger.handle`` for every event: a new ``LogRecord`` (clock, thread and process names, ...)
-and a walk up the logger tree each time, about as much as the runtime paid to emit the event.
-For one episode the tree does not change, so the route is resolved once per (logger, level):
-the handlers ``Logger.callHandlers`` would reach (each handler's level and ``propagate``
-honoured). A plain ``Subscriber`` (``emit`` and ``handle`` not overridden, no filters; the
-aggregators) gets the schema itself through ``Subscriber.receive``, under its lock, as from
-a record, and only for classes it ``accepts`` (the default ``on_event`` would ignore the
-rest); any other handler gets a record of its own, copied from one template. A
-``NullHandler`` is skipped (it does nothing). A logger with filters or without handlers
-anywhere up its tree (``logging.lastResort``) keeps the stdlib path.
+For code that re-emits schemas already built elsewhere (the experiment replaying a worker
+process's events, ADR 0054): ``logger.makeRecord`` and ``logger.handle`` for every event make a
+new ``LogRecord`` (clock, thread and process names, ...) and walk up the logger tree each time,
+about as much as the runtime paid to emit the event. While the tree does not change, the route
+is resolved once per (logger, level): the handlers ``Logger.callHandlers`` would reach (each
+handler's level and ``propagate`` honoured). A plain ``Subscriber`` (``emit`` and ``handle``
+not overridden, no filters; the aggregators) gets the schema itself through
+``Subscriber.receive``, under its lock, as from a record, and only for classes it ``accepts``
+(the default ``on_event`` would ignore the rest); any other handler gets a record of its own,
+copied from one template. A ``NullHandler`` is skipped (it does nothing). A logger with filters
+or without handlers anywhere up its tree (``logging.lastResort``) keeps the stdlib path.
+
+It sits here, beside ``Subscriber``, because it imitates the contract of both (stdlib logging's
+handler walk and ``Subscriber.receive``/``accepts``); ``tests/runtime_telemetry/test_routes.py``
+holds it to ``Logger.handle`` over generated logger trees.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from runtime_telemetry import Subscriber
+from runtime_telemetry._subscriber import Subscriber
 
 __all__ = ["LoggerRoute"]
 
