@@ -17,6 +17,7 @@ import contextlib
 import gc
 import importlib
 import os
+import select
 import socket
 import sys
 import threading
@@ -27,7 +28,7 @@ from goggles_io._delivery.policy import WhenFull
 from goggles_io._event.codec import Batch, Call, Decoder, Hello, Reply
 from goggles_io._transport.acks import BatchAcks
 from goggles_io._transport.departures import says_goodbye, tell_producer_lost
-from goggles_io._transport.framing import FrameDecoder
+from goggles_io._transport.framing import DEFAULT_MAX_FRAME_BYTES, FrameBudget, FrameDecoder
 from goggles_io._transport.host_specs import build_handler, positive_bound
 from goggles_io._transport.identity import acquire_host_lock, peer_credentials
 from goggles_io._transport.settings import prepare_socket_dir
@@ -39,7 +40,13 @@ from goggles_io.exceptions import FrameError
 __all__ = ["Host", "main"]
 
 _STARTUP_GRACE_S = 10.0
-_RECV_BYTES = 1 << 20
+# Large frames being received or decoded hold at most this much, all connections together
+# (framing.FrameBudget, ADR 0062): one frame of the largest size at a time.
+FRAME_BUDGET_BYTES = DEFAULT_MAX_FRAME_BYTES
+# A connection holding part of that budget in a half-sent frame is closed after this long
+# without a byte: a stalled peer cannot keep the others' large frames waiting.
+FRAME_STALL_S = 30.0
+MAX_CONNECTIONS = 1024  # beyond this many at once, a new connection is refused (one line)
 _BACKPRESSURE_MAX_S = 2.0
 _BATCH_ROOM = 1024  # events a client batch holds at most: the room kept free in handler queues
 
@@ -48,9 +55,19 @@ class Host:
     """Accept clients on ``socket_path`` and run their events through ``bus``."""
 
     def __init__(
-        self, socket_path: str, bus: Any, *, idle_timeout_s: float, lock_fd: int | None = None
+        self,
+        socket_path: str,
+        bus: Any,
+        *,
+        idle_timeout_s: float,
+        lock_fd: int | None = None,
+        frame_budget_bytes: int = FRAME_BUDGET_BYTES,
+        frame_stall_s: float = FRAME_STALL_S,
     ) -> None:
         self.socket_path = socket_path
+        self.frame_budget = FrameBudget(frame_budget_bytes)
+        self.frame_stall_s = frame_stall_s
+        self.too_many = 0  # connections refused past MAX_CONNECTIONS
         self.bus = bus
         self.idle_timeout_s = idle_timeout_s
         self.lock_fd = lock_fd
@@ -118,6 +135,17 @@ class Host:
                 continue
             except OSError:
                 break
+            with self._lock:
+                full = len(self._conns) >= MAX_CONNECTIONS
+            if full:
+                self.too_many += 1
+                self._report_once(
+                    "too many",
+                    f"refusing connections past {MAX_CONNECTIONS} at once "
+                    f"(refused so far: {self.too_many})",
+                )
+                conn.close()
+                continue
             threading.Thread(
                 target=self._serve_conn, args=(conn,), name="goggles_io:host-conn", daemon=True
             ).start()
@@ -143,6 +171,7 @@ class Host:
                 if os.stat(self.socket_path).st_ino == self._inode:
                     os.unlink(self.socket_path)
             self._listener.close()
+        self.frame_budget.close()  # wakes connections waiting for room for a frame
         with self._lock:
             conns = list(self._conns)
         for conn in conns:
@@ -176,17 +205,29 @@ class Host:
         decoder = Decoder(reader)
         writer = ConnWriter(conn)
         acks = BatchAcks(writer)
-        frames = FrameDecoder()
+        frames = FrameDecoder(budget=self.frame_budget)
         peer = creds[0] if creds else "?"
         subscribed: list[str] = []  # names of this connection's subscriber sinks
         unfinished = False  # events sent since this client's last finish (or release)
+        poll = select.poll()
+        poll.register(conn, select.POLLIN)
         try:
             while True:
-                data = conn.recv(_RECV_BYTES)
-                if not data:
-                    frames.close()
-                    break
-                for payload in frames.feed(data):
+                if frames.parked:  # a large frame waited for the payloads just handled
+                    payloads = frames.received(0)
+                else:
+                    if frames.receiving_large and not poll.poll(self.frame_stall_s * 1000):
+                        msg_ = (
+                            f"a half-sent frame got no byte for {self.frame_stall_s:g} s "
+                            f"({frames.pending_bytes} bytes held)"
+                        )
+                        raise FrameError(msg_)
+                    got = conn.recv_into(frames.space())  # straight into the frame's buffer
+                    if not got:
+                        frames.close()
+                        break
+                    payloads = frames.received(got)
+                for payload in payloads:
                     # Wait before decoding: decoding copies the batch's arrays out of shm.
                     self._wait_for_room(_BATCH_ROOM)
                     msg = decoder.decode(payload)
@@ -216,6 +257,7 @@ class Host:
         except OSError:
             pass
         finally:
+            frames.discard()  # gives back what this connection held of the frame budget
             writer.broken = True
             acks.close()
             for name in subscribed:
