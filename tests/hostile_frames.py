@@ -75,9 +75,26 @@ def _corrupted(draw: st.DrawFn) -> bytes:
     return bytes(blob)
 
 
+@st.composite
+def _inflated(draw: st.DrawFn) -> bytes:
+    """A valid batch of either form claiming a huge count, with a column or two swapped for an
+    empty or short list or a bare value (the issue's frame is one of these)."""
+    rows = [row(i) for i in range(draw(st.integers(1, 4)))]
+    scalar = draw(st.booleans())
+    events = rows if scalar else [Decoder().decode(Encoder().encode(OutBatch(1, rows))).events[0]]
+    tag, body = msgpack.unpackb(Encoder().encode(OutBatch(1, events)))
+    body[1] = draw(st.sampled_from([8193, 65_536, 65_537, 10**6, 2**31]))
+    if scalar and draw(st.booleans()):  # names and values bare, as in the issue's frame
+        body[4], body[14] = "x", 0.5
+    for _ in range(draw(st.integers(1, 2))):
+        at = draw(st.integers(2, len(body) - 1))
+        body[at] = draw(st.sampled_from([[], [0], ["metric"], None, "x", 0.5]))
+    return msgpack.packb([tag, body], use_bin_type=True)
+
+
 def payloads() -> st.SearchStrategy[bytes]:
-    """Frame payloads: random bytes, wild batch bodies, corrupted valid batches."""
-    return st.one_of(st.binary(max_size=300), _bodies(), _corrupted())
+    """Frame payloads: random bytes, wild batch bodies, inflated counts, corrupted batches."""
+    return st.one_of(st.binary(max_size=300), _bodies(), _inflated(), _corrupted())
 
 
 def _header(length: int) -> bytes:
@@ -92,4 +109,4 @@ def streams() -> st.SearchStrategy[bytes]:
         lambda t: _header(t[0]) + t[1]
     )
     cut = st.tuples(payloads(), st.integers(1, 40)).map(lambda t: encode_frame(t[0])[: -t[1]])
-    return st.one_of(framed, st.binary(min_size=1, max_size=200), claims, cut)
+    return st.one_of(framed, st.binary(min_size=1, max_size=200), claims, cut, st.just(ISSUE_FRAME))
