@@ -173,6 +173,7 @@ class TestCountsAndKinds:
             before = _peak_mib(host.pid)
             replies = [_exchange(bus.socket, _hello() + ISSUE_FRAME) for _ in range(20)]
             grew = _peak_mib(host.pid) - before
+            print(f"\n63-byte frame x 20: host peak grew {grew:.1f} MiB")
 
         assert [[]] * 20 == replies
         assert grew < 16, grew
@@ -226,6 +227,7 @@ class TestHalfSentFrames:
                     wait_until(lambda: len(done) > 1, timeout_s=5, what="no second frame")
                 taken = len(done)
                 grew = _peak_mib(host.pid) - before
+                print(f"\nhalf-sent: {taken} of 4 frames taken in, host peak grew {grew:.1f} MiB")
             finally:
                 for s in socks:
                     with contextlib.suppress(OSError):
