@@ -63,11 +63,13 @@ class Host:
         lock_fd: int | None = None,
         frame_budget_bytes: int = FRAME_BUDGET_BYTES,
         frame_stall_s: float = FRAME_STALL_S,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.socket_path = socket_path
         self.frame_budget = FrameBudget(frame_budget_bytes)
         self.frame_stall_s = frame_stall_s
-        self.too_many = 0  # connections refused past MAX_CONNECTIONS
+        self.max_connections = max_connections
+        self.too_many = 0  # connections refused past max_connections
         self.bus = bus
         self.idle_timeout_s = idle_timeout_s
         self.lock_fd = lock_fd
@@ -80,6 +82,7 @@ class Host:
         self._report_once = ReportOnce(who=host_name())
         self._listener: socket.socket | None = None
         self._conns: set[socket.socket] = set()
+        self._live = 0  # connections accepted whose thread has not ended
         self._lock = threading.Lock()
         self._ever_connected = False
         self._last_left = time.monotonic()
@@ -136,12 +139,14 @@ class Host:
             except OSError:
                 break
             with self._lock:
-                full = len(self._conns) >= MAX_CONNECTIONS
+                full = self._live >= self.max_connections
+                if not full:
+                    self._live += 1
             if full:
                 self.too_many += 1
                 self._report_once(
                     "too many",
-                    f"refusing connections past {MAX_CONNECTIONS} at once "
+                    f"refusing connections past {self.max_connections} at once "
                     f"(refused so far: {self.too_many})",
                 )
                 conn.close()
@@ -189,6 +194,13 @@ class Host:
 
     # -- one client -------------------------------------------------------------------------
     def _serve_conn(self, conn: socket.socket) -> None:
+        try:
+            self._serve_peer(conn)
+        finally:
+            with self._lock:
+                self._live -= 1
+
+    def _serve_peer(self, conn: socket.socket) -> None:
         creds = peer_credentials(conn)
         if creds is not None and creds[1] != os.getuid():
             self.refused += 1

@@ -255,7 +255,7 @@ class RunStore:
 
 def _negative_zero(value: float | None) -> int | None:
     """1 for -0.0 (which the REAL column would store as 0), else ``None``."""
-    return 1 if value == 0.0 and math.copysign(1.0, value) < 0.0 else None  # type: ignore[arg-type]
+    return 1 if value == 0.0 and math.copysign(1.0, value) < 0.0 else None
 
 
 def _gone(process: str) -> bool:

@@ -267,3 +267,31 @@ class TestHalfSentFrames:
 
         assert b"" == closed
         assert [Ack(7, 0)] == reply
+
+
+class TestConnectionCap:
+    def test_connections_past_the_cap_are_closed_at_accept(self, bus: Bus) -> None:
+        """With room for three, a fourth connection is closed unserved (counted, one line); once
+        one of the three leaves, a new one is served."""
+        host = Host(bus.socket, EventBus(), idle_timeout_s=float("inf"), max_connections=3)
+        host.bind()
+        host.start()
+        held = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(3)]
+        try:
+            for s in held:
+                s.connect(bus.socket)
+                s.sendall(_hello())
+            fourth = _exchange(bus.socket, _hello() + _big_batch(10), until_ack=7)
+            refused = host.too_many
+            held.pop().close()
+            wait_until(
+                lambda: _exchange(bus.socket, _hello() + _big_batch(10), until_ack=7),
+                what="a connection served once one of the three left",
+            )
+        finally:
+            for s in held:
+                s.close()
+            host.close(5)
+
+        assert [] == fourth
+        assert 1 == refused
