@@ -23,6 +23,8 @@ Memory, checked before it is taken (ADR 0062):
 from __future__ import annotations
 
 import mmap
+import select
+import socket
 import struct
 import threading
 
@@ -188,6 +190,28 @@ class FrameDecoder:
         completed, oldest first. The payloads the previous call returned are done with."""
         self._give_back()
         return self._advance(n)
+
+    def read(self, sock: socket.socket, stall_s: float) -> list[Payload] | None:
+        """Read once from ``sock`` straight into :meth:`space` and return the payloads that
+        completed (the previous call's are done with); ``None`` when the peer closed cleanly.
+
+        Raises:
+            FrameError: the stream ended inside a frame, or a half-sent large frame (holding
+                budget) got no byte for ``stall_s`` seconds.
+        """
+        if self._parked:
+            return self.received(0)
+        if self._view is not None:
+            poll = select.poll()
+            poll.register(sock, select.POLLIN)
+            if not poll.poll(stall_s * 1000):
+                msg = f"a half-sent frame got no byte for {stall_s:g} s ({self._got} bytes held)"
+                raise FrameError(msg, value=self._got)
+        got = sock.recv_into(self.space())
+        if not got:
+            self.close()
+            return None
+        return self.received(got)
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Payload]:
         """Append ``data`` and return every payload it completed, oldest first."""

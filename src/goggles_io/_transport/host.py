@@ -17,7 +17,6 @@ import contextlib
 import gc
 import importlib
 import os
-import select
 import socket
 import sys
 import threading
@@ -221,24 +220,12 @@ class Host:
         peer = creds[0] if creds else "?"
         subscribed: list[str] = []  # names of this connection's subscriber sinks
         unfinished = False  # events sent since this client's last finish (or release)
-        poll = select.poll()
-        poll.register(conn, select.POLLIN)
         try:
             while True:
-                if frames.parked:  # a large frame waited for the payloads just handled
-                    payloads = frames.received(0)
-                else:
-                    if frames.receiving_large and not poll.poll(self.frame_stall_s * 1000):
-                        msg_ = (
-                            f"a half-sent frame got no byte for {self.frame_stall_s:g} s "
-                            f"({frames.pending_bytes} bytes held)"
-                        )
-                        raise FrameError(msg_)
-                    got = conn.recv_into(frames.space())  # straight into the frame's buffer
-                    if not got:
-                        frames.close()
-                        break
-                    payloads = frames.received(got)
+                # Straight into the frame's buffer; large frames within the shared budget.
+                payloads = frames.read(conn, self.frame_stall_s)
+                if payloads is None:
+                    break
                 for payload in payloads:
                     # Wait before decoding: decoding copies the batch's arrays out of shm.
                     self._wait_for_room(_BATCH_ROOM)
