@@ -30,7 +30,16 @@ from cattrs import UnstructureStrategy
 from cattrs.preconf.msgpack import make_converter
 
 from goggles_io._event.batch_tail import batch_tail, read_batch_tail
-from goggles_io._event.messages import Ack, Batch, Call, Hello, Message, OutBatch, Reply
+from goggles_io._event.messages import (
+    MAX_BATCH_EVENTS,
+    Ack,
+    Batch,
+    Call,
+    Hello,
+    Message,
+    OutBatch,
+    Reply,
+)
 from goggles_io._event.records import (
     SCALAR_ROW_LEN,
     ArrayPool,
@@ -205,6 +214,8 @@ def _structure_batch(t: Any, _: Any) -> Batch:
     seq, n, kind, *rest = t[: 2 + len(_COLUMNS)]
     if type(seq) is not int or type(n) is not int or n < 0:
         raise _bad(f"batch seq and count must be ints (got {seq!r}, {n!r})", t)
+    if n > MAX_BATCH_EVENTS:  # before anything is built (ADR 0062)
+        raise _bad(f"batch of {n!r} events: a batch holds at most {MAX_BATCH_EVENTS}", n)
     if type(kind) is list:
         if len(kind) != n:
             raise _bad(f"batch column 'kind' has {len(kind)!r} values for {n!r} events", kind)
@@ -393,8 +404,12 @@ class Decoder:
         msg = f"unknown msgpack extension type {code!r}"
         raise FrameError(msg, value=code)
 
-    def decode(self, payload: bytes) -> Message:
-        """Return the message in ``payload`` or raise :class:`FrameError`; never anything else."""
+    def decode(self, payload: bytes | memoryview) -> Message:
+        """Return the message in ``payload`` or raise :class:`FrameError`; never anything else.
+
+        Every count is checked before the events it claims are built (ADR 0062); what msgpack
+        itself builds is bounded by the payload's length (a container or value takes a byte at
+        least)."""
         try:
             raw = msgpack.unpackb(payload, ext_hook=self._ext_hook, raw=False)
             if not isinstance(raw, list) or len(raw) != 2 or type(raw[0]) is not int:
@@ -413,4 +428,4 @@ class Decoder:
             raise FrameError(msg) from None
         except Exception as exc:  # any decoding failure of untrusted bytes is a bad frame
             msg = f"undecodable message: {type(exc).__name__}: {exc!s:.200}"
-            raise FrameError(msg, value=payload[:64]) from None
+            raise FrameError(msg, value=bytes(payload[:64])) from None

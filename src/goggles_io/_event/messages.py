@@ -13,7 +13,12 @@ import attrs
 
 from goggles_io._event.records import Event, Row
 
-__all__ = ["Ack", "Batch", "Call", "Hello", "Message", "OutBatch", "Reply"]
+__all__ = ["MAX_BATCH_EVENTS", "Ack", "Batch", "Call", "Hello", "Message", "OutBatch", "Reply"]
+
+# The most events one batch message may claim; a decoder refuses a larger count before it builds
+# anything (ADR 0062). What this package sends holds far fewer: a client batch 1,024, a broker
+# entry 1,024, a lane's spool record ~4,300 (1 MiB at >= 320 bytes an event, and one list more).
+MAX_BATCH_EVENTS = 8192
 
 
 @attrs.frozen

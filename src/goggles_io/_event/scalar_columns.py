@@ -21,8 +21,8 @@ from operator import countOf
 from typing import Any
 
 from goggles_io._event.batch_tail import batch_tail, read_batch_tail
-from goggles_io._event.messages import Batch
-from goggles_io._event.records import KINDS, SCALAR_ROW_LEN, Event, Kind
+from goggles_io._event.messages import MAX_BATCH_EVENTS, Batch
+from goggles_io._event.records import SCALAR_ROW_LEN, Event, Kind
 from goggles_io.exceptions import FrameError
 
 __all__ = ["SCALARS_TAG", "scalar_columns_body", "structure_scalar_columns"]
@@ -32,10 +32,7 @@ SCALARS_TAG = 5  # the message tag of this form (a Batch is 1)
 _NONE = type(None)
 _FOLD_TYPES = frozenset({str, int, float, _NONE})
 _BODY_LEN = 2 + SCALAR_ROW_LEN
-# Rows a body may claim when every column is one bare value: the frame's size bounds a body
-# with a column, this bounds one without (a hostile count must not make the host build
-# millions of events out of a few bytes).
-_MAX_FOLDED_ROWS = 1 << 16
+_METRIC = Kind.METRIC.value  # the one kind a scalar row has
 _ROW_LENS = {SCALAR_ROW_LEN}
 _flatten = itertools.chain.from_iterable
 
@@ -137,27 +134,36 @@ def _column(name: str, col: Any, n: int) -> Iterable[Any]:
 
 
 def _kinds(col: Any, n: int) -> Iterable[Kind]:
+    """``n`` metric kinds: a scalar row is a metric, so any other kind is refused."""
     if type(col) is list:
         if len(col) != n:
             raise _bad(f"scalar column 'kind' has {len(col)!r} values for {n!r} rows", col)
-        return [KINDS[k] for k in col]
-    return itertools.repeat(KINDS[col], n)
+        if col.count(_METRIC) != n:
+            raise _bad("scalar rows must be of kind 'metric'", col)
+    elif col != _METRIC or type(col) is not str:
+        raise _bad(f"scalar rows must be of kind 'metric' (got {col!r:.40})", col)
+    return itertools.repeat(Kind.METRIC, n)
 
 
-def _extras(col: Any, n: int) -> list[dict[str, Any]]:
-    """Each row's own ``extra`` map (nil: a fresh empty one, never shared between events)."""
+def _extras(col: Any, n: int) -> list[Any] | None:
+    """The ``extra`` column checked: ``None`` when nil (every row's map is empty), else the
+    list of ``n`` maps or nils."""
     if col is None:
-        return [{} for _ in range(n)]
+        return None
     if type(col) is not list or len(col) != n:
         raise _bad(f"scalar column 'extra' must be nil or a list of {n!r} maps or nils", col)
     if not set(map(type, col)) <= {dict, _NONE}:
         raise _bad("scalar column 'extra' holds a value that is not a map", col)
-    return [{} if e is None else e for e in col]
+    return col
 
 
 def structure_scalar_columns(t: Any, _: Any) -> Batch:
     """The :class:`Batch` of events a body of this form stands for; :class:`FrameError` (or
-    another exception the decoder turns into one) for anything malformed."""
+    another exception the decoder turns into one) for anything malformed.
+
+    Every count and column is checked before any event, payload or map is built (ADR 0062):
+    at most :data:`MAX_BATCH_EVENTS` rows, every list column exactly ``n`` long, every value of
+    its exact type, kind ``metric``."""
     if type(t) is not list or not _BODY_LEN <= len(t) <= _BODY_LEN + 2:
         raise _bad(f"scalar batch must be [seq, n, {SCALAR_ROW_LEN} columns] (got {t!r:.80})", t)
     redelivered, producer, first = read_batch_tail(t, _BODY_LEN)
@@ -181,25 +187,28 @@ def structure_scalar_columns(t: Any, _: Any) -> Batch:
     ) = t
     if type(seq) is not int or type(n) is not int or n < 0:
         raise _bad(f"batch seq and count must be ints (got {seq!r}, {n!r})", t)
-    if n > _MAX_FOLDED_ROWS and list not in set(map(type, t)):
-        raise _bad(f"scalar batch of {n!r} rows without a column", n)
-    pairs = zip(_column("name", names, n), _column("value", values, n), strict=True)
-    payloads = [{k: v} for k, v in pairs]
-    # Every column has ``n`` values (a bare value is repeated ``n`` times): map stops at ``n``.
+    if n > MAX_BATCH_EVENTS:
+        raise _bad(f"scalar batch of {n!r} rows: a batch holds at most {MAX_BATCH_EVENTS}", n)
+    kinds = _kinds(kind, n)
+    scopes = _column("scope", scope, n)
+    names = _column("name", names, n)
+    levels = _column("level", level, n)
+    steps = _column("step", step, n)
+    stamps = _column("timestamp", ts, n)
+    loggers = _column("logger", logger, n)
+    pids = _column("pid", pid, n)
+    paths = _column("filepath", filepath, n)
+    lines = _column("lineno", lineno, n)
+    extras = _extras(extra, n)
+    times = _column("time", when, n)
+    values = _column("value", values, n)
+    # Everything is checked; now build. Each event gets maps of its own; every column has ``n``
+    # values (a bare value is repeated ``n`` times), so ``map`` stops at ``n``.
+    payloads = [{k: v} for k, v in zip(names, values, strict=True)]
+    own = [{} for _ in range(n)] if extras is None else [{} if e is None else e for e in extras]
     cols: list[Iterable[Any]] = [
-        _kinds(kind, n),
-        _column("scope", scope, n),
-        payloads,
-        _column("level", level, n),
-        _column("step", step, n),
-        _column("timestamp", ts, n),
-        _column("logger", logger, n),
-        _column("pid", pid, n),
-        _column("filepath", filepath, n),
-        _column("lineno", lineno, n),
-        _extras(extra, n),
-        _column("time", when, n),
-    ]
+        kinds, scopes, payloads, levels, steps, stamps, loggers, pids, paths, lines, own, times,
+    ]  # fmt: skip
     if producer:  # each event stamped with its sequence in the producer's stream (ADR 0057)
         cols += [itertools.repeat(producer, n), range(first, first + n)]
     events = list(map(Event, *cols))  # positionally: the host's hot path

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 __all__ = ["SocketClient", "client_pipe"]
 
 _BATCH_EVENTS = 1024
-_BATCH_BYTES = 4 * 1024 * 1024  # a batch's events, so encoding one never doubles a big backlog
+_BATCH_BYTES = 1024 * 1024  # a batch's events: also its frame and spool record (ADR 0063)
 _LAST_WORD_S = 2.0  # how long a finish that gave up still waits for the host's tally
 
 

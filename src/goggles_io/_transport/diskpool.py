@@ -179,8 +179,8 @@ class DiskReader:
         if not _PATH_RE.match(path) or ".." in path.split("/"):
             msg = f"array reference {path!r} is not a goggles_io disk-pool segment"
             raise FrameError(msg, value=path)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:  # O_NONBLOCK: a FIFO put there must not hang the connection (it is refused below)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError as exc:
             msg = f"disk-pool segment {path!r} cannot be opened: {exc}"
             raise FrameError(msg, value=path) from None
@@ -195,10 +195,17 @@ class DiskReader:
     def read(self, ref: ShmRef) -> np.ndarray:
         """A new array with the bytes ``ref`` points at; a bad reference raises FrameError."""
         fd = self._fd(ref.segment)
-        out = np.empty(ref.shape, dtype=np.dtype(ref.dtype))
-        if ref.offset < 0 or out.nbytes != ref.nbytes:
+        # Checked before the array is allocated: its size, from the shape, and the file's end.
+        count = 1
+        for d in ref.shape:
+            count *= d
+        if ref.offset < 0 or count * np.dtype(ref.dtype).itemsize != ref.nbytes:
             msg = f"disk-pool reference {ref!r} does not match its shape and dtype"
             raise FrameError(msg, value=ref)
+        if ref.offset + ref.nbytes > os.fstat(fd).st_size:
+            msg = f"disk-pool reference {ref!r} is beyond the end of its segment"
+            raise FrameError(msg, value=ref)
+        out = np.empty(ref.shape, dtype=np.dtype(ref.dtype))
         view = memoryview(out.reshape(-1).view(np.uint8))
         done = 0
         while done < ref.nbytes:

@@ -27,7 +27,7 @@ from goggles_io._delivery.policy import WhenFull
 from goggles_io._event.codec import Batch, Call, Decoder, Hello, Reply
 from goggles_io._transport.acks import BatchAcks
 from goggles_io._transport.departures import says_goodbye, tell_producer_lost
-from goggles_io._transport.framing import FrameDecoder
+from goggles_io._transport.framing import DEFAULT_MAX_FRAME_BYTES, FrameBudget, FrameDecoder
 from goggles_io._transport.host_specs import build_handler, positive_bound
 from goggles_io._transport.identity import acquire_host_lock, peer_credentials
 from goggles_io._transport.settings import SUBSCRIBER_PREFIX, prepare_socket_dir
@@ -39,7 +39,13 @@ from goggles_io.exceptions import FrameError
 __all__ = ["Host", "main"]
 
 _STARTUP_GRACE_S = 10.0
-_RECV_BYTES = 1 << 20
+# Large frames being received or decoded hold at most this much, all connections together
+# (framing.FrameBudget, ADR 0062): one frame of the largest size at a time.
+FRAME_BUDGET_BYTES = DEFAULT_MAX_FRAME_BYTES
+# A connection holding part of that budget in a half-sent frame is closed after this long
+# without a byte: a stalled peer cannot keep the others' large frames waiting.
+FRAME_STALL_S = 30.0
+MAX_CONNECTIONS = 1024  # beyond this many at once, a new connection is refused (one line)
 _BACKPRESSURE_MAX_S = 2.0
 _BATCH_ROOM = 1024  # events a client batch holds at most: the room kept free in handler queues
 # A message is msgpack ``[tag, body]`` (0x92, then the tag as a positive fixint): the second
@@ -51,9 +57,21 @@ class Host:
     """Accept clients on ``socket_path`` and run their events through ``bus``."""
 
     def __init__(
-        self, socket_path: str, bus: Any, *, idle_timeout_s: float, lock_fd: int | None = None
+        self,
+        socket_path: str,
+        bus: Any,
+        *,
+        idle_timeout_s: float,
+        lock_fd: int | None = None,
+        frame_budget_bytes: int = FRAME_BUDGET_BYTES,
+        frame_stall_s: float = FRAME_STALL_S,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.socket_path = socket_path
+        self.frame_budget = FrameBudget(frame_budget_bytes)
+        self.frame_stall_s = frame_stall_s
+        self.max_connections = max_connections
+        self.too_many = 0  # connections refused past max_connections
         self.bus = bus
         self.idle_timeout_s = idle_timeout_s
         self.lock_fd = lock_fd
@@ -66,6 +84,7 @@ class Host:
         self._report_once = ReportOnce(who=host_name())
         self._listener: socket.socket | None = None
         self._conns: set[socket.socket] = set()
+        self._live = 0  # connections accepted whose thread has not ended
         self._lock = threading.Lock()
         # Handler operations, and a last producer's finish with the forgetting after it, one at
         # a time: a run that attaches while the last one ends never meets its handlers.
@@ -124,6 +143,19 @@ class Host:
                 continue
             except OSError:
                 break
+            with self._lock:
+                full = self._live >= self.max_connections
+                if not full:
+                    self._live += 1
+            if full:
+                self.too_many += 1
+                self._report_once(
+                    "too many",
+                    f"refusing connections past {self.max_connections} at once "
+                    f"(refused so far: {self.too_many})",
+                )
+                conn.close()
+                continue
             threading.Thread(
                 target=self._serve_conn, args=(conn,), name="goggles_io:host-conn", daemon=True
             ).start()
@@ -149,6 +181,7 @@ class Host:
                 if os.stat(self.socket_path).st_ino == self._inode:
                     os.unlink(self.socket_path)
             self._listener.close()
+        self.frame_budget.close()  # wakes connections waiting for room for a frame
         with self._lock:
             conns = list(self._conns)
         for conn in conns:
@@ -166,6 +199,13 @@ class Host:
 
     # -- one client -------------------------------------------------------------------------
     def _serve_conn(self, conn: socket.socket) -> None:
+        try:
+            self._serve_peer(conn)
+        finally:
+            with self._lock:
+                self._live -= 1
+
+    def _serve_peer(self, conn: socket.socket) -> None:
         creds = peer_credentials(conn)
         if creds is not None and creds[1] != os.getuid():
             self.refused += 1
@@ -182,21 +222,21 @@ class Host:
         decoder = Decoder(reader)
         writer = ConnWriter(conn)
         acks = BatchAcks(writer)
-        frames = FrameDecoder()
+        frames = FrameDecoder(budget=self.frame_budget)
         peer = creds[0] if creds else "?"
         subscribed: list[str] = []  # names of this connection's subscriber sinks
         unfinished = False  # events sent since this client's last finish (or release)
         try:
             while True:
-                data = conn.recv(_RECV_BYTES)
-                if not data:
-                    frames.close()
+                # Straight into the frame's buffer; large frames within the shared budget.
+                payloads = frames.read(conn, self.frame_stall_s)
+                if payloads is None:
                     break
-                for payload in frames.feed(data):
+                for payload in payloads:
                     # Wait before decoding: decoding copies the batch's arrays out of shm. Only
                     # a batch waits: an operation (a finish that gave up on a hung handler,
                     # on a connection of its own) is answered however full the lanes are.
-                    if payload[:2] not in _NOT_BATCHES:
+                    if bytes(payload[:2]) not in _NOT_BATCHES:
                         self._wait_for_room(_BATCH_ROOM)
                     msg = decoder.decode(payload)
                     if type(msg) is Batch:
@@ -225,6 +265,7 @@ class Host:
         except OSError:
             pass
         finally:
+            frames.discard()  # gives back what this connection held of the frame budget
             writer.broken = True
             acks.close()
             for name in subscribed:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import mmap
 import os
 import re
@@ -263,15 +264,18 @@ class ShmReader:
             )
             raise FrameError(msg, value=name)
         path = os.path.join(self.dir, name)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:  # O_NONBLOCK: a FIFO by that name must not hang the connection (refused below)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError as exc:
             msg = f"shared-memory segment {name!r} cannot be opened: {exc}"
             raise FrameError(msg, value=name) from None
         try:
             st = os.fstat(fd)
-            if st.st_uid != os.getuid() or st.st_size == 0:
-                msg = f"shared-memory segment {name!r} is not owned by uid {self._uid} or is empty"
+            if st.st_uid != os.getuid() or st.st_size == 0 or not stat.S_ISREG(st.st_mode):
+                msg = (
+                    f"shared-memory segment {name!r} is not a regular file owned by uid "
+                    f"{self._uid}, or is empty"
+                )
                 raise FrameError(msg, value=name)
             mm = mmap.mmap(fd, st.st_size, access=mmap.ACCESS_READ)
         finally:
@@ -289,7 +293,7 @@ class ShmReader:
             return self._disks.read(ref)
         mm = self._map(ref.segment)
         dtype = np.dtype(ref.dtype)
-        count = int(np.prod(ref.shape, dtype=np.int64)) if ref.shape else 1
+        count = math.prod(ref.shape)  # Python ints: a hostile shape cannot overflow it
         if (
             ref.offset < 0
             or ref.nbytes != count * dtype.itemsize

@@ -10,6 +10,7 @@ ran on this machine and is gone (:func:`~goggles_io._util.liveness.process_gone`
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
 import time
@@ -36,10 +37,13 @@ CREATE TABLE IF NOT EXISTS runs (
     duplicates INTEGER, heartbeats INTEGER, summary TEXT
 );
 CREATE TABLE IF NOT EXISTS points (
-    run_id TEXT, seq INTEGER, name TEXT, value REAL, step INTEGER, time REAL,
+    run_id TEXT, seq INTEGER, name TEXT, value REAL, step INTEGER, time REAL, negzero INTEGER,
     PRIMARY KEY (run_id, seq)
 );
 """
+# A REAL column stores a float with no fractional part as an integer, so -0.0 comes back as
+# 0.0: ``negzero`` is 1 for a stored -0.0, and every read puts the sign back in SQL.
+_VALUE = "CASE WHEN negzero THEN -0.0 ELSE value END"
 _RUN_KEYS = (
     "run_id",
     "name",
@@ -81,6 +85,8 @@ class RunStore:
         for column, kind in (("heartbeat_s", "REAL"), ("process", "TEXT")):
             if column not in columns:  # databases from before the stale marking
                 self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+        if "negzero" not in {row[1] for row in self._db.execute("PRAGMA table_info(points)")}:
+            self._db.execute("ALTER TABLE points ADD COLUMN negzero INTEGER")  # an older database
         self._db.commit()
         self._lock = threading.Lock()
 
@@ -128,7 +134,7 @@ class RunStore:
         A value that is not a finite number (text or ``Infinity`` stored by an older collector)
         reads back as ``None``, like NaN: answers are strict JSON.
         """
-        query = "SELECT seq, name, value, step, time FROM points WHERE run_id = ?"
+        query = f"SELECT seq, name, {_VALUE}, step, time FROM points WHERE run_id = ?"
         args: tuple[Any, ...] = (run_id,)
         if name is not None:
             query, args = query + " AND name = ?", (*args, name)
@@ -145,7 +151,7 @@ class RunStore:
         """``(rowid, run_id, name, value, step, time)`` of points stored after ``rowid``."""
         with self._lock:
             return self._db.execute(
-                "SELECT rowid, run_id, name, value, step, time FROM points WHERE rowid > ?"
+                f"SELECT rowid, run_id, name, {_VALUE}, step, time FROM points WHERE rowid > ?"
                 " ORDER BY rowid LIMIT ?",
                 (rowid, limit),
             ).fetchall()
@@ -210,8 +216,8 @@ class RunStore:
                     gaps += row[0] > last_seq + 1
                     last_seq = row[0]
             cur = self._db.executemany(
-                "INSERT OR IGNORE INTO points VALUES (?, ?, ?, ?, ?, ?)",
-                [(run_id, *row) for row in rows],
+                "INSERT OR IGNORE INTO points VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(run_id, *row, _negative_zero(row[2])) for row in rows],
             )
             accepted = max(cur.rowcount, 0)
             duplicates = len(rows) - accepted
@@ -245,6 +251,11 @@ class RunStore:
                 (status, now, dump_json(summary).decode(), now, run_id),
             )
         return {"ok": True}
+
+
+def _negative_zero(value: float | None) -> int | None:
+    """1 for -0.0 (which the REAL column would store as 0), else ``None``."""
+    return 1 if value == 0.0 and math.copysign(1.0, value) < 0.0 else None
 
 
 def _gone(process: str) -> bool:

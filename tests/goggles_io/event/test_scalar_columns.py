@@ -164,7 +164,7 @@ class TestHostileInput:
         """Every column bare and a count of millions: refused, not millions of events built."""
         body = _tag_and_body(Encoder().encode(OutBatch(1, [_row(1)] * 3)))[1]
         body[1] = 10**9
-        with pytest.raises(FrameError, match="without a column"):
+        with pytest.raises(FrameError, match="at most"):
             Decoder().decode(msgpack.packb([SCALARS_TAG, body]))
 
     @settings(max_examples=300)

@@ -219,7 +219,9 @@ class TestPointValidation:
             first.store.register({"run_id": "r1"})
         raw = sqlite3.connect(db)
         raw.executemany(
-            "INSERT INTO points VALUES ('r1', ?, 'x', ?, 1, 0.0)", [(1, float("inf")), (2, "abc")]
+            "INSERT INTO points (run_id, seq, name, value, step, time)"
+            " VALUES ('r1', ?, 'x', ?, 1, 0.0)",
+            [(1, float("inf")), (2, "abc")],
         )
         raw.commit()
         raw.close()
