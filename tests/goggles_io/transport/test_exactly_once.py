@@ -86,10 +86,11 @@ def _read_line(proc: subprocess.Popen[str]) -> str:
     return line.strip()
 
 
-def _kill_host(bus: Any, killed: list[int]) -> int:
-    """SIGKILL the host serving the bus now (not one killed before); wait until it is gone."""
+def _kill_host(bus: Any, killed: list[int], producer: int) -> int:
+    """SIGKILL the host serving the bus now (not one killed before, never the producer); wait
+    until it is gone."""
     pid = wait_until(
-        lambda: (p := bus.host_pid()) not in (None, *killed) and bus.host_alive() and p,
+        lambda: (p := bus.host_pid()) not in (None, producer, *killed) and bus.host_alive() and p,
         timeout_s=120,
         what="a live host to kill",
     )
@@ -231,7 +232,7 @@ def test_every_sink_holds_every_event_once_in_order_across_five_host_kills(
     for mark, delay in zip(marks, delays, strict=True):
         wait_until(lambda m=mark: lines() >= m, timeout_s=300, what=f"{mark} lines written")
         time.sleep(delay)  # a seeded moment after the mark: lands anywhere in the pipeline
-        killed.append(_kill_host(bus, killed))
+        killed.append(_kill_host(bus, killed, proc.pid))
         at.append(lines())
     stdout, stderr = finished(proc, timeout_s=400)
     report = json.loads(stdout.strip().splitlines()[-1])
