@@ -8,10 +8,12 @@ producer for the run; the ``producers`` table keeps that mark, updated in the tr
 inserts the points, so a batch a dead host's successor sends again is skipped exactly however
 far back it reaches (Kafka's idempotent producer). Such a point is stored under the run's next
 sequence number: the client's ``seq`` then only counts gaps, since a rebuilt client may number
-from a ``last_seq`` its dead predecessor's last request raised after it registered. A ``running`` run is marked ``stale`` when it is silent for
-three heartbeat periods, or at once when its sending process (the registration's ``process``)
-ran on this machine and is gone (:func:`~goggles_io._util.liveness.process_gone`). The dashboard reads new points by ``rowid`` through
-:meth:`RunStore.points_after`, so it never needs the database itself.
+from a ``last_seq`` its dead predecessor's last request raised after it registered.
+
+A ``running`` run is marked ``stale`` when it is silent for three heartbeat periods, or at once
+when its sending process (the registration's ``process``) ran on this machine and is gone
+(:func:`~goggles_io._util.liveness.process_gone`). The dashboard reads new points by ``rowid``
+through :meth:`RunStore.points_after`, so it never needs the database itself.
 """
 
 from __future__ import annotations
