@@ -9,7 +9,15 @@ and reported once. A metric declared with a custom x-axis (``logger.set_x_axis``
 plotted against that axis instead.
 
 ``WANDB_MODE=offline`` writes runs under ``<dir>/wandb/offline-run-*``; upload later with
-``wandb sync <dir>/wandb``. ``dir`` and ``mode`` are resolved when the handler is constructed
+``wandb sync <dir>/wandb``.
+
+Exactly once across host deaths (ADR 0070): each scope's W&B run has an id made from
+``resume_id`` (chosen at construction, carried in the spec), so the handler a new host rebuilds
+resumes the same run (offline: one more ``offline-run-*-<id>`` folder, synced in order into
+that run). Rows are handed to W&B at ``flush()`` after a ledger beside the runs' files
+(:mod:`~goggles_io.handlers._wandb_ledger`) recorded which events they hold, and the host
+acknowledges their batches only once W&B wrote them into its transaction log; a rebuilt handler
+skips the events whose rows W&B kept. ``dir`` and ``mode`` are resolved when the handler is constructed
 (argument, then ``WANDB_DIR`` / ``WANDB_MODE``, then the current directory), and so are the
 other ``WANDB_*`` variables (applied to each run's ``wandb.Settings``; ``WANDB_API_KEY`` travels
 as a secret): a copy rebuilt from the spec in the socket transport's host, which may run in
@@ -18,10 +26,14 @@ another directory with another environment, writes where the constructing proces
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
 import os
+import re
 import threading
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,7 +43,9 @@ from goggles_io._util.report import ReportOnce
 from goggles_io._util.secret import Secret
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers import _wandb_values as values
+from goggles_io.handlers._wandb_ledger import DurableRows, Ledger
 from goggles_io.handlers.base import BaseHandler, register_handler
+from goggles_io.handlers.sequences import Sequences
 
 __all__ = ["WandBHandler"]
 
@@ -44,15 +58,24 @@ def _import_wandb() -> Any:
     return import_extra("wandb", purpose="WandBHandler", extra="wandb")
 
 
+_FLUSH_ROWS = 1000  # rows committed before they are handed to W&B without waiting for flush()
+_FLUSH_INTERVAL_S = 0.5  # how often W&B's core writes its transaction log (its default: 15 s)
+
+
 class _Run:
-    """One W&B run and the row being assembled for its current step."""
+    """One W&B run: the row being assembled for its current step and the rows committed and not
+    yet handed to W&B, each with the marks of its events (``{producer: last seq}``)."""
 
-    __slots__ = ("axes", "last_step", "row", "row_step", "run")
+    __slots__ = ("axes", "handed", "last_step", "log", "marks", "ready", "row", "row_step", "run")
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: Any, log: str | None) -> None:
         self.run = run
+        self.log = log  # its transaction log (None: W&B keeps none, e.g. disabled)
         self.row: dict[str, Any] = {}
+        self.marks: dict[str, int] = {}
         self.row_step: int | None = None
+        self.ready: list[tuple[dict[str, Any], dict[str, int]]] = []
+        self.handed = 0  # rows handed to W&B (in this transaction log)
         self.last_step = -1
         self.axes: set[str] = set()
 
@@ -87,6 +110,10 @@ class WandBHandler(BaseHandler):
             (read here at construction, so the host uses the attaching process's).
         api_key: W&B API key; default ``WANDB_API_KEY``, else W&B's own login (``~/.netrc``).
             Kept as a secret: never in the repr, the spec's ``data`` or a message.
+        resume_id: What the W&B runs' ids are made of (the ``global`` scope's run has it as
+            its id, another scope's ``<resume_id>-<scope>``); default ``wandb_init_kwargs``'
+            ``id``, else a fresh one. A handler rebuilt from the spec (a new host, a left-over
+            delivery) resumes those runs; after ``close()`` a fresh one starts new runs.
 
     Raises:
         ConfigurationError: ``tags`` is a bare string or holds a non-string; ``config`` or
@@ -130,6 +157,7 @@ class WandBHandler(BaseHandler):
         step_key: str = "step",
         env: Mapping[str, str] | None = None,
         api_key: str | None = None,
+        resume_id: str | None = None,
     ) -> None:
         super().__init__(name=name, level=level)
         if isinstance(tags, (str, bytes)):
@@ -174,6 +202,11 @@ class WandBHandler(BaseHandler):
         self.artifact_failed = 0
         self._videos = values.Videos()
         self._artifacts = values.ArtifactUploader()
+        given = resume_id or self.wandb_init_kwargs.get("id")
+        self.resume_id = str(given) if given else uuid.uuid4().hex[:16]
+        self._ledger: Ledger | None = None  # opened by open(): what the runs hold
+        self._seqs = Sequences()
+        self._durable = DurableRows(f"WandBHandler {name!r}")
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments for the handler spec (msgpack-safe)."""
@@ -191,6 +224,7 @@ class WandBHandler(BaseHandler):
             "step_key": self.step_key,
             "env": dict(self.env),
             "wandb_init_kwargs": dict(self.wandb_init_kwargs),
+            "resume_id": self.resume_id,
         }
 
     def secrets(self) -> dict[str, str]:
@@ -246,8 +280,20 @@ class WandBHandler(BaseHandler):
 
     # -- lifecycle --------------------------------------------------------------------------------
 
+    def open(self) -> None:
+        """Read which events the W&B runs of ``resume_id`` hold (after a host's death: the
+        rows W&B wrote of those the ledger lists); they are skipped when sent again."""
+        if self._ledger is None and self.mode != "disabled":
+            digest = hashlib.sha256(self.name.encode()).hexdigest()[:8]
+            path = Path(self.dir) / "wandb" / f"goggles-{self.resume_id}-{digest}.seq"
+            self._ledger = Ledger(path, f"WandBHandler {self.name!r}")
+            self._seqs = Sequences(self._ledger.recover())
+
     def handle(self, event: Event) -> None:
-        """Add the event to its scope's current row; a new step commits the previous row."""
+        """Add the event to its scope's current row; a new step commits the previous row. An
+        event whose row W&B already holds (sent again after a host's death) is skipped."""
+        if not self._seqs.fresh(event):
+            return
         if self._config_updates:
             self._apply_config()
         state = self._runs.get(event.scope) or self._start(event.scope)
@@ -271,12 +317,22 @@ class WandBHandler(BaseHandler):
             )
         state.row.update(entries)
         state.row_step = step
+        if event.producer:
+            state.marks[event.producer] = event.seq
 
     def flush(self) -> None:
-        """Commit the latest step of every run without waiting for the next step."""
+        """Commit the latest step of every run and hand the committed rows to W&B."""
         self._apply_config()
         for state in self._runs.values():
             self._commit(state)
+            self._hand(state)
+        if self._ledger is not None:
+            self._ledger.fold(self._durable.written())
+
+    def when_durable(self, callback: Callable[[], object]) -> None:
+        """The host's hook: ``callback`` once W&B wrote every row handed so far into its
+        transaction log; only then does the host acknowledge the batches they came in."""
+        self._durable.when_durable(callback)
 
     def close(self) -> None:
         """Commit pending rows and finish every run; the next event starts new runs."""
@@ -287,6 +343,12 @@ class WandBHandler(BaseHandler):
                 state.run.finish()
             except Exception:  # one failing run must not keep the others open
                 _logger.exception("finishing the W&B run of scope %r failed", scope)
+        self._durable.close()
+        self._durable = DurableRows(f"WandBHandler {self.name!r}")
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
+        self.resume_id = uuid.uuid4().hex[:16]  # reopened: new runs, as before
         self._videos.close()
         self._artifacts.close()
         if self.backward_steps:
@@ -303,6 +365,8 @@ class WandBHandler(BaseHandler):
     # -- internals --------------------------------------------------------------------------------
 
     def _start(self, scope: str) -> _Run:
+        if self._ledger is None:
+            self.open()  # a bus that never opened it (open() is optional in the protocol)
         if scope == self.GLOBAL_SCOPE and self.run_name:
             name = self.run_name
         else:
@@ -315,7 +379,11 @@ class WandBHandler(BaseHandler):
             settings.update_from_env_vars(dict(self.env))
         if self._api_key is not None:
             settings.api_key = self._api_key.reveal()
+        with contextlib.suppress(Exception):  # a setting of newer wandb versions
+            settings.x_transaction_log_flush_interval = _FLUSH_INTERVAL_S
         arguments: dict[str, Any] = {
+            "id": self._run_id(scope),
+            "resume": "allow",
             "settings": settings,
             "project": self.project,
             "entity": self.entity,
@@ -330,9 +398,20 @@ class WandBHandler(BaseHandler):
         run = self._wandb.init(**{**arguments, **self.wandb_init_kwargs})
         run.define_metric(self.step_key)
         run.define_metric("*", step_metric=self.step_key)
-        state = _Run(run)
+        log = None if self._ledger is None else getattr(run.settings, "sync_file", None)
+        state = _Run(run, log if isinstance(log, str) and log else None)
         self._runs[scope] = state
         return state
+
+    def _run_id(self, scope: str) -> str:
+        """The W&B run id of ``scope``: ``resume_id``, then ``-<scope>`` for another scope (its
+        characters kept where W&B allows them, else a hash)."""
+        if scope == self.GLOBAL_SCOPE:
+            return self.resume_id
+        slug = re.sub(r"[^A-Za-z0-9_-]", "_", scope)[:32]
+        if slug != scope:
+            slug += "-" + hashlib.sha256(scope.encode()).hexdigest()[:8]
+        return f"{self.resume_id}-{slug}"
 
     def _entries(self, event: Event, state: _Run) -> dict[str, Any]:
         kind, extra, wandb = event.kind, event.extra, self._wandb
@@ -373,17 +452,36 @@ class WandBHandler(BaseHandler):
             self._report_once("artifact", "W&B artifact upload failed (%r); counted", exc)
 
     def _commit(self, state: _Run) -> None:
+        """The current row is complete: it waits, with its marks, to be handed to W&B."""
         if not state.row:
             return
         row, step = state.row, state.row_step if state.row_step is not None else 0
-        state.row = {}
+        state.row, marks, state.marks = {}, state.marks, {}
         row[self.step_key] = step
         state.last_step = step
-        try:
-            state.run.log(row)
-        except Exception as exc:  # a W&B failure loses this row, counted; the run goes on
-            self.log_failed += 1
-            self._report_once("log", "W&B run.log failed (%r); rows are dropped and counted", exc)
+        state.ready.append((row, marks))
+        if len(state.ready) >= _FLUSH_ROWS:
+            self._hand(state)
+
+    def _hand(self, state: _Run) -> None:
+        """Record the committed rows' marks in the ledger, then hand the rows to W&B."""
+        ready, state.ready = state.ready, []
+        if not ready:
+            return
+        if state.log is not None and self._ledger is not None:
+            self._ledger.intend(state.log, state.handed, [marks for _, marks in ready])
+        for row, _ in ready:
+            try:
+                state.run.log(row)
+            except Exception as exc:  # a W&B failure loses this row, counted; the run goes on
+                self.log_failed += 1
+                self._report_once(
+                    "log", "W&B run.log failed (%r); rows are dropped and counted", exc
+                )
+                continue
+            state.handed += 1
+        if state.log is not None:
+            self._durable.handed(state.log, state.handed)
 
     def losses(self) -> dict[str, int]:
         """Rows ``run.log`` refused and artifacts not uploaded; shown by ``finish()``."""

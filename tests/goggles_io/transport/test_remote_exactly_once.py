@@ -11,11 +11,9 @@ stored once, in the order logged.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,6 +23,7 @@ from typing import Any
 import pytest
 
 from goggles_io.server.collector import Collector
+from host_kills import kill_host
 from support import wait_until
 
 _METRICS = 3
@@ -36,35 +35,6 @@ def collector(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Colle
         monkeypatch.delenv(var, raising=False)
     with Collector(db_path=str(tmp_path / "c.sqlite")) as running:
         yield running
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(FileNotFoundError, IndexError):
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    return False
-
-
-def _is_host(pid: int | None) -> bool:
-    """Whether ``pid`` runs the dedicated host (the lock file also names, for a moment, a
-    producer that probes the lock before it spawns one: never kill that)."""
-    with contextlib.suppress(OSError):
-        return b"goggles_io._transport.host" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    return False
-
-
-def _kill_host(bus: Any, killed: list[int]) -> int:
-    pid = wait_until(
-        lambda: (p := bus.host_pid()) not in (None, *killed) and _is_host(p) and p,
-        timeout_s=120,
-        what="a live host to kill",
-    )
-    os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not _alive(pid), timeout_s=30, what=f"host {pid} gone")
-    return int(pid)
 
 
 def _stored(collector: Collector, run_id: str) -> int:
@@ -133,7 +103,7 @@ def test_every_point_is_stored_once_in_order_across_host_kills(
         if proc.poll() is not None:
             break  # the run ended first (points were lost): the check below says how many
         time.sleep(rng.uniform(0.0, 0.05))
-        killed.append(_kill_host(bus, killed))
+        killed.append(kill_host(bus, killed))
     stdout, _ = finished(proc, timeout_s=300)
     _check(collector, "chaos", events, json.loads(stdout.strip().splitlines()[-1]))
     assert 3 == len(set(killed))
@@ -157,7 +127,7 @@ def test_points_a_slow_collector_has_not_stored_survive_in_the_outbox(
         return sum(p.stat().st_size for p in spool.glob("remote-outbox-*"))
 
     wait_until(lambda: outbox_size() > 20_000, timeout_s=120, what="points in the outbox")
-    _kill_host(bus, [])
+    kill_host(bus, [])
     collector.ingest.response_delay_s = 0.05
     stdout, _ = finished(proc, timeout_s=300)
     _check(collector, "slow", events, json.loads(stdout.strip().splitlines()[-1]))
