@@ -33,9 +33,11 @@ __all__ = [
     "POINT_BYTES",
     "MessageCodec",
     "RemoteDelivery",
+    "losses_of",
     "message_bytes",
     "remote_pipe",
     "start_delivery",
+    "tally_line",
 ]
 
 POINT_BYTES = 200  # one queued point: a 5-tuple, its float and int objects
@@ -192,3 +194,29 @@ def start_delivery(handler: Any, api_key: Any, run: Any, logger: logging.Logger)
         handler.max_body_bytes,
     )
     return RemoteDelivery(sender, policy, handler.queue_bytes, handler.queue_batches, logger)
+
+
+def tally_line(name: str, s: dict[str, int], invalid: int) -> str:
+    """The line a closing ``RemoteHandler`` prints: what it sent, refused, retried and lost."""
+    return (
+        f"remote [{name}]: {s['points_sent']} points sent, "
+        f"{s['refused_batches']} batches refused ({s['refused_points']} points), "
+        f"{s['retries']} retries, {s['rejected_points']} rejected, {s['lost_points']} lost"
+        + (f", {invalid} invalid" if invalid else "")
+    )
+
+
+def losses_of(
+    delivery: RemoteDelivery | None, last: dict[str, int], invalid: int
+) -> dict[str, int]:
+    """A remote sink's points not stored, by reason (``RemoteHandler.losses``): from its live
+    delivery, else from the last one's final ``stats``."""
+    stats = delivery.stats() if delivery is not None else dict(last)
+    counts = {
+        "refused": stats.get("refused_points", 0),
+        "rejected": stats.get("rejected_points", 0),
+        "invalid": invalid,
+        "lost": stats.get("lost_points", 0),
+        "unsent": delivery.unsent_points() if delivery is not None else 0,
+    }
+    return {reason: n for reason, n in counts.items() if n}

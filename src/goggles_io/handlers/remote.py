@@ -35,22 +35,26 @@ from typing import Any, ClassVar
 from goggles_io._delivery.policy import check_when_full
 from goggles_io._event.records import Event, Kind
 from goggles_io._event.remote_protocol import (
-    MAX_BODY_BYTES,
     check_point_name,
     check_point_step,
     run_path,
 )
 from goggles_io._util.env import ENV_REMOTE_API_KEY, ENV_REMOTE_OFF, ENV_REMOTE_URL
 from goggles_io._util.report import report
-from goggles_io.exceptions import ConfigurationError, InvalidNameError, InvalidPayloadError
-from goggles_io.handlers._remote_delivery import RemoteDelivery, start_delivery
+from goggles_io.exceptions import InvalidNameError, InvalidPayloadError
+from goggles_io.handlers._remote_delivery import (
+    RemoteDelivery,
+    losses_of,
+    start_delivery,
+    tally_line,
+)
 from goggles_io.handlers._remote_durable import (
     OUTBOX_AFTER_S,
     DurablePoints,
     resend_messages,
     run_outbox,
 )
-from goggles_io.handlers._remote_endpoint import resolve_endpoint
+from goggles_io.handlers._remote_endpoint import check_settings, resolve_endpoint
 from goggles_io.handlers._remote_run import RunRegistration
 from goggles_io.handlers._sender import Message, Point
 from goggles_io.handlers.base import BaseHandler, register_handler
@@ -64,13 +68,6 @@ ENV_URL = ENV_REMOTE_URL
 ENV_API_KEY = ENV_REMOTE_API_KEY
 ENV_NO_REMOTE = ENV_REMOTE_OFF
 _DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
-
-
-def _positive(name: str, value: Any, kind: type = int) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-    if not ok or (kind is int and not isinstance(value, int)):
-        msg = f"{name} must be a positive {kind.__name__} (got {value!r})."
-        raise ConfigurationError(msg, key=name, value=value)
 
 
 @register_handler
@@ -136,24 +133,19 @@ class RemoteHandler(BaseHandler):
         when_full: str | None = None,
     ) -> None:
         super().__init__(name=name, level=level)
-        _positive("buffer_size", buffer_size)
-        _positive("max_body_bytes", max_body_bytes)
-        if max_body_bytes > MAX_BODY_BYTES:
-            msg = f"max_body_bytes must be at most {MAX_BODY_BYTES} (got {max_body_bytes!r})."
-            raise ConfigurationError(msg, key="max_body_bytes", value=max_body_bytes)
-        self.max_body_bytes = max_body_bytes
-        if queue_batches is not None:
-            _positive("queue_batches", queue_batches)
-        _positive("queue_bytes", queue_bytes)
-        self.queue_bytes = queue_bytes
+        check_settings(
+            buffer_size=buffer_size,
+            max_body_bytes=max_body_bytes,
+            queue_batches=queue_batches,
+            queue_bytes=queue_bytes,
+            heartbeat_s=heartbeat_s,
+            timeout_s=timeout_s,
+            close_timeout_s=close_timeout_s,
+            config=config,
+            run_info=run_info,
+        )
+        self.max_body_bytes, self.queue_bytes = max_body_bytes, queue_bytes
         self.when_full = None if when_full is None else str(check_when_full(when_full))
-        for pname, pvalue in (("heartbeat_s", heartbeat_s), ("timeout_s", timeout_s)):
-            _positive(pname, pvalue, float)
-        _positive("close_timeout_s", close_timeout_s, float)
-        for pname, mapping in (("config", config), ("run_info", run_info)):
-            if mapping is not None and not isinstance(mapping, Mapping):
-                msg = f"{pname} must be a mapping (got {mapping!r})."
-                raise ConfigurationError(msg, key=pname, value=mapping)
         self.buffer_size, self.queue_batches = buffer_size, queue_batches
         self.heartbeat_s = heartbeat_s
         self.timeout_s, self.close_timeout_s = timeout_s, close_timeout_s
@@ -356,13 +348,7 @@ class RemoteHandler(BaseHandler):
             durable, self._durable = self._durable, None
             if durable is not None:
                 durable.close()
-        s = self._last_stats
-        report(
-            f"remote [{self.name}]: {s['points_sent']} points sent, "
-            f"{s['refused_batches']} batches refused ({s['refused_points']} points), "
-            f"{s['retries']} retries, {s['rejected_points']} rejected, {s['lost_points']} lost"
-            + (f", {self._invalid} invalid" if self._invalid else "")
-        )
+        report(tally_line(self.name, self._last_stats, self._invalid))
 
     def producer_lost(self) -> None:
         """The host's hook: the process logging through this handler died without ``finish()``;
@@ -376,15 +362,7 @@ class RemoteHandler(BaseHandler):
         queued or in flight: ``finish()`` timed out while the sender was draining)."""
         with self._lock:
             delivery, invalid = self._delivery or self._closing, self._invalid
-        stats = delivery.stats() if delivery is not None else dict(self._last_stats)
-        counts = {
-            "refused": stats.get("refused_points", 0),
-            "rejected": stats.get("rejected_points", 0),
-            "invalid": invalid,
-            "lost": stats.get("lost_points", 0),
-            "unsent": delivery.unsent_points() if delivery is not None else 0,
-        }
-        return {reason: n for reason, n in counts.items() if n}
+        return losses_of(delivery, self._last_stats, invalid)
 
     def stats(self) -> dict[str, int]:
         """Counters: points sent / refused / rejected / lost, batches refused, retries, queued."""
@@ -417,8 +395,9 @@ class RemoteHandler(BaseHandler):
             n = len(saved)
             self._pending = [(seq + n, *rest) for seq, *rest in self._pending]  # type: ignore[misc]
             self._seq += n
-            path = run_path(self.run_id, "points")
-            for message in resend_messages(saved, path, self.buffer_size):
+            for message in resend_messages(
+                saved, run_path(self.run_id, "points"), self.buffer_size
+            ):
                 self._put_locked(message, force=True)
             durable.recovered(durable.accepted)
             report(

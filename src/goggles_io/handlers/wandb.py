@@ -27,10 +27,8 @@ another directory with another environment, writes where the constructing proces
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
-import re
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -43,9 +41,8 @@ from goggles_io._util.report import ReportOnce
 from goggles_io._util.secret import Secret
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers import _wandb_values as values
-from goggles_io.handlers._wandb_ledger import DurableRows, Ledger
+from goggles_io.handlers._wandb_rows import Rows, RunState, run_id_of
 from goggles_io.handlers.base import BaseHandler, register_handler
-from goggles_io.handlers.sequences import Sequences
 
 __all__ = ["WandBHandler"]
 
@@ -58,26 +55,7 @@ def _import_wandb() -> Any:
     return import_extra("wandb", purpose="WandBHandler", extra="wandb")
 
 
-_FLUSH_ROWS = 1000  # rows committed before they are handed to W&B without waiting for flush()
 _FLUSH_INTERVAL_S = 0.5  # how often W&B's core writes its transaction log (its default: 15 s)
-
-
-class _Run:
-    """One W&B run: the row being assembled for its current step and the rows committed and not
-    yet handed to W&B, each with the marks of its events (``{producer: last seq}``)."""
-
-    __slots__ = ("axes", "handed", "last_step", "log", "marks", "ready", "row", "row_step", "run")
-
-    def __init__(self, run: Any, log: str | None) -> None:
-        self.run = run
-        self.log = log  # its transaction log (None: W&B keeps none, e.g. disabled)
-        self.row: dict[str, Any] = {}
-        self.marks: dict[str, int] = {}
-        self.row_step: int | None = None
-        self.ready: list[tuple[dict[str, Any], dict[str, int]]] = []
-        self.handed = 0  # rows handed to W&B (in this transaction log)
-        self.last_step = -1
-        self.axes: set[str] = set()
 
 
 @register_handler
@@ -194,7 +172,7 @@ class WandBHandler(BaseHandler):
         self._config: dict[str, Any] = dict(config or {})
         self._config_updates: dict[str, Any] = {}
         self._config_lock = threading.Lock()
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, RunState] = {}
         self._report_once = ReportOnce(_logger)
         self.backward_steps = 0
         self.alert_errors = 0
@@ -204,9 +182,7 @@ class WandBHandler(BaseHandler):
         self._artifacts = values.ArtifactUploader()
         given = resume_id or self.wandb_init_kwargs.get("id")
         self.resume_id = str(given) if given else uuid.uuid4().hex[:16]
-        self._ledger: Ledger | None = None  # opened by open(): what the runs hold
-        self._seqs = Sequences()
-        self._durable = DurableRows(f"WandBHandler {name!r}")
+        self._rows = Rows(f"WandBHandler {name!r}", self._log_failed)
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments for the handler spec (msgpack-safe)."""
@@ -283,16 +259,13 @@ class WandBHandler(BaseHandler):
     def open(self) -> None:
         """Read which events the W&B runs of ``resume_id`` hold (after a host's death: the
         rows W&B wrote of those the ledger lists); they are skipped when sent again."""
-        if self._ledger is None and self.mode != "disabled":
-            digest = hashlib.sha256(self.name.encode()).hexdigest()[:8]
-            path = Path(self.dir) / "wandb" / f"goggles-{self.resume_id}-{digest}.seq"
-            self._ledger = Ledger(path, f"WandBHandler {self.name!r}")
-            self._seqs = Sequences(self._ledger.recover())
+        if self.mode != "disabled":
+            self._rows.open(self.dir, self.resume_id, self.name)
 
     def handle(self, event: Event) -> None:
         """Add the event to its scope's current row; a new step commits the previous row. An
         event whose row W&B already holds (sent again after a host's death) is skipped."""
-        if not self._seqs.fresh(event):
+        if not self._rows.seqs.fresh(event):
             return
         if self._config_updates:
             self._apply_config()
@@ -301,7 +274,7 @@ class WandBHandler(BaseHandler):
             self._upload(event, state)
             return
         step = event.step if event.step is not None else max(state.last_step, 0)
-        entries = self._entries(event, state)
+        entries = values.row_entries(self._wandb, self._videos, event, state)
         if state.row and (step != state.row_step or not entries.keys().isdisjoint(state.row)):
             self._commit(state)
         if step < state.last_step:
@@ -317,22 +290,20 @@ class WandBHandler(BaseHandler):
             )
         state.row.update(entries)
         state.row_step = step
-        if event.producer:
-            state.marks[event.producer] = event.seq
+        state.note(event)
 
     def flush(self) -> None:
         """Commit the latest step of every run and hand the committed rows to W&B."""
         self._apply_config()
         for state in self._runs.values():
-            self._commit(state)
-            self._hand(state)
-        if self._ledger is not None:
-            self._ledger.fold(self._durable.written())
+            state.commit(self.step_key)
+            self._rows.hand(state)
+        self._rows.fold()
 
     def when_durable(self, callback: Callable[[], object]) -> None:
         """The host's hook: ``callback`` once W&B wrote every row handed so far into its
         transaction log; only then does the host acknowledge the batches they came in."""
-        self._durable.when_durable(callback)
+        self._rows.durable.when_durable(callback)
 
     def close(self) -> None:
         """Commit pending rows and finish every run; the next event starts new runs."""
@@ -343,11 +314,7 @@ class WandBHandler(BaseHandler):
                 state.run.finish()
             except Exception:  # one failing run must not keep the others open
                 _logger.exception("finishing the W&B run of scope %r failed", scope)
-        self._durable.close()
-        self._durable = DurableRows(f"WandBHandler {self.name!r}")
-        if self._ledger is not None:
-            self._ledger.close()
-            self._ledger = None
+        self._rows.close()
         self.resume_id = uuid.uuid4().hex[:16]  # reopened: new runs, as before
         self._videos.close()
         self._artifacts.close()
@@ -364,8 +331,8 @@ class WandBHandler(BaseHandler):
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _start(self, scope: str) -> _Run:
-        if self._ledger is None:
+    def _start(self, scope: str) -> RunState:
+        if self._rows.ledger is None:
             self.open()  # a bus that never opened it (open() is optional in the protocol)
         if scope == self.GLOBAL_SCOPE and self.run_name:
             name = self.run_name
@@ -382,7 +349,7 @@ class WandBHandler(BaseHandler):
         with contextlib.suppress(Exception):  # a setting of newer wandb versions
             settings.x_transaction_log_flush_interval = _FLUSH_INTERVAL_S
         arguments: dict[str, Any] = {
-            "id": self._run_id(scope),
+            "id": run_id_of(self.resume_id, scope, self.GLOBAL_SCOPE),
             "resume": "allow",
             "settings": settings,
             "project": self.project,
@@ -398,90 +365,25 @@ class WandBHandler(BaseHandler):
         run = self._wandb.init(**{**arguments, **self.wandb_init_kwargs})
         run.define_metric(self.step_key)
         run.define_metric("*", step_metric=self.step_key)
-        log = None if self._ledger is None else getattr(run.settings, "sync_file", None)
-        state = _Run(run, log if isinstance(log, str) and log else None)
+        log = None if self._rows.ledger is None else getattr(run.settings, "sync_file", None)
+        state = RunState(run, log if isinstance(log, str) and log else None)
         self._runs[scope] = state
         return state
 
-    def _run_id(self, scope: str) -> str:
-        """The W&B run id of ``scope``: ``resume_id``, then ``-<scope>`` for another scope (its
-        characters kept where W&B allows them, else a hash)."""
-        if scope == self.GLOBAL_SCOPE:
-            return self.resume_id
-        slug = re.sub(r"[^A-Za-z0-9_-]", "_", scope)[:32]
-        if slug != scope:
-            slug += "-" + hashlib.sha256(scope.encode()).hexdigest()[:8]
-        return f"{self.resume_id}-{slug}"
-
-    def _entries(self, event: Event, state: _Run) -> dict[str, Any]:
-        kind, extra, wandb = event.kind, event.extra, self._wandb
-        if kind is Kind.METRIC:
-            entries = dict(event.payload)
-            axis = extra.get("x_axis")
-            if axis is not None:
-                for metric in entries:
-                    if metric not in state.axes:
-                        state.axes.add(metric)
-                        state.run.define_metric(metric, step_metric=axis)
-                if "x" in extra:
-                    entries[axis] = extra["x"]
-            entries.update(values.numeric_fields(extra))
-            return entries
-        name = str(extra.get("name") or kind.value)
-        if kind is Kind.IMAGE:
-            value: Any = values.image(wandb, event)
-        elif kind is Kind.VIDEO:
-            value = self._videos.value(wandb, event)
-        elif kind is Kind.HISTOGRAM:
-            value = values.histogram(wandb, event, name)
-        elif kind is Kind.VECTOR_FIELD:
-            value = values.vector_field(wandb, event)
-        elif kind is Kind.TRAJECTORIES:
-            value = wandb.Plotly(values.trajectories_figure(event.payload))
-        elif kind is Kind.TABLE:
-            value = wandb.Table(columns=list(event.payload["columns"]), data=event.payload["data"])
-        else:  # TEXT: W&B shows strings in the run's history and summary
-            value = str(event.payload)
-        return {name: value, **values.numeric_fields(extra)}
-
-    def _upload(self, event: Event, state: _Run) -> None:
+    def _upload(self, event: Event, state: RunState) -> None:
         try:
             self._artifacts.upload(self._wandb, state.run, event)
         except Exception as exc:  # a failed upload loses this artifact, counted; the run goes on
             self.artifact_failed += 1
             self._report_once("artifact", "W&B artifact upload failed (%r); counted", exc)
 
-    def _commit(self, state: _Run) -> None:
-        """The current row is complete: it waits, with its marks, to be handed to W&B."""
-        if not state.row:
-            return
-        row, step = state.row, state.row_step if state.row_step is not None else 0
-        state.row, marks, state.marks = {}, state.marks, {}
-        row[self.step_key] = step
-        state.last_step = step
-        state.ready.append((row, marks))
-        if len(state.ready) >= _FLUSH_ROWS:
-            self._hand(state)
+    def _commit(self, state: RunState) -> None:
+        if state.commit(self.step_key):
+            self._rows.hand(state)
 
-    def _hand(self, state: _Run) -> None:
-        """Record the committed rows' marks in the ledger, then hand the rows to W&B."""
-        ready, state.ready = state.ready, []
-        if not ready:
-            return
-        if state.log is not None and self._ledger is not None:
-            self._ledger.intend(state.log, state.handed, [marks for _, marks in ready])
-        for row, _ in ready:
-            try:
-                state.run.log(row)
-            except Exception as exc:  # a W&B failure loses this row, counted; the run goes on
-                self.log_failed += 1
-                self._report_once(
-                    "log", "W&B run.log failed (%r); rows are dropped and counted", exc
-                )
-                continue
-            state.handed += 1
-        if state.log is not None:
-            self._durable.handed(state.log, state.handed)
+    def _log_failed(self, exc: Exception) -> None:
+        self.log_failed += 1
+        self._report_once("log", "W&B run.log failed (%r); rows are dropped and counted", exc)
 
     def losses(self) -> dict[str, int]:
         """Rows ``run.log`` refused and artifacts not uploaded; shown by ``finish()``."""
