@@ -108,7 +108,10 @@ class Lane:
             calls.invoke,
             calls.safe,
         )
-        self._held = HeldTickets(lambda: self._safe(self._flush_handler))
+        later = getattr(handler, "when_durable", None)
+        self._held = HeldTickets(
+            lambda: self._safe(self._flush_handler), later if callable(later) else None
+        )
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> bool:
