@@ -25,6 +25,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from goggles_io._util.append_file import SAFE_FLAGS, write_all
 from goggles_io._util.report import report
 
 __all__ = ["OUTBOX_PREFIX", "Outbox", "outbox_path"]
@@ -32,7 +33,6 @@ __all__ = ["OUTBOX_PREFIX", "Outbox", "outbox_path"]
 OUTBOX_PREFIX = "remote-outbox-"
 _HEAD = struct.Struct(">I")
 _RECORD_MAX = 64 << 20
-_SAFE = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 # [producer, pseq, part, name, value, step, time]: what the successor re-sends for one point.
 SavedPoint = list[Any]
 
@@ -66,7 +66,7 @@ class Outbox:
         are still only here). Another live handler's file, or one that is not ours, is left
         alone and this handler writes a file of its own."""
         try:
-            fd = os.open(self.path, os.O_RDWR | _SAFE)
+            fd = os.open(self.path, os.O_RDWR | SAFE_FLAGS)
         except FileNotFoundError:
             return []
         except OSError as exc:
@@ -107,7 +107,7 @@ class Outbox:
         try:
             fd = self._open()
             try:
-                _write_all(fd, record)
+                write_all(fd, record)
             except OSError:
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, self.size)  # no torn record for later ones to follow
@@ -124,7 +124,7 @@ class Outbox:
         old = os.umask(0o077)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | _SAFE, 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | SAFE_FLAGS, 0o600)
         finally:
             os.umask(old)
         info = os.fstat(fd)
@@ -206,12 +206,3 @@ def _saved_point(point: Any) -> bool:
         and (step is None or type(step) is int)
         and type(when) is float
     )
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        if written <= 0:
-            raise OSError(28, "short write")
-        view = view[written:]

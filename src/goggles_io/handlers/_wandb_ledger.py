@@ -30,12 +30,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from goggles_io._util.append_file import SAFE_FLAGS, json_line, write_all
 from goggles_io._util.report import report
 from goggles_io.handlers._wandb_log import HistoryCounter, count_history
 
 __all__ = ["DurableRows", "Ledger"]
 
-_SAFE = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _MAX_LEDGER_BYTES = 1 << 30
 _COMPACT_ENTRIES = 2000  # entries appended before the confirmed ones are folded into one line
 _TICK_S = 0.1
@@ -84,7 +84,7 @@ class Ledger:
 
     def _read(self) -> list[dict[str, Any]]:
         try:
-            fd = os.open(self.path, os.O_RDONLY | _SAFE)
+            fd = os.open(self.path, os.O_RDONLY | SAFE_FLAGS)
         except FileNotFoundError:
             return []
         except OSError as exc:
@@ -116,7 +116,7 @@ class Ledger:
             if self._fd is None:
                 self._rewrite()
             if self._fd is not None:
-                _write_all(self._fd, _line(entry))
+                write_all(self._fd, json_line(entry))
         except OSError as exc:
             self._fail(exc)
             return
@@ -144,14 +144,14 @@ class Ledger:
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _SAFE, 0o644)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | SAFE_FLAGS, 0o644)
             try:
-                data = _line({"all": self.marks}) + b"".join(map(_line, self._entries))
-                _write_all(fd, data)
+                data = json_line({"all": self.marks}) + b"".join(map(json_line, self._entries))
+                write_all(fd, data)
             finally:
                 os.close(fd)
             os.replace(tmp, self.path)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | _SAFE)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | SAFE_FLAGS)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink()
@@ -292,19 +292,6 @@ def _open_elsewhere(path: str) -> bool:
                         if (st.st_ino, st.st_dev) == (target.st_ino, target.st_dev):
                             return True
     return False
-
-
-def _line(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        if written <= 0:
-            raise OSError(28, "short write")
-        view = view[written:]
 
 
 def _marks_ok(marks: Any) -> bool:

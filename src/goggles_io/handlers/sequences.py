@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from goggles_io._event.records import Event
+from goggles_io._util.append_file import SAFE_FLAGS, json_line, open_regular_fd, write_all
 from goggles_io._util.report import report
 
 __all__ = ["MAX_PRODUCERS", "SequenceLog", "Sequences", "sequence_log_path"]
@@ -124,7 +125,7 @@ class SequenceLog:
 
     def _read(self) -> list[dict[str, Any]] | None:
         try:
-            fd = os.open(self.path, os.O_RDONLY | _SAFE)
+            fd = os.open(self.path, os.O_RDONLY | SAFE_FLAGS)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -161,16 +162,16 @@ class SequenceLog:
         marks = self.marks
         if len(marks) > MAX_PRODUCERS:
             self.marks = marks = dict(list(marks.items())[-MAX_PRODUCERS:])
-        line = _line({"ino": self._ino, "at": size, "end": size, "seq": marks, "all": True})
+        line = json_line({"ino": self._ino, "at": size, "end": size, "seq": marks, "all": True})
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
-            fd = _open_regular(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            fd = open_regular_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             try:
-                _write_all(fd, line)
+                write_all(fd, line)
             finally:
                 os.close(fd)
             os.replace(tmp, self.path)
-            self._fd = _open_regular(self.path, os.O_WRONLY | os.O_APPEND)
+            self._fd = open_regular_fd(self.path, os.O_WRONLY | os.O_APPEND)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink()
@@ -189,10 +190,10 @@ class SequenceLog:
         path = sequence_log_path(Path(data))
         if not marks and not os.path.lexists(path):
             return  # nothing numbered was ever written: no log to keep
-        line = _line({"ino": ino, "at": size, "end": size, "seq": dict(marks), "all": True})
-        fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        line = json_line({"ino": ino, "at": size, "end": size, "seq": dict(marks), "all": True})
+        fd = open_regular_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
-            _write_all(fd, line)
+            write_all(fd, line)
         finally:
             os.close(fd)
 
@@ -208,7 +209,7 @@ class SequenceLog:
                 return
         record = {"ino": self._ino, "at": at, "end": end, "seq": dict(marks)}
         try:
-            _write_all(self._fd, _line(record))
+            write_all(self._fd, json_line(record))
         except OSError as exc:
             self._fail(exc)
             return
@@ -232,7 +233,7 @@ class SequenceLog:
         """
         at = os.fstat(fd).st_size
         self.intend(at, at + len(data), marks)
-        _write_all(fd, data)
+        write_all(fd, data)
         self.landed(marks, at + len(data))
 
     def close(self) -> None:
@@ -249,35 +250,6 @@ class SequenceLog:
                 f"{self.owner}: cannot record which events {self.data} holds in {self.path} "
                 f"({exc.strerror or exc}); after a host's death its events may be written twice"
             )
-
-
-_SAFE = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # never follow a link or wait on a FIFO
-
-
-def _open_regular(path: Path, flags: int) -> int:
-    """Open ``path`` (never a symlink, never waiting on a FIFO); only a regular file is kept.
-
-    Raises:
-        OSError: it cannot be opened, or it is not a regular file.
-    """
-    fd = os.open(path, flags | _SAFE, 0o644)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(21, f"{path} is not a regular file")
-    return fd
-
-
-def _line(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        if written <= 0:
-            raise OSError(28, "short write")
-        view = view[written:]
 
 
 def _well_formed(record: Any) -> bool:
