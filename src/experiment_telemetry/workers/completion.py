@@ -87,6 +87,8 @@ class EpisodeCompletion:
         with self._cond:
             if worker is None:
                 return None
+            if slot.orphaned and slot.task.learns and not inbox.ended(worker.index, episode):
+                slot.lost = True  # its memory died with the learner: lost, as mid-episode
             if slot.lost:
                 inbox.discard(worker.index, episode)
                 return EpisodeOutcome(
@@ -102,13 +104,11 @@ class EpisodeCompletion:
                     done = slot.ran
                 elif not slot.orphaned:
                     return None  # wait for the end marker, or for the flush
-                elif not slot.task.learns:
+                else:
                     # It depends only on the shared memory and its arguments: run it again
                     # rather than score what happened to arrive (a dead worker costs one episode).
                     inbox.discard(worker.index, episode)
                     return RERUN
-                else:  # its memory died with the learner: count what arrives, bounded
-                    done = slot.done = {**slot.ran, "flushed": False}
         if not complete and not slot.synced:
             slot.synced = True
             # The worker flushed before saying done, so the host holds the rest: sync fetches it.

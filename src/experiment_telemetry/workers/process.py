@@ -11,6 +11,8 @@ An episode gets two replies (ADR 0075): ``ran`` as soon as its end marker is que
 is free for the next command), then ``done`` from the flusher thread once ``goggles_io.flush``
 returned (the host holds every event of it). The wait for the host no longer idles the worker:
 the next episode runs while the last one is flushed. ``done`` replies keep the episodes' order.
+After a learning episode (``reload`` false) the worker waits for its ``done`` before it reads
+the next command: a learning episode cannot be run again on another worker.
 """
 
 from __future__ import annotations
@@ -42,19 +44,26 @@ class _Replies:
             self._out.flush()
 
 
+_Flush = tuple[dict[str, Any], threading.Event | None]
+
+
 def _flusher(
-    todo: queue.SimpleQueue[dict[str, Any] | None],
+    todo: queue.SimpleQueue[_Flush | None],
     flush: Callable[[float], bool],
     reply: _Replies,
     timeout_s: float,
 ) -> None:
-    """Flush after each episode the main thread ran, in order, and say ``done`` for it."""
-    while (ran := todo.get()) is not None:
+    """Flush after each episode the main thread ran, in order, and say ``done`` for it (then
+    set its event, where the main thread waits for it)."""
+    while (item := todo.get()) is not None:
+        ran, flushed_event = item
         try:
             flushed = flush(timeout_s)
         except Exception:  # a client that cannot flush: the experiment waits, bounded
             flushed = False
         reply({**ran, "op": "done", "flushed": flushed})
+        if flushed_event is not None:
+            flushed_event.set()
 
 
 def main() -> int:
@@ -81,7 +90,7 @@ def main() -> int:
     method = getattr(runtime, spec.episode_method)
     base: Any = None
     load_error: str | None = None  # a memory that failed to load fails the episodes after it
-    flushes: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+    flushes: queue.SimpleQueue[_Flush | None] = queue.SimpleQueue()
     flusher = threading.Thread(
         target=_flusher,
         args=(flushes, goggles_io.flush, reply, flush_timeout_s),
@@ -110,7 +119,12 @@ def main() -> int:
             sent = forwarder.end()
             ran = {"op": "ran", "episode": episode, "start": start, "sent": sent, "error": error}
             reply(ran)
-            flushes.put(ran)
+            if message.get("reload"):
+                flushes.put((ran, None))
+            else:  # a learning episode cannot run again elsewhere: flushed before the next
+                flushed_event = threading.Event()
+                flushes.put((ran, flushed_event))
+                flushed_event.wait()
         elif op == "dump":
             try:
                 reply({"op": "memory", "memory": runtime.dump_memory()})
