@@ -1,8 +1,10 @@
 """When an episode in flight is complete, and the ``EpisodeOutcome`` it becomes.
 
-An episode is complete when its worker said ``done`` (after flushing its goggles client) and
-its end marker arrived through the subscription (or, if the marker itself was dropped, after
-``Subscription.sync``); what never arrived is counted. A worker whose pipe closes mid-episode
+An episode is complete when its worker said ``ran`` (its end marker is queued) and the end
+marker arrived through the subscription; or, if the marker itself was dropped, once the worker
+said ``done`` (after flushing its goggles client, so the host holds every event) and
+``Subscription.sync`` fetched what the host routed; what never arrived is counted (ADR 0075:
+the worker runs its next episode while it flushes). A worker whose pipe closes mid-episode
 (killed, crashed) makes that episode *lost*; the others go on. An episode whose end marker
 did not come within ``flush_timeout_s`` of its worker's ``done`` while events it sent are
 missing (over a broker; locally, when none came) is *undelivered*: reported, never scored
@@ -23,23 +25,37 @@ from experiment_telemetry.workers.channel import WorkerChannel
 from experiment_telemetry.workers.inbox import EpisodeInbox
 from experiment_telemetry.workers.outcomes import EpisodeOutcome, EpisodeTask
 
-__all__ = ["AGAIN", "EpisodeCompletion", "Slot"]
+__all__ = ["AGAIN", "RERUN", "EpisodeCompletion", "Slot"]
 
 AGAIN = object()
 """``EpisodeCompletion.settle``: look again at once (a sync just fetched what the host held)."""
+RERUN = object()
+"""``EpisodeCompletion.settle``: run the episode again on another worker (its worker died after
+``ran``, before its flush and before its end marker came: its events may have died with it)."""
 
 
 class Slot:
     """An episode of the plan, from submission to outcome."""
 
-    __slots__ = ("deadline", "done", "done_at", "lost", "synced", "task", "worker")
+    __slots__ = (
+        "deadline", "done", "done_at", "lost", "orphaned", "ran", "synced", "task", "worker",
+    )  # fmt: skip
 
     def __init__(self, task: EpisodeTask) -> None:
         self.task = task
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to not dispatched (to run again)."""
         self.worker: WorkerChannel | None = None
+        self.ran: dict[str, Any] | None = None
+        """The worker's ``ran`` reply: the episode ran, its end marker is queued."""
         self.done: dict[str, Any] | None = None
+        """Its ``done`` reply: the worker's goggles client flushed after the episode."""
         self.done_at = 0.0
         self.lost = False
+        self.orphaned = False
+        """Its worker died after ``ran`` and before ``done``."""
         self.synced = False
         self.deadline: float | None = None
 
@@ -71,6 +87,8 @@ class EpisodeCompletion:
         with self._cond:
             if worker is None:
                 return None
+            if slot.orphaned and slot.task.learns and not inbox.ended(worker.index, episode):
+                slot.lost = True  # its memory died with the learner: lost, as mid-episode
             if slot.lost:
                 inbox.discard(worker.index, episode)
                 return EpisodeOutcome(
@@ -78,9 +96,19 @@ class EpisodeCompletion:
                     returncode=worker.proc.returncode,
                 )  # fmt: skip
             done = slot.done
-            if done is None:
-                return None
             complete = inbox.ended(worker.index, episode)
+            if done is None:
+                if slot.ran is None:
+                    return None
+                if complete:
+                    done = slot.ran
+                elif not slot.orphaned:
+                    return None  # wait for the end marker, or for the flush
+                else:
+                    # It depends only on the shared memory and its arguments: run it again
+                    # rather than score what happened to arrive (a dead worker costs one episode).
+                    inbox.discard(worker.index, episode)
+                    return RERUN
         if not complete and not slot.synced:
             slot.synced = True
             # The worker flushed before saying done, so the host holds the rest: sync fetches it.

@@ -9,8 +9,10 @@ into every worker, and each non-learning episode starts by reloading it: its out
 only on that memory and its own arguments, whichever worker runs it.
 
 A worker whose pipe closes mid-episode (killed, crashed) makes that episode *lost*; the others
-go on. When an episode is complete (its worker's ``done`` and its end marker, or a bounded wait
-for them) and the outcome it becomes are decided in ``completion.py``.
+go on. A worker is free for the next episode once it said ``ran`` (its flush goes on in the
+background, ADR 0075). When an episode is complete (its end marker after ``ran``, or the
+worker's ``done`` after its flush and a bounded wait) and the outcome it becomes are decided in
+``completion.py``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import goggles_io
 from experiment_telemetry._validate import check_int
 from experiment_telemetry.exceptions import ExperimentValueError, WorkerError
 from experiment_telemetry.workers.channel import WorkerChannel, worker_env
-from experiment_telemetry.workers.completion import AGAIN, EpisodeCompletion, Slot
+from experiment_telemetry.workers.completion import AGAIN, RERUN, EpisodeCompletion, Slot
 from experiment_telemetry.workers.inbox import EpisodeInbox
 from experiment_telemetry.workers.outcomes import (
     EpisodeOutcome,
@@ -53,6 +55,9 @@ class _Worker(WorkerChannel):
         )
         self.ready = False
         self.slot: Slot | None = None
+        """The episode the worker is running (None once it said ``ran``)."""
+        self.flushing: deque[Slot] = deque()
+        """Episodes it ran whose ``done`` (the flush after them) has not come yet, in order."""
         self.replies: deque[dict[str, Any]] = deque()
 
 
@@ -211,6 +216,11 @@ class WorkerPool:
             outcome = completion.settle(pending[0])
             if outcome is AGAIN:
                 continue
+            if outcome is RERUN:
+                slot = pending[0]
+                slot.reset()
+                todo.appendleft(slot)
+                continue
             if isinstance(outcome, EpisodeOutcome):
                 pending.popleft()
                 self.report.count(outcome)
@@ -301,10 +311,20 @@ class WorkerPool:
             op = message.get("op")
             if op == "ready":
                 worker.ready = True
-            elif op == "done" and worker.slot is not None:
-                worker.slot.done = message
-                worker.slot.done_at = time.monotonic()
+            elif op == "ran" and worker.slot is not None:
+                worker.slot.ran = message  # the worker is free; its flush goes on (ADR 0075)
+                worker.flushing.append(worker.slot)
                 worker.slot = None
+            elif op == "done":
+                if worker.flushing:
+                    slot = worker.flushing.popleft()
+                elif worker.slot is not None:  # a worker that said done without ran first
+                    slot, worker.slot = worker.slot, None
+                else:
+                    slot = None
+                if slot is not None:
+                    slot.done = message
+                    slot.done_at = time.monotonic()
             else:
                 worker.replies.append(message)
             self._version += 1
@@ -317,6 +337,13 @@ class WorkerPool:
             closing = worker.input_closed
             if slot is not None:
                 slot.lost = True
+            # Episodes it ran but had not flushed: their events may have died with it (settled
+            # in completion.py: scored if the end marker came, else run again).
+            now = time.monotonic()
+            for ran in worker.flushing:
+                ran.orphaned = True
+                ran.done_at = now
+            worker.flushing.clear()
             if not closing or slot is not None:
                 episode = None if slot is None else slot.task.context.episode
                 self.report.losses.append(WorkerLoss(worker.index, worker.pid, returncode, episode))

@@ -6,28 +6,69 @@ then commands: ``{"op": "episode", "episode", "kwargs", "reload"}``, ``{"op": "d
 ``{"op": "load", "memory"}``. Replies go, one JSON line each, on the original stdout, which the
 worker keeps for itself: fd 1 is pointed at stderr, so a ``print`` in runtime code cannot
 corrupt the protocol. EOF on stdin ends the worker after ``goggles_io.finish()``.
+
+An episode gets two replies (ADR 0075): ``ran`` as soon as its end marker is queued (the worker
+is free for the next command), then ``done`` from the flusher thread once ``goggles_io.flush``
+returned (the host holds every event of it). The wait for the host no longer idles the worker:
+the next episode runs while the last one is flushed. ``done`` replies keep the episodes' order.
+After a learning episode (``reload`` false) the worker waits for its ``done`` before it reads
+the next command: a learning episode cannot be run again on another worker.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import sys
+import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import IO, Any
 
 __all__ = ["main"]
 
 
-def _reply(out: IO[str], message: dict[str, Any]) -> None:
-    out.write(json.dumps(message) + "\n")
-    out.flush()
+class _Replies:
+    """The reply pipe, written whole line by whole line from the main and the flusher thread."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self._out = out
+        self._lock = threading.Lock()
+
+    def __call__(self, message: dict[str, Any]) -> None:
+        line = json.dumps(message) + "\n"
+        with self._lock:
+            self._out.write(line)
+            self._out.flush()
+
+
+_Flush = tuple[dict[str, Any], threading.Event | None]
+
+
+def _flusher(
+    todo: queue.SimpleQueue[_Flush | None],
+    flush: Callable[[float], bool],
+    reply: _Replies,
+    timeout_s: float,
+) -> None:
+    """Flush after each episode the main thread ran, in order, and say ``done`` for it (then
+    set its event, where the main thread waits for it)."""
+    while (item := todo.get()) is not None:
+        ran, flushed_event = item
+        try:
+            flushed = flush(timeout_s)
+        except Exception:  # a client that cannot flush: the experiment waits, bounded
+            flushed = False
+        reply({**ran, "op": "done", "flushed": flushed})
+        if flushed_event is not None:
+            flushed_event.set()
 
 
 def main() -> int:
     """Serve one experiment until its stdin closes; return the exit status."""
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    reply = _Replies(os.fdopen(os.dup(1), "w", encoding="utf-8"))
     os.dup2(2, 1)  # runtime prints go to stderr; the protocol keeps the real stdout
     sys.stdout = sys.stderr
     setup = json.loads(sys.stdin.readline() or "null")
@@ -49,7 +90,15 @@ def main() -> int:
     method = getattr(runtime, spec.episode_method)
     base: Any = None
     load_error: str | None = None  # a memory that failed to load fails the episodes after it
-    _reply(out, {"op": "ready", "pid": os.getpid()})
+    flushes: queue.SimpleQueue[_Flush | None] = queue.SimpleQueue()
+    flusher = threading.Thread(
+        target=_flusher,
+        args=(flushes, goggles_io.flush, reply, flush_timeout_s),
+        name="experiment:worker-flusher",
+        daemon=True,
+    )
+    flusher.start()
+    reply({"op": "ready", "pid": os.getpid()})
     for line in sys.stdin:
         message = json.loads(line)
         op = message.get("op")
@@ -68,17 +117,19 @@ def main() -> int:
             except Exception:
                 error = traceback.format_exc()
             sent = forwarder.end()
-            flushed = goggles_io.flush(flush_timeout_s)
-            _reply(
-                out,
-                {"op": "done", "episode": episode, "start": start, "sent": sent,
-                 "flushed": flushed, "error": error},
-            )  # fmt: skip
+            ran = {"op": "ran", "episode": episode, "start": start, "sent": sent, "error": error}
+            reply(ran)
+            if message.get("reload"):
+                flushes.put((ran, None))
+            else:  # a learning episode cannot run again elsewhere: flushed before the next
+                flushed_event = threading.Event()
+                flushes.put((ran, flushed_event))
+                flushed_event.wait()
         elif op == "dump":
             try:
-                _reply(out, {"op": "memory", "memory": runtime.dump_memory()})
+                reply({"op": "memory", "memory": runtime.dump_memory()})
             except Exception:
-                _reply(out, {"op": "memory", "error": traceback.format_exc()})
+                reply({"op": "memory", "error": traceback.format_exc()})
         elif op == "load":
             base = message["memory"]
             try:
@@ -87,7 +138,9 @@ def main() -> int:
             except Exception:
                 load_error = traceback.format_exc()
         else:
-            _reply(out, {"op": "error", "error": f"unknown op {op!r}"})
+            reply({"op": "error", "error": f"unknown op {op!r}"})
+    flushes.put(None)
+    flusher.join()
     forwarder.close()
     goggles_io.finish()
     return 0

@@ -83,6 +83,49 @@ class TestWorkerPool:
         assert [3] == [loss.episode for loss in result.workers.losses]
         assert read_stats(result.run_dir) == replay_run(result.run_dir)
 
+    def test_worker_killed_after_ran_before_its_flush_costs_at_most_its_next_episode(
+        self, tmp_path: Path, toy: Any
+    ) -> None:
+        """A worker said ``ran`` for episode 3, held its events and hung in the flush after it
+        (ADR 0075: the next episode runs while the last one flushes), then was SIGKILLed:
+        episode 3 runs again on the other worker and is scored from all of its events; only an
+        episode the dead worker had started since (if it got one) is lost."""
+        pid_file = tmp_path / "held.pid"
+        plan = [("train", 1), *[("eval", s) for s in range(10, 18)]]
+        experiment = toy(tmp_path, plan)
+        spec = RuntimeSpec(
+            factory="held_link:held_toy_runtime",
+            kwargs={"hold": 3, "pid_file": str(pid_file), "steps": 6},
+        )
+        experiment.runtime_spec = lambda: spec  # type: ignore[method-assign]
+        box: list[RunResult | BaseException] = []
+
+        def run() -> None:
+            try:
+                box.append(experiment.run())
+            except BaseException as exc:
+                box.append(exc)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        pid = int(wait_until(lambda: pid_file.exists() and pid_file.read_text(), 60, what="hold"))
+        os.kill(pid, signal.SIGKILL)
+        thread.join(120)
+        (result,) = box
+        assert isinstance(result, RunResult), result
+        lost = [s.episode for s in result.stats if isinstance(s, WorkerLost)]
+        scored = [s.episode for s in _scored(result)]
+        events = (result.run_dir / "runtime_events.jsonl").read_text()
+
+        assert "done" == result.status
+        assert 3 in scored
+        assert len(lost) <= 1 and 3 not in lost
+        assert list(range(len(plan))) == sorted(scored + lost)
+        assert [(pid, -signal.SIGKILL)] == [(x.pid, x.returncode) for x in result.workers.losses]
+        assert (0, 0) == (result.workers.events_missing, result.workers.episodes_missing)
+        assert 6 * len(scored) == events.count('"kind":"learning_module_step"')  # none twice
+        assert read_stats(result.run_dir) == replay_run(result.run_dir)
+
     def test_runtime_error_fails_the_run_naming_worker_and_episode(
         self, tmp_path: Path, toy: Any
     ) -> None:
