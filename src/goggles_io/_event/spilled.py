@@ -1,6 +1,6 @@
-"""Events as spool records: the wire codec, with big arrays written beside it, not inside.
+"""Rows as spool records: the wire codec, with big arrays written beside it, not inside.
 
-A spilled list is one ``Batch`` message in which each array of at least 4 KiB is a reference
+A spilled list of rows is one ``Batch`` message in which each array of at least 4 KiB is a reference
 (``ShmRef`` with an empty segment name) to its bytes written after the message, straight from
 the array's own buffer (``writev``); reading copies them straight into new arrays (``preadv``).
 So spilling a 1 MiB image costs the kernel's copy and nothing else, and no large temporary
@@ -16,7 +16,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from goggles_io._event.codec import Batch, Decoder, Encoder
-from goggles_io._event.records import Event, ShmRef
+from goggles_io._event.records import ShmRef
+from goggles_io._event.rows import Row
 from goggles_io.exceptions import FrameError
 
 __all__ = ["BlobSource", "SpillEncoder", "decode_spilled"]
@@ -75,23 +76,24 @@ class SpillEncoder:
         self._encoder = Encoder(_BLOB_MIN_BYTES)
         self._lock = threading.Lock()
 
-    def encode(self, events: list[Event]) -> tuple[bytes, list[memoryview]]:
-        """``events`` as one record and its blobs; raises TypeError for what cannot be encoded."""
+    def encode(self, rows: list[Row]) -> tuple[bytes, list[memoryview]]:
+        """``rows`` as one record and its blobs; raises TypeError for what cannot be encoded
+        (ValueError for a row of another shape)."""
         blobs = _Blobs()
         with self._lock:
             self._encoder.pool = blobs
             try:
-                return self._encoder.encode(Batch(0, events)), blobs.parts
+                return self._encoder.encode(Batch(0, rows)), blobs.parts
             finally:
                 self._encoder.pool = None
                 self._encoder.refs = []
                 self._encoder.created = []
 
 
-def decode_spilled(source: BlobSource) -> list[Event]:
-    """The events of a record written by :func:`encode_spilled`; raises FrameError if damaged."""
+def decode_spilled(source: BlobSource) -> list[Row]:
+    """The rows of a record written by :meth:`SpillEncoder.encode`; raises FrameError if damaged."""
     message = Decoder(_BlobReader(source)).decode(source.data)
     if type(message) is not Batch:
         msg = f"a spool record holds a {type(message).__name__}, not a batch"
         raise FrameError(msg, value=type(message).__name__)
-    return message.events
+    return message.rows

@@ -1,33 +1,32 @@
-"""Queued events -> numbered batch frames under the frame size limit; what cannot go is counted.
+"""Queued rows -> numbered batch frames under the frame size limit; what cannot go is counted.
 
 A batch that encodes too big is split in halves; a batch with an unencodable value is retried
-event by event, so one bad event costs only itself. A single event still over the frame limit
-(e.g. a 70 MB log message) is dropped and counted like an unencodable one: the sender thread
-must never die on it. An event whose array was staged in shared memory at the log call carries a
+row by row, so one bad row costs only itself. A single row still over the frame limit (e.g. a
+70 MB log message) is dropped and counted like an unencodable one: the sender thread must never
+die on it. A row whose array was staged in shared memory at the log call carries a
 :class:`ShmRef`: a failed encoding frees only the slots the encoder itself took, and a dropped
-event frees its staged slot.
+row frees its staged slot.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from goggles_io._event.codec import Encoder, OutBatch
-from goggles_io._event.records import ROW_PAYLOAD, Event, Row, ShmRef
+from goggles_io._event.codec import Batch, Encoder
+from goggles_io._event.records import ShmRef
+from goggles_io._event.rows import Row, payload_of
 from goggles_io._transport.framing import DEFAULT_MAX_FRAME_BYTES, encode_frame
 
-__all__ = ["Batcher", "Frame", "Sendable", "payload_of"]
+__all__ = ["Batcher", "Frame", "staged"]
 
-# (seq, frame bytes, the events it carries, shm slots the frame points at): the client keeps the
-# events until the host acknowledges the frame, to send them again to the next host (ADR 0030).
-# The client's events are :class:`Event` objects or queued rows (``records.Row``).
-Sendable = Event | Row
-Frame = tuple[int, bytes, list[Sendable], list[ShmRef]]
+# (seq, frame bytes, the rows it carries, shm slots the frame points at): the client keeps the
+# rows until the host acknowledges the frame, to send them again to the next host (ADR 0030).
+Frame = tuple[int, bytes, list[Row], list[ShmRef]]
 _ENCODE_ERRORS = (TypeError, ValueError, OverflowError)
 
 
 class Batcher:
-    """Encode event lists into frames with increasing sequence numbers (one per connection's life)."""
+    """Encode lists of rows into frames with increasing sequence numbers (one per connection's life)."""
 
     def __init__(
         self,
@@ -42,14 +41,14 @@ class Batcher:
         self._max = max_frame_bytes
 
     def frames(
-        self, events: list[Sendable], redelivered: bool = False, producer: str = "", first: int = 0
+        self, rows: list[Row], redelivered: bool = False, producer: str = "", first: int = 0
     ) -> list[Frame]:
-        """Return the frames carrying ``events``; unencodable events are reported and left out.
+        """Return the frames carrying ``rows``; unencodable rows are reported and left out.
 
         ``redelivered`` marks them as sent before to a host that died (ADR 0030); ``producer``
-        and ``first`` number them (``first`` is the sequence of ``events[0]``, the next ones
-        follow by one: ADR 0057). A frame's first event keeps its own number when the list is
-        split, and an event left out leaves a gap: every event has the same number on every
+        and ``first`` number them (``first`` is the sequence of ``rows[0]``, the next ones
+        follow by one: ADR 0057). A frame's first row keeps its own number when the list is
+        split, and a row left out leaves a gap: every row has the same number on every
         send.
         """
         encoder = self.encoder
@@ -57,45 +56,45 @@ class Batcher:
         encoder.refs = []
         encoder.created = []
         try:
-            payload = encoder.encode(OutBatch(self.seq + 1, events, redelivered, producer, first))
+            payload = encoder.encode(Batch(self.seq + 1, rows, redelivered, producer, first))
         except _ENCODE_ERRORS:
             self._release(encoder.created)
-            return self._one_by_one(events, encoder, redelivered, producer, first)
+            return self._one_by_one(rows, encoder, redelivered, producer, first)
         if len(payload) > self._max:
             self._release(encoder.created)
-            if len(events) == 1:
+            if len(rows) == 1:
                 size = f"{len(payload)!r} bytes"
-                self._on_unencodable(ValueError(f"event of {size} exceeds the frame limit"))
-                self._release(_staged(events))
+                self._on_unencodable(ValueError(f"row of {size} exceeds the frame limit"))
+                self._release(staged(rows))
                 return []
-            half = len(events) // 2
+            half = len(rows) // 2
             later = first + half if producer else 0
-            return self.frames(events[:half], redelivered, producer, first) + self.frames(
-                events[half:], redelivered, producer, later
+            return self.frames(rows[:half], redelivered, producer, first) + self.frames(
+                rows[half:], redelivered, producer, later
             )
         self.seq += 1
-        return [(self.seq, encode_frame(payload, self._max), events, encoder.refs)]
+        return [(self.seq, encode_frame(payload, self._max), rows, encoder.refs)]
 
     def _one_by_one(
-        self, events: list[Sendable], encoder: Encoder, redelivered: bool, producer: str, first: int
+        self, rows: list[Row], encoder: Encoder, redelivered: bool, producer: str, first: int
     ) -> list[Frame]:
-        """Leave out the events that cannot be encoded; the runs between them go as frames,
-        each numbered from its own first event."""
-        runs: list[tuple[int, list[Sendable]]] = []
-        good: list[Sendable] = []
-        for i, event in enumerate(events):
+        """Leave out the rows that cannot be encoded; the runs between them go as frames,
+        each numbered from its own first row."""
+        runs: list[tuple[int, list[Row]]] = []
+        good: list[Row] = []
+        for i, row in enumerate(rows):
             encoder.refs = []
             encoder.created = []
             try:
-                encoder.encode(OutBatch(0, [event]))
+                encoder.encode(Batch(0, [row]))
             except _ENCODE_ERRORS as exc:
                 self._on_unencodable(exc)
-                self._release(_staged([event]))
+                self._release(staged([row]))
                 good = []
             else:
                 if not good:
                     runs.append((i, good))
-                good.append(event)
+                good.append(row)
             self._release(encoder.created)
         frames: list[Frame] = []
         for at, run in runs:
@@ -103,15 +102,6 @@ class Batcher:
         return frames
 
 
-def payload_of(event: Sendable) -> object:
-    """The payload slot of an event or of a queued row (a scalar row's holds its metric name):
-    where an array staged at the log call is found."""
-    if isinstance(event, tuple):
-        return event[ROW_PAYLOAD]
-    return event.payload
-
-
-def _staged(events: list[Sendable]) -> list[ShmRef]:
-    """The shared-memory slots that events staged at their log call hold."""
-    payloads = map(payload_of, events)
-    return [p for p in payloads if type(p) is ShmRef]
+def staged(rows: list[Row]) -> list[ShmRef]:
+    """The shared-memory slots that rows staged at their log call hold."""
+    return [p for p in map(payload_of, rows) if type(p) is ShmRef]

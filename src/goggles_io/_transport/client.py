@@ -28,7 +28,8 @@ from goggles_io._delivery.drain import read_finish_stall, wait_while_progressing
 from goggles_io._delivery.losses import KEPT_FOR_LATER, NOT_DELIVERED, UNENCODABLE, LossReport
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._event.messages import Call
-from goggles_io._event.records import Event, Row, ShmRef, approx_nbytes, row_event
+from goggles_io._event.records import Event, ShmRef
+from goggles_io._event.rows import Row, is_row, nbytes, row_of
 from goggles_io._transport.courier import REPLAYED, Courier, Item, loading_modules
 from goggles_io._transport.leftovers import Leftovers
 from goggles_io._transport.link import HostLink
@@ -58,7 +59,7 @@ _LAST_WORD_S = 2.0  # how long a finish that gave up still waits for the host's 
 
 
 class _SpillCodec:
-    """Events as spool records; a handler operation never spills (its waiter holds it)."""
+    """Rows as spool records; a handler operation never spills (its waiter holds it)."""
 
     def __init__(self) -> None:
         self._encoder: SpillEncoder | None = None  # made on the first spill (numpy, msgpack)
@@ -70,8 +71,7 @@ class _SpillCodec:
             from goggles_io._event.spilled import SpillEncoder
 
             self._encoder = SpillEncoder()
-        events = [row_event(item) if isinstance(item, tuple) else item for item in items]
-        return self._encoder.encode(events)  # type: ignore[arg-type]
+        return self._encoder.encode(items)  # type: ignore[arg-type]
 
     def decode(self, record: SpoolRecord) -> list[Item]:
         from goggles_io._event.spilled import decode_spilled
@@ -85,7 +85,7 @@ def client_pipe(
     max_items: int,
     max_bytes: int,
 ) -> Pipe[Item]:
-    """The client's pipe to the host: events count one, handler operations none (put forced:
+    """The client's pipe to the host: rows count one, handler operations none (put forced:
     they stay in memory); batches wait for the host's acknowledgement. A function so the
     engine's tests build the pipe exactly as the client does."""
     return Pipe(
@@ -98,7 +98,7 @@ def client_pipe(
         batch_items=_BATCH_EVENTS,
         batch_bytes=_BATCH_BYTES,
         codec=_SpillCodec(),
-        uncounted=Marker,
+        units=is_row,
         name="goggles_io:sender",
     )
 
@@ -163,9 +163,9 @@ class SocketClient:
         self.courier.more = self.pipe.queued
         pipe = self.pipe
         self.courier.generation = lambda: pipe.sending_gen
-        # Where a scalar's row goes: emit_row until started, then (asynchronous) the pipe's put
-        # itself, one call fewer on the logger's hot path.
-        self.put_row: Callable[[Row, int], object] = self.emit_row
+        # Where a log call's row goes: _put_first until started, then (asynchronous) the pipe's
+        # put itself, one call fewer on the logger's hot path.
+        self.put_row: Callable[[Row, int], bool] = self._put_first
         self.unencodable = 0
         self._issued: list[Call] = []  # every operation issued here, for a forked child
         self._running = False
@@ -215,23 +215,25 @@ class SocketClient:
 
     # -- Transport API ----------------------------------------------------------------------
     def emit(self, event: Event) -> None:
-        """Put ``event`` in the pipe; past its budget it spills, then waits (bounded), then is
-        dropped and counted (its staged slot given back)."""
-        if not self._running:
-            self._start()
-        if not self.pipe.put(event, approx_nbytes(event)) and type(event.payload) is ShmRef:
+        """Put ``event``'s row in the pipe; past its budget it spills, then waits (bounded),
+        then is dropped and counted (its staged slot given back)."""
+        row = row_of(event)
+        if not self.put_row(row, nbytes(row)) and type(event.payload) is ShmRef:
             self.pools.release([event.payload])
-        if not self.settings.async_mode:
-            self.flush(self.settings.shutdown_timeout_s)
 
-    def emit_row(self, row: Row, size: int) -> None:
-        """:meth:`emit` for an event given as a row (``records.Row``: a scalar's), of ``size``
-        bytes against the budget; never a staged array."""
+    def _put_first(self, row: Row, size: int) -> bool:
+        """``put_row`` before the client started, and always in synchronous mode: start, put
+        ``row`` (``size`` bytes against the budget), wait for the host when synchronous."""
         if not self._running:
             self._start()
-        self.pipe.put(row, size)
+        taken = self.pipe.put(row, size)
         if not self.settings.async_mode:
             self.flush(self.settings.shutdown_timeout_s)
+        return taken
+
+    def release_staged(self, ref: ShmRef) -> None:
+        """Give back the slot of a staged array whose row was dropped."""
+        self.pools.release([ref])
 
     def control(self, op: str, args: dict[str, Any]) -> Marker:
         """Send a handler operation after everything put so far (never refused)."""
@@ -247,8 +249,9 @@ class SocketClient:
         """Attach ``handler`` on the host (or here: :mod:`~goggles_io._transport.placement`)."""
         self.ops.attach(handler, scopes)
 
-    def detach(self, name: str, scope: str) -> None:
-        """Detach ``name`` from ``scope``, in order with the events around it."""
+    def detach(self, name: str, scope: str, *, missing_ok: bool = False) -> None:
+        """Detach ``name`` from ``scope``, in order with the events around it (a name this
+        process did not attach is the host's to look up: never an error here)."""
         self.ops.detach(name, scope)
 
     def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None:

@@ -1,7 +1,7 @@
 """Frames the client pipe's batches onto the link; acknowledges each once the host did.
 
-A pipe batch holds events and handler operations (:class:`Marker`) in the order they were
-logged. Runs of events go as numbered batch frames (:mod:`goggles_io._transport.batching`),
+A pipe batch holds rows and handler operations (:class:`Marker`) in the order they were
+logged. Runs of rows go as numbered batch frames (:mod:`goggles_io._transport.batching`),
 each operation as its own ``Call`` frame, all in one write. The host acknowledges event frames
 once its handlers took them (``Ack(seq)``, cumulative; ADR 0030) and answers each operation
 (``Reply``); the pipe batch is acknowledged when every frame of it was, in order, and only then
@@ -11,7 +11,6 @@ again, marked redelivered; the slots the encoder made for the dead host are give
 
 from __future__ import annotations
 
-import operator
 import os
 import secrets
 import threading
@@ -22,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from goggles_io._event.messages import Ack, Call, Reply
-from goggles_io._event.records import ROW_PAYLOAD, Event, Row, ShmRef
+from goggles_io._event.records import ShmRef
+from goggles_io._event.rows import Row, is_row, payload_of
 from goggles_io._transport.framing import encode_frame
 from goggles_io._transport.link import HostLink, LinkLost
 from goggles_io._transport.operations import Marker
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from goggles_io._delivery.pipe import Pipe
     from goggles_io._delivery.policy import DeliveryPolicy
     from goggles_io._event.codec import Encoder
-    from goggles_io._transport.batching import Batcher, Sendable
+    from goggles_io._transport.batching import Batcher
 
 __all__ = [
     "AGAIN",
@@ -44,7 +44,7 @@ __all__ = [
     "loading_modules",
 ]
 
-Item = Event | Row | Marker  # a queued row is a scalar's event (records.Row)
+Item = Row | Marker  # what the client pipe carries: rows (rows.py) and handler operations
 # Operations replayed, in order, on a new host (after a host death, or in a forked child).
 REPLAYED = ("attach", "replace", "detach", "call")
 # Not sent: the events after ``Call(AGAIN, {"on": True})`` go marked redelivered until one with
@@ -95,34 +95,19 @@ _FRAME_HELD_BYTES = 4 * 1024 * 1024
 _WRITE_BYTES = 512 * 1024
 
 
-def _payload(event: Event | Row) -> Any:
-    """The payload slot (a scalar row's holds its metric name): where a staged array is."""
-    return event[ROW_PAYLOAD] if isinstance(event, tuple) else event.payload
-
-
-def _staged_bytes(event: Event | Row) -> int:
-    """The array ``event`` staged in a pool, which the host copies out: the pipe counted only its
+def _staged_bytes(row: Row) -> int:
+    """The array ``row`` staged in a pool, which the host copies out: the pipe counted only its
     reference (the rest of a batch is bounded by the pipe's own batch bytes)."""
-    payload = _payload(event)
+    payload = payload_of(row)
     return payload.nbytes if type(payload) is ShmRef else 0
 
 
-_ROW_PAYLOAD: Callable[[Any], Any] = operator.itemgetter(ROW_PAYLOAD)
-_EVENT_PAYLOAD: Callable[[Any], Any] = operator.attrgetter("payload")
-
-
 def _plain(items: list[Item]) -> bool:
-    """Whether ``items`` are all events (or all rows) and none staged an array: the batch is
-    then one run of events, framed without looking at each item."""
-    types = set(map(type, items))
-    if types == {tuple}:
-        getter = _ROW_PAYLOAD
-    elif types == {Event}:
-        getter = _EVENT_PAYLOAD
-    else:
-        return False
-    payloads = map(getter, items)
-    return ShmRef not in set(map(type, payloads))
+    """Whether ``items`` are all rows and none staged an array: the batch is then one run of
+    rows, framed without looking at each item."""
+    return sum(map(is_row, items)) == len(items) and ShmRef not in set(
+        map(type, map(payload_of, items))  # type: ignore[arg-type]
+    )
 
 
 def _add(into: dict[str, int], counts: dict[str, int]) -> None:
@@ -255,7 +240,7 @@ class Courier:
     ) -> None:
         """Frame runs of events between operations, a run ending early at 4 MiB of staged arrays;
         each run numbered from its first event's index in the batch (``base`` + index)."""
-        events: list[Sendable] = []
+        events: list[Row] = []
         held = 0  # bytes of staged arrays the host will copy out for ``events``
         again = redelivered or self._again
         first = 0  # the number of events[0] (0: unnumbered)
@@ -293,7 +278,7 @@ class Courier:
 
     def _frame_events(
         self,
-        events: list[Sendable],
+        events: list[Row],
         redelivered: bool,
         batcher: Batcher,
         sent: _Sent,
@@ -310,7 +295,7 @@ class Courier:
             sent.frames.append(frame_seq)
             if refs:
                 if staged is None:
-                    staged = {id(p) for p in map(_payload, events) if type(p) is ShmRef}
+                    staged = {id(p) for p in map(payload_of, events) if type(p) is ShmRef}
                 sent.refs += refs
                 sent.created += [ref for ref in refs if id(ref) not in staged]
 

@@ -243,8 +243,8 @@ class Host:
                         unfinished = True
                         # Acknowledged once its handlers took it, not now (ADR 0030).
                         ticket = acks.ticket(msg.seq)
-                        ticket.dropped = self.bus.emit_many(
-                            msg.events, ticket=ticket, redelivered=msg.redelivered
+                        ticket.dropped = self.bus.put_rows(
+                            msg.rows, ticket=ticket, redelivered=msg.redelivered
                         )
                         ticket.settle()
                     elif type(msg) is Call:

@@ -175,7 +175,7 @@ def deliver_folder(
             if wait.stalled or wait.abandoned:
                 out.stalled, out.abandoned = wait.stalled, wait.abandoned
                 break
-            bus.emit_many(list(value), redelivered=again or kind == SENT)
+            bus.put_rows(list(value), redelivered=again or kind == SENT)
             fed += len(value)
     except KeyboardInterrupt:
         out.abandoned = True

@@ -4,8 +4,9 @@ When ``finish()`` gives up (a handler took nothing for ``GOGGLES_FINISH_STALL`` 
 Ctrl-C), the client writes what its pipe still holds, in order, into a folder of its own under
 the spool root, ``leftover-<pid>-<start time>/`` (0700; the spool sweep only ever removes
 ``p<pid>-...`` folders): the handler operations sent so far (``ops.msgpack``: each handler's
-spec, its recorded config and run), the events and the operations among them (``events.bin``;
-staged arrays are read out of the shared memory and disk pools first, since those go at exit),
+spec, its recorded config and run), the events (as rows) and the operations among them
+(``events.bin``; staged arrays are read out of the shared memory and disk pools first, since
+those go at exit),
 and ``manifest.json`` written last. The tally counts them ``kept for later``, not lost. Those
 the host had not routed yet would also have reached the handlers this process runs itself
 (in-process lanes, fed by the host): nothing else can rebuild those, so for them these events
@@ -32,11 +33,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from goggles_io._delivery.spool_space import remove_own_tree, spool_space
 from goggles_io._event.messages import Call
-from goggles_io._event.records import Event, ShmRef, row_event
+from goggles_io._event.records import ShmRef
+from goggles_io._event.rows import Row, payload_of, with_payload
 from goggles_io._transport.courier import REPLAYED, Item, PipeOwner
 from goggles_io._transport.leftover_folder import (
     EVENTS,
@@ -77,31 +77,32 @@ class _Writer:
 
         self._record(OP, msgpack.packb([call.op, call.args], use_bin_type=True), [])
 
-    def events_of(self, events: list[Event], sent: bool) -> None:
+    def rows(self, rows: list[Row], sent: bool) -> None:
         from goggles_io._event.spilled import SpillEncoder
 
         if self._encoder is None:
             self._encoder = SpillEncoder()
-        events = [self._inline(e) for e in events]
+        rows = [self._inline(row) for row in rows]
         try:
-            record, blobs = self._encoder.encode(events)
+            record, blobs = self._encoder.encode(rows)
         except (TypeError, ValueError, OverflowError):
-            for event in events:  # the codec refuses one of them: keep the others
+            for row in rows:  # the codec refuses one of them: keep the others
                 with contextlib.suppress(TypeError, ValueError, OverflowError):
-                    self.events_of_one(event, sent)
+                    self.one_row(row, sent)
             return
         self._record(SENT if sent else EVENTS, record, blobs)
-        self.events += len(events)
+        self.events += len(rows)
 
-    def events_of_one(self, event: Event, sent: bool) -> None:
-        record, blobs = self._encoder.encode([event])
+    def one_row(self, row: Row, sent: bool) -> None:
+        record, blobs = self._encoder.encode([row])
         self._record(SENT if sent else EVENTS, record, blobs)
         self.events += 1
 
-    def _inline(self, event: Event) -> Event:
-        """The event with its staged arrays copied out of the pools (they go at exit)."""
-        payload = self._copy_out(event.payload)
-        return event if payload is event.payload else attrs.evolve(event, payload=payload)
+    def _inline(self, row: Row) -> Row:
+        """The row with its staged arrays copied out of the pools (they go at exit)."""
+        payload = payload_of(row)
+        copied = self._copy_out(payload)
+        return row if copied is payload else with_payload(row, copied)
 
     def _copy_out(self, value: Any) -> Any:
         if type(value) is ShmRef:
@@ -195,10 +196,10 @@ class Leftovers:
             writer = _Writer(folder)
             inline: set[int] = set()
             for items, sent in chunks:
-                run: list[Event] = []
+                run: list[Row] = []
                 for item in items:
                     if not isinstance(item, Marker):
-                        run.append(row_event(item) if isinstance(item, tuple) else item)
+                        run.append(item)
                         continue
                     _write_run(writer, run, sent, counter)
                     run = []
@@ -265,11 +266,11 @@ class Leftovers:
             report(f"pid {os.getpid()}: could not start delivering left-over events: {exc!r}")
 
 
-def _write_run(writer: _Writer, run: list[Event], sent: bool, counter: KeptCounter | None) -> None:
+def _write_run(writer: _Writer, run: list[Row], sent: bool, counter: KeptCounter | None) -> None:
     if run:
         if counter is not None:
             counter.add(run)
-        writer.events_of(run, sent)
+        writer.rows(run, sent)
 
 
 def _waiting(root: Path) -> tuple[list[str], list[str]]:
