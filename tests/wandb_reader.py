@@ -10,7 +10,7 @@ from typing import Any
 
 from support import wait_until
 
-__all__ = ["read_offline_runs"]
+__all__ = ["read_offline_runs", "read_resumed_history"]
 
 _BLOCK = 32 * 1024
 _HEADER = 7  # ":W&B" + magic (2 bytes) + version (1 byte)
@@ -101,3 +101,34 @@ def read_offline_runs(root: Path, expect: int = 1) -> dict[str, dict[str, Any]]:
         run["config"].pop("_wandb", None)
         runs[run["name"]] = run
     return runs
+
+
+def _start_time(path: Path) -> float:
+    for record in _records(path):
+        if record.WhichOneof("record_type") == "run":
+            return float(record.run.start_time.seconds + record.run.start_time.nanos / 1e9)
+    return float("inf")
+
+
+def read_resumed_history(root: Path, run_id: str) -> list[dict[str, Any]]:
+    """The history of W&B run ``run_id`` across every offline folder written for it (a host
+    that died leaves one, incomplete; the one that resumed the run, another), in the order they
+    were started: what ``wandb sync`` uploads into that one run. Waits until the last is
+    complete (its ``exit`` record written)."""
+
+    def files() -> list[Path]:
+        found = sorted(root.glob(f"wandb/offline-run-*/run-{run_id}.wandb"))
+        started = sorted((t, p) for p in found if (t := _start_time(p)) != float("inf"))
+        # A host killed as it began a run leaves a file with no run record: nothing in it.
+        return [p for _, p in started] if started and _complete(started[-1][1]) else []
+
+    history: list[dict[str, Any]] = []
+    for path in wait_until(files, timeout_s=180, what=f"offline W&B run {run_id} complete"):
+        for record in _records(path):
+            if record.WhichOneof("record_type") == "history":
+                row = {
+                    i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                    for i in record.history.item
+                }
+                history.append({k: v for k, v in row.items() if not k.startswith("_")})
+    return history

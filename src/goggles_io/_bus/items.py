@@ -101,10 +101,14 @@ class HeldTickets:
     off while it worked).
     """
 
-    __slots__ = ("_first_at", "_flush", "_held")
+    __slots__ = ("_first_at", "_flush", "_held", "_later")
 
-    def __init__(self, flush: Any) -> None:
+    def __init__(self, flush: Any, later: Any = None) -> None:
         self._flush = flush
+        # The handler's ``when_durable(callback)``, when it has one: what it took is safe only
+        # once its sink confirms it (a collector's answer, W&B's own file), so the tickets
+        # settle when it calls back, from any thread (ADR 0069).
+        self._later = later
         self._held: list[Ticket] = []
         self._first_at = 0.0  # when the oldest held ticket was passed
 
@@ -124,10 +128,38 @@ class HeldTickets:
         return bool(self._held)
 
     def settle(self) -> None:
-        """Flush the handler, then settle every ticket held."""
+        """Flush the handler, then settle every ticket held (once the handler says what it
+        took is durable, when it has ``when_durable``)."""
         self._flush()
         held, self._held = self._held, []
+        if not held:
+            return
+        later = self._later
+        if later is not None:
+            once = _SettleOnce(held)
+            try:
+                later(once)
+                return
+            except Exception:
+                once()  # a hook that fails must not hold the batches for ever
+                return
         for ticket in held:
+            ticket.settle()
+
+
+class _SettleOnce:
+    """Settles its tickets on the first call only (a handler's callback may come twice)."""
+
+    __slots__ = ("_lock", "_tickets")
+
+    def __init__(self, tickets: list[Ticket]) -> None:
+        self._tickets: list[Ticket] | None = tickets
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        with self._lock:
+            tickets, self._tickets = self._tickets, None
+        for ticket in tickets or ():
             ticket.settle()
 
 

@@ -97,7 +97,10 @@ class Lane:
         self._losses = LossReport(f"handler {self.name!r}")
         self._calls = calls = HandlerCalls(handler, self.name, self.tally, self._report_once)
         self._safe = calls.safe
-        self._held = HeldTickets(lambda: self._safe(self._flush_handler))
+        later = getattr(handler, "when_durable", None)
+        self._held = HeldTickets(
+            lambda: self._safe(self._flush_handler), later if callable(later) else None
+        )
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> bool:

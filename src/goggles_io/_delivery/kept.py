@@ -100,9 +100,10 @@ class Kept(Generic[T]):
         self.gen += 1
         self._next = 0
 
-    def take(self) -> list[tuple[list[T], bool]]:
-        """Forget every batch and return them, oldest first, with whether each was sent."""
-        taken = [(batch.items, batch.attempts > 0) for batch in self._batches]
+    def take(self) -> list[tuple[list[T], bool, int]]:
+        """Forget every batch and return them, oldest first, with whether each was sent and
+        its number (a left-over folder numbers their events by it: ADR 0057)."""
+        taken = [(batch.items, batch.attempts > 0, batch.seq) for batch in self._batches]
         self.clear()
         return taken
 

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 __all__ = ["Keep", "Part", "Waiting", "left_in_order"]
 
 T = TypeVar("T")
-Keep = Callable[[Iterator[tuple[list[T], bool]]], bool]
-"""Stores what a closing pipe has left, in order, as ``(items, sent)`` lists: whether it did."""
+Keep = Callable[[Iterator[tuple[list[T], bool, int]]], bool]
+"""Stores what a closing pipe has left, in order, as ``(items, sent, seq)`` lists (``seq``: the
+batch's number, 0 for items never batched): whether it did."""
 _ENCODE_ERRORS = (TypeError, ValueError, OverflowError)
 
 
@@ -214,12 +215,13 @@ class Waiting(Generic[T]):
 
 
 def left_in_order(
-    batches: list[tuple[list[T], bool]], queued: list[T], waiting: Waiting[T]
-) -> Iterator[tuple[list[T], bool]]:
+    batches: list[tuple[list[T], bool, int]], queued: list[T], waiting: Waiting[T]
+) -> Iterator[tuple[list[T], bool, int]]:
     """What a closed pipe holds, in the order it was put: the batches made and not
-    acknowledged (``sent`` when they went to the sink), the memory queue, then what spilled."""
+    acknowledged (``sent`` when they went to the sink, with their numbers), the memory queue,
+    then what spilled (numbered 0: never batched)."""
     yield from batches
     if queued:
-        yield queued, False
+        yield queued, False, 0
     for items in waiting.drain():
-        yield items, False
+        yield items, False, 0

@@ -9,9 +9,11 @@ whichever server runs answers alike.
 Rules enforced here (see ADR 0021): bodies are strict JSON (UTF-8, no ``NaN``/``Infinity``; a
 point's number that overflows a float is refused); numbers are numbers (never ``true``, never a string); ``seq`` is
 an int in ``[0, 2**63)``; ``step`` is ``null`` or a 64-bit int; ``value`` is ``null`` (NaN/inf on
-the client) or a finite number; names are non-empty UTF-8 text. A batch with points that break
-these is refused whole with **422** and the list of those points (index, seq, reason), so the
-client can drop exactly them and resend the rest.
+the client) or a finite number; names are non-empty UTF-8 text. A point may say who numbered it
+(ADR 0069): ``producer`` (1-128 characters), ``pseq`` (an int in ``[1, 2**63)``) and ``part``
+(an int in ``[0, 2**31)``, default 0), all or none. A batch with points that break these is
+refused whole with **422** and the list of those points (index, seq, reason), so the client can
+drop exactly them and resend the rest.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ __all__ = [
     "INT64_MIN",
     "MAX_BODY_BYTES",
     "MAX_NAME_CHARS",
+    "MAX_PART",
+    "MAX_PRODUCER_CHARS",
     "PointRow",
     "ProtocolError",
     "check_finish",
@@ -51,11 +55,15 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 """Largest request body a collector accepts (bigger: 413)."""
 MAX_NAME_CHARS = 1024
 """Longest metric name, run id or run name."""
+MAX_PRODUCER_CHARS = 128
+"""Longest producer id a point may carry."""
+MAX_PART = 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _STATUS_CHARS = 64
 
-# (seq, name, value, step, time): what a collector stores for one point.
-PointRow = tuple[int, str, float | None, int | None, float | None]
+# (seq, name, value, step, time, producer, pseq, part): what a collector stores for one point;
+# ``producer`` is ``None`` for a point that does not say who numbered it (then pseq = part = 0).
+PointRow = tuple[int, str, float | None, int | None, float | None, str | None, int, int]
 
 
 class ProtocolError(Exception):
@@ -183,7 +191,36 @@ def point_problem(point: Any) -> str | None:
     when = point.get("time")
     if when is not None and _number(when) is None:
         return f"time must be a finite number or null (got {when!r:.60})"
+    return _origin_problem(point)
+
+
+def _origin_problem(point: dict[str, Any]) -> str | None:
+    """Why a point's ``producer``/``pseq``/``part`` cannot be read, or ``None``."""
+    producer, pseq, part = point.get("producer"), point.get("pseq"), point.get("part")
+    if producer is None:
+        if pseq is not None or part is not None:
+            return "pseq and part need a producer"
+        return None
+    if type(producer) is not str or not 0 < len(producer) <= MAX_PRODUCER_CHARS:
+        return f"producer must be a string of 1 to {MAX_PRODUCER_CHARS} characters"
+    if type(pseq) is not int or not 0 < pseq <= INT64_MAX:
+        return f"pseq must be an int in [1, 2**63) (got {pseq!r:.60})"
+    if part is not None and (type(part) is not int or not 0 <= part <= MAX_PART):
+        return f"part must be an int in [0, 2**31) (got {part!r:.60})"
+    if not producer.isascii():
+        try:
+            producer.encode("utf-8")
+        except UnicodeEncodeError:
+            return "producer is not valid UTF-8 (a lone surrogate)"
     return None
+
+
+def _origin(point: dict[str, Any]) -> tuple[str | None, int, int]:
+    """A checked point's ``(producer, pseq, part)``; ``(None, 0, 0)`` when it has none."""
+    producer = point.get("producer")
+    if producer is None:
+        return None, 0, 0
+    return producer, point["pseq"], point.get("part") or 0
 
 
 def check_points(body: Any) -> list[PointRow]:
@@ -204,6 +241,7 @@ def check_points(body: Any) -> list[PointRow]:
         if type(point) is dict:
             seq, name, value = point.get("seq"), point.get("name"), point.get("value")
             step, when = point.get("step"), point.get("time")
+            producer, pseq, part = point.get("producer"), point.get("pseq"), point.get("part")
             if (
                 type(seq) is int
                 and 0 <= seq <= INT64_MAX
@@ -215,13 +253,24 @@ def check_points(body: Any) -> list[PointRow]:
                 and (step is None or (type(step) is int and INT64_MIN <= step <= INT64_MAX))
                 and (when is None or (type(when) is float and when - when == 0.0))
             ):
-                append((seq, name, value, step, when))
-                continue
+                if producer is None and pseq is None and part is None:
+                    append((seq, name, value, step, when, None, 0, 0))
+                    continue
+                if (
+                    type(producer) is str
+                    and producer.isascii()
+                    and 0 < len(producer) <= MAX_PRODUCER_CHARS
+                    and type(pseq) is int
+                    and 0 < pseq <= INT64_MAX
+                    and (part is None or (type(part) is int and 0 <= part <= MAX_PART))
+                ):
+                    append((seq, name, value, step, when, producer, pseq, part or 0))
+                    continue
         problem = point_problem(point)
         if problem is None:  # valid, but needed the slow path (an int value, a non-ASCII name)
             append(
                 (point["seq"], point["name"], _number(point.get("value")), point.get("step"),
-                 _number(point.get("time")))
+                 _number(point.get("time")), *_origin(point))
             )  # fmt: skip
             continue
         seq = point.get("seq") if type(point) is dict else None

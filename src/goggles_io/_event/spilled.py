@@ -76,14 +76,18 @@ class SpillEncoder:
         self._encoder = Encoder(_BLOB_MIN_BYTES)
         self._lock = threading.Lock()
 
-    def encode(self, rows: list[Row]) -> tuple[bytes, list[memoryview]]:
-        """``rows`` as one record and its blobs; raises TypeError for what cannot be encoded
-        (ValueError for a row of another shape)."""
+    def encode(
+        self, rows: list[Row], producer: str = "", first: int = 0
+    ) -> tuple[bytes, list[memoryview]]:
+        """``rows`` as one record and its blobs, numbered from ``first`` in ``producer``'s
+        stream when given (ADR 0057); raises TypeError for what cannot be encoded (ValueError
+        for a row of another shape)."""
         blobs = _Blobs()
         with self._lock:
             self._encoder.pool = blobs
             try:
-                return self._encoder.encode(Batch(0, rows)), blobs.parts
+                batch = Batch(0, rows, False, producer, first if producer else 0)
+                return self._encoder.encode(batch), blobs.parts
             finally:
                 self._encoder.pool = None
                 self._encoder.refs = []

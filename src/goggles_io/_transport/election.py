@@ -92,7 +92,7 @@ class HostElector:
             if time.monotonic() - self._spawned_at < _SPAWN_RETRY_S:
                 return  # still starting up
         with _PROBING:
-            lock_fd = acquire_host_lock(self.socket_path)
+            lock_fd = acquire_host_lock(self.socket_path, record_pid=False)
             if lock_fd is None:
                 return  # a host holds the lock: it is starting, we will connect shortly
             os.close(lock_fd)

@@ -15,14 +15,20 @@ import struct
 __all__ = ["acquire_host_lock", "peer_credentials"]
 
 
-def acquire_host_lock(socket_path: str) -> int | None:
-    """Take the election lock next to the socket without waiting; ``None`` if another host holds it."""
+def acquire_host_lock(socket_path: str, *, record_pid: bool = True) -> int | None:
+    """Take the election lock next to the socket without waiting; ``None`` if another host holds it.
+
+    ``record_pid=False`` for a probe that only asks whether a host holds it (a client about to
+    spawn one): the file keeps naming a host, never a client that held the lock for a moment.
+    """
     fd = os.open(socket_path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
         return None
+    if not record_pid:
+        return fd
     # The holder's pid, for diagnostics ("which process hosts this socket?").
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

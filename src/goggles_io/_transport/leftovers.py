@@ -6,8 +6,11 @@ the spool root, ``leftover-<pid>-<start time>/`` (0700; the spool sweep only eve
 ``p<pid>-...`` folders): the handler operations sent so far (``ops.msgpack``: each handler's
 spec, its recorded config and run), the events (as rows) and the operations among them
 (``events.bin``; staged arrays are read out of the shared memory and disk pools first, since
-those go at exit),
-and ``manifest.json`` written last. The tally counts them ``kept for later``, not lost. Those
+those go at exit), and ``manifest.json`` written last. Each record of events keeps its
+producer's id and its first event's sequence (ADR 0057): a batch the hung host was sent keeps
+the numbers it went with, and what was never sent is numbered after it, so a sink that took some
+of them (a hung handler that woke) skips them when the folder is delivered. The tally counts
+them ``kept for later``, not lost. Those
 the host had not routed yet would also have reached the handlers this process runs itself
 (in-process lanes, fed by the host): nothing else can rebuild those, so for them these events
 are counted lost (:class:`~goggles_io._transport.placement.KeptCounter`).
@@ -37,7 +40,7 @@ from goggles_io._delivery.spool_space import remove_own_tree, spool_space
 from goggles_io._event.messages import Call
 from goggles_io._event.records import ShmRef
 from goggles_io._event.rows import Row, payload_of, with_payload
-from goggles_io._transport.courier import REPLAYED, Item, PipeOwner
+from goggles_io._transport.courier import REPLAYED, SEQ_SHIFT, Item, PipeOwner
 from goggles_io._transport.leftover_folder import (
     EVENTS,
     FORMAT,
@@ -77,24 +80,25 @@ class _Writer:
 
         self._record(OP, msgpack.packb([call.op, call.args], use_bin_type=True), [])
 
-    def rows(self, rows: list[Row], sent: bool) -> None:
+    def rows(self, rows: list[Row], sent: bool, producer: str, first: int) -> None:
+        """Write ``rows``, numbered from ``first`` in ``producer``'s stream."""
         from goggles_io._event.spilled import SpillEncoder
 
         if self._encoder is None:
             self._encoder = SpillEncoder()
         rows = [self._inline(row) for row in rows]
         try:
-            record, blobs = self._encoder.encode(rows)
+            record, blobs = self._encoder.encode(rows, producer, first)
         except (TypeError, ValueError, OverflowError):
-            for row in rows:  # the codec refuses one of them: keep the others
+            for i, row in enumerate(rows):  # the codec refuses one of them: keep the others
                 with contextlib.suppress(TypeError, ValueError, OverflowError):
-                    self.one_row(row, sent)
+                    self.one_row(row, sent, producer, first + i)
             return
         self._record(SENT if sent else EVENTS, record, blobs)
         self.events += len(rows)
 
-    def one_row(self, row: Row, sent: bool) -> None:
-        record, blobs = self._encoder.encode([row])
+    def one_row(self, row: Row, sent: bool, producer: str, seq: int) -> None:
+        record, blobs = self._encoder.encode([row], producer, seq)
         self._record(SENT if sent else EVENTS, record, blobs)
         self.events += 1
 
@@ -187,26 +191,39 @@ class Leftovers:
         self.written, self.kept, self.kept_from_local = None, 0, {}
         return (lambda chunks: self._keep(chunks, issued)) if keep else None
 
-    def _keep(self, chunks: Iterator[tuple[list[Item], bool]], issued: list[Call]) -> bool:
-        """Write what the pipe has left (``Pipe.close(keep=...)``); whether all of it was."""
+    def _keep(self, chunks: Iterator[tuple[list[Item], bool, int]], issued: list[Call]) -> bool:
+        """Write what the pipe has left (``Pipe.close(keep=...)``); whether all of it was.
+
+        Events are numbered as the courier numbers them on the wire (the item at index ``i``
+        of pipe batch ``seq``: ``seq << SEQ_SHIFT | i``); items never batched as if they were
+        the batches after the last one (no sink has them; the numbers only need to follow)."""
         writer: _Writer | None = None
         counter = None if self._kept_counter is None else self._kept_counter()
+        producer = str(getattr(getattr(self.client, "courier", None), "producer", "") or "")
         try:
             folder = self._new_folder()
             writer = _Writer(folder)
             inline: set[int] = set()
-            for items, sent in chunks:
+            last = 0
+            for items, sent, seq in chunks:
+                if not seq:
+                    seq = last + 1
+                last = max(last, seq)
+                base = seq << SEQ_SHIFT
                 run: list[Row] = []
-                for item in items:
+                first = base
+                for i, item in enumerate(items):
                     if not isinstance(item, Marker):
+                        if not run:
+                            first = base + i
                         run.append(item)
                         continue
-                    _write_run(writer, run, sent, counter)
+                    _write_run(writer, run, sent, counter, producer, first)
                     run = []
                     if item.call.op in REPLAYED:
                         inline.add(item.call.token)
                         writer.op(item.call)
-                _write_run(writer, run, sent, counter)
+                _write_run(writer, run, sent, counter, producer, first)
             prefix = [call for call in issued if call.token not in inline]
             writer.finish(prefix, self.client.socket_path)
         except Exception as exc:  # a full disk, an array that cannot be read: counted as lost
@@ -266,11 +283,18 @@ class Leftovers:
             report(f"pid {os.getpid()}: could not start delivering left-over events: {exc!r}")
 
 
-def _write_run(writer: _Writer, run: list[Row], sent: bool, counter: KeptCounter | None) -> None:
+def _write_run(
+    writer: _Writer,
+    run: list[Row],
+    sent: bool,
+    counter: KeptCounter | None,
+    producer: str,
+    first: int,
+) -> None:
     if run:
         if counter is not None:
             counter.add(run)
-        writer.rows(run, sent)
+        writer.rows(run, sent, producer, first)
 
 
 def _waiting(root: Path) -> tuple[list[str], list[str]]:

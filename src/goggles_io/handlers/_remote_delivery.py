@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 import msgpack
@@ -24,11 +25,20 @@ from goggles_io._delivery.losses import (
     UNENCODABLE,
 )
 from goggles_io._delivery.pipe import Pipe
-from goggles_io._delivery.policy import DeliveryPolicy
+from goggles_io._delivery.policy import DeliveryPolicy, check_when_full, read_delivery_policy
 from goggles_io._delivery.spool import SpoolRecord
 from goggles_io.handlers._sender import _COALESCE_POINTS, Message, Sender
 
-__all__ = ["POINT_BYTES", "MessageCodec", "RemoteDelivery", "message_bytes", "remote_pipe"]
+__all__ = [
+    "POINT_BYTES",
+    "MessageCodec",
+    "RemoteDelivery",
+    "losses_of",
+    "message_bytes",
+    "remote_pipe",
+    "start_delivery",
+    "tally_line",
+]
 
 POINT_BYTES = 200  # one queued point: a 5-tuple, its float and int objects
 _MESSAGE_BYTES = 512
@@ -102,18 +112,30 @@ class RemoteDelivery:
     ) -> None:
         self.sender = sender
         self.refused_batches = 0
+        self.refused_points = 0
+        self.on_stored: Callable[[], object] = lambda: None  # after each batch the sink took
         self._logger = logger
         self._said: set[str] = set()
         self.pipe = remote_pipe(
-            sender.send, policy, queue_bytes, queue_batches, sender.idle, self._said_once
+            self._send, policy, queue_bytes, queue_batches, sender.idle, self._said_once
         )
+
+    def _send(self, seq: int, messages: list[Message], redelivered: bool) -> None:
+        self.sender.send(seq, messages, redelivered)
+        self.on_stored()
 
     def put(self, message: Message, *, force: bool = False) -> bool:
         """Queue ``message`` without waiting; ``False`` when refused (counted)."""
         taken = self.pipe.put(message, message_bytes(message), force=force)
         if not taken:
             self.refused_batches += 1
+            self.refused_points += message[3]
         return taken
+
+    def done_points(self) -> int:
+        """Of the points the pipe accepted, how many the collector stored or the pipe counted
+        lost (every unit put ends as one or the other; refusals are not accepted)."""
+        return self.pipe.delivered + sum(self.pipe.losses().values()) - self.refused_points
 
     def _said_once(self, reason: str, points: int, detail: str) -> None:
         if reason not in _REFUSED or reason in self._said:
@@ -151,3 +173,50 @@ class RemoteDelivery:
     def unsent_points(self) -> int:
         """Points queued or in flight: what a close still draining has not got through yet."""
         return self.pipe.left()
+
+
+def start_delivery(handler: Any, api_key: Any, run: Any, logger: logging.Logger) -> RemoteDelivery:
+    """The delivery of a ``RemoteHandler`` (made with its first message): its settings, its
+    key (revealed only into the request headers) and its run's heartbeat and registration."""
+    headers = {"Content-Type": "application/json", "Connection": "keep-alive"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key.reveal()}"
+    policy = read_delivery_policy()
+    if handler.when_full is not None:
+        policy = policy.stricter(check_when_full(handler.when_full))
+    sender = Sender(
+        handler._url,
+        headers,
+        handler.timeout_s,
+        handler.heartbeat_s,
+        run.heartbeat_message,
+        run.register_message,
+        handler.max_body_bytes,
+    )
+    return RemoteDelivery(sender, policy, handler.queue_bytes, handler.queue_batches, logger)
+
+
+def tally_line(name: str, s: dict[str, int], invalid: int) -> str:
+    """The line a closing ``RemoteHandler`` prints: what it sent, refused, retried and lost."""
+    return (
+        f"remote [{name}]: {s['points_sent']} points sent, "
+        f"{s['refused_batches']} batches refused ({s['refused_points']} points), "
+        f"{s['retries']} retries, {s['rejected_points']} rejected, {s['lost_points']} lost"
+        + (f", {invalid} invalid" if invalid else "")
+    )
+
+
+def losses_of(
+    delivery: RemoteDelivery | None, last: dict[str, int], invalid: int
+) -> dict[str, int]:
+    """A remote sink's points not stored, by reason (``RemoteHandler.losses``): from its live
+    delivery, else from the last one's final ``stats``."""
+    stats = delivery.stats() if delivery is not None else dict(last)
+    counts = {
+        "refused": stats.get("refused_points", 0),
+        "rejected": stats.get("rejected_points", 0),
+        "invalid": invalid,
+        "lost": stats.get("lost_points", 0),
+        "unsent": delivery.unsent_points() if delivery is not None else 0,
+    }
+    return {reason: n for reason, n in counts.items() if n}

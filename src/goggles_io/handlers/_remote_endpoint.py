@@ -1,4 +1,4 @@
-"""Where a remote sink sends: its collector URL and API key, or nothing (inert, silenced).
+"""Where a remote sink sends (its collector URL and API key, or nothing), and its checked sizes.
 
 Resolved once, when the handler is constructed, in the process that constructs it: the
 argument first, then the environment, then a ``.env`` file found from the current directory
@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 import attrs
 
+from goggles_io._event.remote_protocol import MAX_BODY_BYTES
 from goggles_io._util.env import (
     ENV_REMOTE_API_KEY,
     ENV_REMOTE_OFF,
@@ -25,7 +28,7 @@ from goggles_io._util.env import (
 from goggles_io._util.secret import Secret
 from goggles_io.exceptions import ConfigurationError
 
-__all__ = ["Endpoint", "resolve_endpoint"]
+__all__ = ["Endpoint", "check_settings", "resolve_endpoint"]
 
 
 @attrs.frozen
@@ -81,3 +84,44 @@ def resolve_endpoint(
         msg = f"server_url must be an http(s) URL such as 'http://127.0.0.1:8765' (got {url!r})."
         raise ConfigurationError(msg, key="server_url", value=url)
     return Endpoint(url, parts, secret)
+
+
+def _positive(name: str, value: Any, kind: type = int) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    if not ok or (kind is int and not isinstance(value, int)):
+        msg = f"{name} must be a positive {kind.__name__} (got {value!r})."
+        raise ConfigurationError(msg, key=name, value=value)
+
+
+def check_settings(
+    *,
+    buffer_size: Any,
+    max_body_bytes: Any,
+    queue_batches: Any,
+    queue_bytes: Any,
+    heartbeat_s: Any,
+    timeout_s: Any,
+    close_timeout_s: Any,
+    config: Any,
+    run_info: Any,
+) -> None:
+    """Check a ``RemoteHandler``'s sizes and durations (positive) and mappings.
+
+    Raises:
+        ConfigurationError: naming the first argument that is wrong.
+    """
+    _positive("buffer_size", buffer_size)
+    _positive("max_body_bytes", max_body_bytes)
+    if max_body_bytes > MAX_BODY_BYTES:
+        msg = f"max_body_bytes must be at most {MAX_BODY_BYTES} (got {max_body_bytes!r})."
+        raise ConfigurationError(msg, key="max_body_bytes", value=max_body_bytes)
+    if queue_batches is not None:
+        _positive("queue_batches", queue_batches)
+    _positive("queue_bytes", queue_bytes)
+    for pname, pvalue in (("heartbeat_s", heartbeat_s), ("timeout_s", timeout_s)):
+        _positive(pname, pvalue, float)
+    _positive("close_timeout_s", close_timeout_s, float)
+    for pname, mapping in (("config", config), ("run_info", run_info)):
+        if mapping is not None and not isinstance(mapping, Mapping):
+            msg = f"{pname} must be a mapping (got {mapping!r})."
+            raise ConfigurationError(msg, key=pname, value=mapping)

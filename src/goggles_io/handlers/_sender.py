@@ -42,10 +42,22 @@ _STALE_CONNECTION = (
 # A message is (kind, path, payload, points in it); kind in register/points/heartbeat/finish.
 # A points message's payload is {"points": [Point, ...]}, encoded only on the sender thread.
 Message = tuple[str, str, Any, int]
-# (seq, name, value or None, step or None, time): validated by RemoteHandler.log_scalar.
-Point = tuple[int, str, "float | None", "int | None", float]
+# (seq, name, value or None, step or None, time, producer, pseq, part): validated by
+# RemoteHandler.log_scalar. ``producer`` is "" for a point no host numbered (then pseq = part =
+# 0); else the event's producer and sequence and the metric's index in it (ADR 0069).
+Point = tuple[int, str, "float | None", "int | None", float, str, int, int]
 
 _NAMES: dict[str, str] = {}  # metric name -> its JSON string literal (a handful of names)
+_ORIGINS: dict[str, str] = {}  # producer id -> its JSON string literal
+
+
+def _literal(cache: dict[str, str], text: str) -> str:
+    literal = cache.get(text)
+    if literal is None:
+        literal = json.dumps(text)
+        if len(cache) < 10_000:
+            cache[text] = literal
+    return literal
 
 
 def encode_points(points: list[Point], base: int = 0) -> list[str]:
@@ -56,17 +68,22 @@ def encode_points(points: list[Point], base: int = 0) -> list[str]:
     """
     out: list[str] = []
     append = out.append
-    names = _NAMES
-    for seq, name, value, step, when in points:
-        literal = names.get(name)
-        if literal is None:
-            literal = json.dumps(name)
-            if len(names) < 10_000:
-                names[name] = literal
+    names, origins = _NAMES, _ORIGINS
+    for seq, name, value, step, when, producer, pseq, part in points:
+        literal = names.get(name) or _literal(names, name)
         v = "null" if value is None else repr(value)
         s = "null" if step is None else str(step)
         n = seq + base
-        append(f'{{"seq":{n},"name":{literal},"value":{v},"step":{s},"time":{when!r}}}')
+        if producer:
+            who = origins.get(producer) or _literal(origins, producer)
+            tail = (
+                f',"producer":{who},"pseq":{pseq},"part":{part}}}'
+                if part
+                else (f',"producer":{who},"pseq":{pseq}}}')
+            )
+        else:
+            tail = "}"
+        append(f'{{"seq":{n},"name":{literal},"value":{v},"step":{s},"time":{when!r}{tail}')
     return out
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from goggles_io._event.records import Event
+from goggles_io._event.records import Event, Kind
 from goggles_io._util.extras import import_extra
 from goggles_io.handlers._media import claim, write_video
 from goggles_io.media import create_numpy_vector_field_visualization, to_uint8
@@ -28,6 +28,7 @@ __all__ = [
     "histogram",
     "image",
     "numeric_fields",
+    "row_entries",
     "trajectories_figure",
     "vector_field",
     "wandb_env",
@@ -218,3 +219,38 @@ class ArtifactUploader:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+def row_entries(wandb: Any, videos: Any, event: Event, state: Any) -> dict[str, Any]:
+    """What ``event`` adds to its run's row: a metric event's numbers (against its custom
+    x-axis when it has one, declared once per metric on ``state.run``), else one W&B value
+    under the event's name; numeric ``extra`` fields beside either."""
+    kind, extra = event.kind, event.extra
+    if kind is Kind.METRIC:
+        entries = dict(event.payload)
+        axis = extra.get("x_axis")
+        if axis is not None:
+            for metric in entries:
+                if metric not in state.axes:
+                    state.axes.add(metric)
+                    state.run.define_metric(metric, step_metric=axis)
+            if "x" in extra:
+                entries[axis] = extra["x"]
+        entries.update(numeric_fields(extra))
+        return entries
+    name = str(extra.get("name") or kind.value)
+    if kind is Kind.IMAGE:
+        value: Any = image(wandb, event)
+    elif kind is Kind.VIDEO:
+        value = videos.value(wandb, event)
+    elif kind is Kind.HISTOGRAM:
+        value = histogram(wandb, event, name)
+    elif kind is Kind.VECTOR_FIELD:
+        value = vector_field(wandb, event)
+    elif kind is Kind.TRAJECTORIES:
+        value = wandb.Plotly(trajectories_figure(event.payload))
+    elif kind is Kind.TABLE:
+        value = wandb.Table(columns=list(event.payload["columns"]), data=event.payload["data"])
+    else:  # TEXT: W&B shows strings in the run's history and summary
+        value = str(event.payload)
+    return {name: value, **numeric_fields(extra)}

@@ -28,25 +28,35 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, ClassVar
 
-from goggles_io._delivery.policy import check_when_full, read_delivery_policy
+from goggles_io._delivery.policy import check_when_full
 from goggles_io._event.records import Event, Kind
 from goggles_io._event.remote_protocol import (
-    MAX_BODY_BYTES,
     check_point_name,
     check_point_step,
     run_path,
 )
 from goggles_io._util.env import ENV_REMOTE_API_KEY, ENV_REMOTE_OFF, ENV_REMOTE_URL
 from goggles_io._util.report import report
-from goggles_io.exceptions import ConfigurationError, InvalidNameError, InvalidPayloadError
-from goggles_io.handlers._remote_delivery import RemoteDelivery
-from goggles_io.handlers._remote_endpoint import resolve_endpoint
+from goggles_io.exceptions import InvalidNameError, InvalidPayloadError
+from goggles_io.handlers._remote_delivery import (
+    RemoteDelivery,
+    losses_of,
+    start_delivery,
+    tally_line,
+)
+from goggles_io.handlers._remote_durable import (
+    OUTBOX_AFTER_S,
+    DurablePoints,
+    resend_messages,
+    run_outbox,
+)
+from goggles_io.handlers._remote_endpoint import check_settings, resolve_endpoint
 from goggles_io.handlers._remote_run import RunRegistration
-from goggles_io.handlers._sender import Message, Sender
+from goggles_io.handlers._sender import Message, Point
 from goggles_io.handlers.base import BaseHandler, register_handler
 
 __all__ = ["ENV_API_KEY", "ENV_NO_REMOTE", "ENV_URL", "RemoteHandler"]
@@ -58,13 +68,6 @@ ENV_URL = ENV_REMOTE_URL
 ENV_API_KEY = ENV_REMOTE_API_KEY
 ENV_NO_REMOTE = ENV_REMOTE_OFF
 _DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
-
-
-def _positive(name: str, value: Any, kind: type = int) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-    if not ok or (kind is int and not isinstance(value, int)):
-        msg = f"{name} must be a positive {kind.__name__} (got {value!r})."
-        raise ConfigurationError(msg, key=name, value=value)
 
 
 @register_handler
@@ -130,24 +133,19 @@ class RemoteHandler(BaseHandler):
         when_full: str | None = None,
     ) -> None:
         super().__init__(name=name, level=level)
-        _positive("buffer_size", buffer_size)
-        _positive("max_body_bytes", max_body_bytes)
-        if max_body_bytes > MAX_BODY_BYTES:
-            msg = f"max_body_bytes must be at most {MAX_BODY_BYTES} (got {max_body_bytes!r})."
-            raise ConfigurationError(msg, key="max_body_bytes", value=max_body_bytes)
-        self.max_body_bytes = max_body_bytes
-        if queue_batches is not None:
-            _positive("queue_batches", queue_batches)
-        _positive("queue_bytes", queue_bytes)
-        self.queue_bytes = queue_bytes
+        check_settings(
+            buffer_size=buffer_size,
+            max_body_bytes=max_body_bytes,
+            queue_batches=queue_batches,
+            queue_bytes=queue_bytes,
+            heartbeat_s=heartbeat_s,
+            timeout_s=timeout_s,
+            close_timeout_s=close_timeout_s,
+            config=config,
+            run_info=run_info,
+        )
+        self.max_body_bytes, self.queue_bytes = max_body_bytes, queue_bytes
         self.when_full = None if when_full is None else str(check_when_full(when_full))
-        for pname, pvalue in (("heartbeat_s", heartbeat_s), ("timeout_s", timeout_s)):
-            _positive(pname, pvalue, float)
-        _positive("close_timeout_s", close_timeout_s, float)
-        for pname, mapping in (("config", config), ("run_info", run_info)):
-            if mapping is not None and not isinstance(mapping, Mapping):
-                msg = f"{pname} must be a mapping (got {mapping!r})."
-                raise ConfigurationError(msg, key=pname, value=mapping)
         self.buffer_size, self.queue_batches = buffer_size, queue_batches
         self.heartbeat_s = heartbeat_s
         self.timeout_s, self.close_timeout_s = timeout_s, close_timeout_s
@@ -156,8 +154,9 @@ class RemoteHandler(BaseHandler):
             run_id or uuid.uuid4().hex, run_name, heartbeat_s, config or {},
             lock=self._lock, put=partial(self._put_locked, force=True), logged=self.total_logged,
         )  # fmt: skip
-        self._pending: list[tuple[int, str, float | None, int | None, float]] = []
+        self._pending: list[Point] = []
         self._seq = 0
+        self._durable: DurablePoints | None = None  # made with the delivery (ADR 0069)
         self._logged = 0
         self._invalid = 0
         self._delivery: RemoteDelivery | None = None
@@ -238,8 +237,13 @@ class RemoteHandler(BaseHandler):
 
     def open(self) -> None:
         """Register now if a run was announced (``run_info``) and not yet registered: how a
-        handler rebuilt in the host learns of ``register_run`` (else the first batch does)."""
-        if self.server_url is not None:
+        handler rebuilt in the host learns of ``register_run`` (else the first batch does);
+        or if a dead handler of this run left points in its outbox: they go out first."""
+        if self.server_url is None:
+            return
+        if run_outbox(self.name, self.server_url, self.run_id).path.exists():
+            self.register()
+        else:
             self._run.register(only_announced=True)
 
     # -- producer side ----------------------------------------------------------------------
@@ -255,8 +259,18 @@ class RemoteHandler(BaseHandler):
         """
         self._add_point(name, value, step, time.time())
 
-    def _add_point(self, name: str, value: float, step: int | None, when: float) -> None:
-        """Queue one point stamped ``when`` (the logging call's time, as ``log.jsonl``'s)."""
+    def _add_point(
+        self,
+        name: str,
+        value: float,
+        step: int | None,
+        when: float,
+        producer: str = "",
+        pseq: int = 0,
+        part: int = 0,
+    ) -> None:
+        """Queue one point stamped ``when`` (the logging call's time, as ``log.jsonl``'s), and
+        the event's ``producer`` and sequence with the metric's index in it, when numbered."""
         if self.server_url is None:
             return
         check_point_name(name)
@@ -270,7 +284,7 @@ class RemoteHandler(BaseHandler):
             self._seq += 1
             self._logged += 1
             clean = number if math.isfinite(number) else None  # JSON has no NaN/inf
-            self._pending.append((self._seq, name, clean, step, when))
+            self._pending.append((self._seq, name, clean, step, when, producer, pseq, part))
             if len(self._pending) >= self.buffer_size:
                 self._flush_locked()
 
@@ -278,14 +292,16 @@ class RemoteHandler(BaseHandler):
         """Enqueue every metric of a ``METRIC`` event as a point at the event's step.
 
         Each point carries the event's timestamp (when it was logged, not when this handler
-        took it: in a host that is later), so the collector's wall-time chart is the folder's.
-        A metric the protocol cannot carry is skipped and counted (``invalid`` in
-        :meth:`losses`); the event's other metrics still go out.
+        took it: in a host that is later), so the collector's wall-time chart is the folder's,
+        and the event's producer and sequence with the metric's index in the event, by which
+        the collector skips a redelivery (ADR 0069). A metric the protocol cannot carry is
+        skipped and counted (``invalid`` in :meth:`losses`); the event's other metrics still go.
         """
         when = event.timestamp or time.time()
-        for name, value in event.payload.items():
+        producer, pseq = event.producer, event.seq
+        for part, (name, value) in enumerate(event.payload.items()):
             try:
-                self._add_point(name, value, event.step, when)
+                self._add_point(name, value, event.step, when, producer, pseq, part)
             except (InvalidNameError, InvalidPayloadError) as exc:
                 with self._lock:
                     self._invalid += 1
@@ -329,13 +345,10 @@ class RemoteHandler(BaseHandler):
         finally:
             self._last_stats = delivery.stats()
             self._closing = None
-        s = self._last_stats
-        report(
-            f"remote [{self.name}]: {s['points_sent']} points sent, "
-            f"{s['refused_batches']} batches refused ({s['refused_points']} points), "
-            f"{s['retries']} retries, {s['rejected_points']} rejected, {s['lost_points']} lost"
-            + (f", {self._invalid} invalid" if self._invalid else "")
-        )
+            durable, self._durable = self._durable, None
+            if durable is not None:
+                durable.close()
+        report(tally_line(self.name, self._last_stats, self._invalid))
 
     def producer_lost(self) -> None:
         """The host's hook: the process logging through this handler died without ``finish()``;
@@ -349,15 +362,7 @@ class RemoteHandler(BaseHandler):
         queued or in flight: ``finish()`` timed out while the sender was draining)."""
         with self._lock:
             delivery, invalid = self._delivery or self._closing, self._invalid
-        stats = delivery.stats() if delivery is not None else dict(self._last_stats)
-        counts = {
-            "refused": stats.get("refused_points", 0),
-            "rejected": stats.get("rejected_points", 0),
-            "invalid": invalid,
-            "lost": stats.get("lost_points", 0),
-            "unsent": delivery.unsent_points() if delivery is not None else 0,
-        }
-        return {reason: n for reason, n in counts.items() if n}
+        return losses_of(delivery, self._last_stats, invalid)
 
     def stats(self) -> dict[str, int]:
         """Counters: points sent / refused / rejected / lost, batches refused, retries, queued."""
@@ -370,25 +375,44 @@ class RemoteHandler(BaseHandler):
     def _put_locked(self, message: Message, *, force: bool = False) -> bool:
         """Queue ``message`` for the sender (made with the first one); ``False``: refused."""
         if self._delivery is None:
-            headers = {"Content-Type": "application/json", "Connection": "keep-alive"}
-            if self._api_key:
-                headers["Authorization"] = f"Bearer {self._api_key.reveal()}"
-            policy = read_delivery_policy()
-            if self.when_full is not None:
-                policy = policy.stricter(check_when_full(self.when_full))
-            sender = Sender(
-                self._url,
-                headers,
-                self.timeout_s,
-                self.heartbeat_s,
-                self._run.heartbeat_message,
-                self._run.register_message,
-                self.max_body_bytes,
+            self._delivery = start_delivery(self, self._api_key, self._run, _logger)
+            self._durable = DurablePoints(self._delivery.done_points, None, OUTBOX_AFTER_S)
+            self._delivery.on_stored = self._durable.check
+        durable = self._durable
+        taken = self._delivery.put(message, force=force)
+        if taken and durable is not None:
+            durable.accepted_message(message)
+            if message[0] == "register" and durable.outbox is None:
+                self._recover_locked(durable)  # the run is named for good now: its outbox
+        return taken
+
+    def _recover_locked(self, durable: DurablePoints) -> None:
+        """Open this run's outbox and send first what a dead handler of the run left in it
+        (numbered ahead of the points waiting here: the collector counts no gap)."""
+        durable.outbox = outbox = run_outbox(self.name, str(self.server_url), self.run_id)
+        saved = outbox.recover()
+        if saved:
+            n = len(saved)
+            self._pending = [(seq + n, *rest) for seq, *rest in self._pending]  # type: ignore[misc]
+            self._seq += n
+            for message in resend_messages(
+                saved, run_path(self.run_id, "points"), self.buffer_size
+            ):
+                self._put_locked(message, force=True)
+            durable.recovered(durable.accepted)
+            report(
+                f"remote [{self.name}]: {n} points a dead host took are sent again from {outbox.path}"
             )
-            self._delivery = RemoteDelivery(
-                sender, policy, self.queue_bytes, self.queue_batches, _logger
-            )
-        return self._delivery.put(message, force=force)
+
+    def when_durable(self, callback: Callable[[], object]) -> None:
+        """The host's hook: ``callback`` once every point taken so far is stored by the
+        collector or in this run's outbox; only then does the host acknowledge the batches
+        they came in (ADR 0069)."""
+        durable = self._durable
+        if durable is None:
+            callback()
+        else:
+            durable.when_durable(callback)
 
     def _flush_locked(self) -> None:
         if not self._run.registered:

@@ -9,7 +9,15 @@ and reported once. A metric declared with a custom x-axis (``logger.set_x_axis``
 plotted against that axis instead.
 
 ``WANDB_MODE=offline`` writes runs under ``<dir>/wandb/offline-run-*``; upload later with
-``wandb sync <dir>/wandb``. ``dir`` and ``mode`` are resolved when the handler is constructed
+``wandb sync <dir>/wandb``.
+
+Exactly once across host deaths (ADR 0070): each scope's W&B run has an id made from
+``resume_id`` (chosen at construction, carried in the spec), so the handler a new host rebuilds
+resumes the same run (offline: one more ``offline-run-*-<id>`` folder, synced in order into
+that run). Rows are handed to W&B at ``flush()`` after a ledger beside the runs' files
+(:mod:`~goggles_io.handlers._wandb_ledger`) recorded which events they hold, and the host
+acknowledges their batches only once W&B wrote them into its transaction log; a rebuilt handler
+skips the events whose rows W&B kept. ``dir`` and ``mode`` are resolved when the handler is constructed
 (argument, then ``WANDB_DIR`` / ``WANDB_MODE``, then the current directory), and so are the
 other ``WANDB_*`` variables (applied to each run's ``wandb.Settings``; ``WANDB_API_KEY`` travels
 as a secret): a copy rebuilt from the spec in the socket transport's host, which may run in
@@ -18,10 +26,12 @@ another directory with another environment, writes where the constructing proces
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,6 +41,7 @@ from goggles_io._util.report import ReportOnce
 from goggles_io._util.secret import Secret
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.handlers import _wandb_values as values
+from goggles_io.handlers._wandb_rows import Rows, RunState, run_id_of
 from goggles_io.handlers.base import BaseHandler, register_handler
 
 __all__ = ["WandBHandler"]
@@ -44,17 +55,7 @@ def _import_wandb() -> Any:
     return import_extra("wandb", purpose="WandBHandler", extra="wandb")
 
 
-class _Run:
-    """One W&B run and the row being assembled for its current step."""
-
-    __slots__ = ("axes", "last_step", "row", "row_step", "run")
-
-    def __init__(self, run: Any) -> None:
-        self.run = run
-        self.row: dict[str, Any] = {}
-        self.row_step: int | None = None
-        self.last_step = -1
-        self.axes: set[str] = set()
+_FLUSH_INTERVAL_S = 0.5  # how often W&B's core writes its transaction log (its default: 15 s)
 
 
 @register_handler
@@ -87,6 +88,10 @@ class WandBHandler(BaseHandler):
             (read here at construction, so the host uses the attaching process's).
         api_key: W&B API key; default ``WANDB_API_KEY``, else W&B's own login (``~/.netrc``).
             Kept as a secret: never in the repr, the spec's ``data`` or a message.
+        resume_id: What the W&B runs' ids are made of (the ``global`` scope's run has it as
+            its id, another scope's ``<resume_id>-<scope>``); default ``wandb_init_kwargs``'
+            ``id``, else a fresh one. A handler rebuilt from the spec (a new host, a left-over
+            delivery) resumes those runs; after ``close()`` a fresh one starts new runs.
 
     Raises:
         ConfigurationError: ``tags`` is a bare string or holds a non-string; ``config`` or
@@ -130,6 +135,7 @@ class WandBHandler(BaseHandler):
         step_key: str = "step",
         env: Mapping[str, str] | None = None,
         api_key: str | None = None,
+        resume_id: str | None = None,
     ) -> None:
         super().__init__(name=name, level=level)
         if isinstance(tags, (str, bytes)):
@@ -166,7 +172,7 @@ class WandBHandler(BaseHandler):
         self._config: dict[str, Any] = dict(config or {})
         self._config_updates: dict[str, Any] = {}
         self._config_lock = threading.Lock()
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, RunState] = {}
         self._report_once = ReportOnce(_logger)
         self.backward_steps = 0
         self.alert_errors = 0
@@ -174,6 +180,9 @@ class WandBHandler(BaseHandler):
         self.artifact_failed = 0
         self._videos = values.Videos()
         self._artifacts = values.ArtifactUploader()
+        given = resume_id or self.wandb_init_kwargs.get("id")
+        self.resume_id = str(given) if given else uuid.uuid4().hex[:16]
+        self._rows = Rows(f"WandBHandler {name!r}", self._log_failed)
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments for the handler spec (msgpack-safe)."""
@@ -191,6 +200,7 @@ class WandBHandler(BaseHandler):
             "step_key": self.step_key,
             "env": dict(self.env),
             "wandb_init_kwargs": dict(self.wandb_init_kwargs),
+            "resume_id": self.resume_id,
         }
 
     def secrets(self) -> dict[str, str]:
@@ -246,8 +256,17 @@ class WandBHandler(BaseHandler):
 
     # -- lifecycle --------------------------------------------------------------------------------
 
+    def open(self) -> None:
+        """Read which events the W&B runs of ``resume_id`` hold (after a host's death: the
+        rows W&B wrote of those the ledger lists); they are skipped when sent again."""
+        if self.mode != "disabled":
+            self._rows.open(self.dir, self.resume_id, self.name)
+
     def handle(self, event: Event) -> None:
-        """Add the event to its scope's current row; a new step commits the previous row."""
+        """Add the event to its scope's current row; a new step commits the previous row. An
+        event whose row W&B already holds (sent again after a host's death) is skipped."""
+        if not self._rows.seqs.fresh(event):
+            return
         if self._config_updates:
             self._apply_config()
         state = self._runs.get(event.scope) or self._start(event.scope)
@@ -255,7 +274,7 @@ class WandBHandler(BaseHandler):
             self._upload(event, state)
             return
         step = event.step if event.step is not None else max(state.last_step, 0)
-        entries = self._entries(event, state)
+        entries = values.row_entries(self._wandb, self._videos, event, state)
         if state.row and (step != state.row_step or not entries.keys().isdisjoint(state.row)):
             self._commit(state)
         if step < state.last_step:
@@ -271,12 +290,20 @@ class WandBHandler(BaseHandler):
             )
         state.row.update(entries)
         state.row_step = step
+        state.note(event)
 
     def flush(self) -> None:
-        """Commit the latest step of every run without waiting for the next step."""
+        """Commit the latest step of every run and hand the committed rows to W&B."""
         self._apply_config()
         for state in self._runs.values():
-            self._commit(state)
+            state.commit(self.step_key)
+            self._rows.hand(state)
+        self._rows.fold()
+
+    def when_durable(self, callback: Callable[[], object]) -> None:
+        """The host's hook: ``callback`` once W&B wrote every row handed so far into its
+        transaction log; only then does the host acknowledge the batches they came in."""
+        self._rows.durable.when_durable(callback)
 
     def close(self) -> None:
         """Commit pending rows and finish every run; the next event starts new runs."""
@@ -287,6 +314,8 @@ class WandBHandler(BaseHandler):
                 state.run.finish()
             except Exception:  # one failing run must not keep the others open
                 _logger.exception("finishing the W&B run of scope %r failed", scope)
+        self._rows.close()
+        self.resume_id = uuid.uuid4().hex[:16]  # reopened: new runs, as before
         self._videos.close()
         self._artifacts.close()
         if self.backward_steps:
@@ -302,7 +331,9 @@ class WandBHandler(BaseHandler):
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _start(self, scope: str) -> _Run:
+    def _start(self, scope: str) -> RunState:
+        if self._rows.ledger is None:
+            self.open()  # a bus that never opened it (open() is optional in the protocol)
         if scope == self.GLOBAL_SCOPE and self.run_name:
             name = self.run_name
         else:
@@ -315,7 +346,11 @@ class WandBHandler(BaseHandler):
             settings.update_from_env_vars(dict(self.env))
         if self._api_key is not None:
             settings.api_key = self._api_key.reveal()
+        with contextlib.suppress(Exception):  # a setting of newer wandb versions
+            settings.x_transaction_log_flush_interval = _FLUSH_INTERVAL_S
         arguments: dict[str, Any] = {
+            "id": run_id_of(self.resume_id, scope, self.GLOBAL_SCOPE),
+            "resume": "allow",
             "settings": settings,
             "project": self.project,
             "entity": self.entity,
@@ -330,60 +365,25 @@ class WandBHandler(BaseHandler):
         run = self._wandb.init(**{**arguments, **self.wandb_init_kwargs})
         run.define_metric(self.step_key)
         run.define_metric("*", step_metric=self.step_key)
-        state = _Run(run)
+        log = None if self._rows.ledger is None else getattr(run.settings, "sync_file", None)
+        state = RunState(run, log if isinstance(log, str) and log else None)
         self._runs[scope] = state
         return state
 
-    def _entries(self, event: Event, state: _Run) -> dict[str, Any]:
-        kind, extra, wandb = event.kind, event.extra, self._wandb
-        if kind is Kind.METRIC:
-            entries = dict(event.payload)
-            axis = extra.get("x_axis")
-            if axis is not None:
-                for metric in entries:
-                    if metric not in state.axes:
-                        state.axes.add(metric)
-                        state.run.define_metric(metric, step_metric=axis)
-                if "x" in extra:
-                    entries[axis] = extra["x"]
-            entries.update(values.numeric_fields(extra))
-            return entries
-        name = str(extra.get("name") or kind.value)
-        if kind is Kind.IMAGE:
-            value: Any = values.image(wandb, event)
-        elif kind is Kind.VIDEO:
-            value = self._videos.value(wandb, event)
-        elif kind is Kind.HISTOGRAM:
-            value = values.histogram(wandb, event, name)
-        elif kind is Kind.VECTOR_FIELD:
-            value = values.vector_field(wandb, event)
-        elif kind is Kind.TRAJECTORIES:
-            value = wandb.Plotly(values.trajectories_figure(event.payload))
-        elif kind is Kind.TABLE:
-            value = wandb.Table(columns=list(event.payload["columns"]), data=event.payload["data"])
-        else:  # TEXT: W&B shows strings in the run's history and summary
-            value = str(event.payload)
-        return {name: value, **values.numeric_fields(extra)}
-
-    def _upload(self, event: Event, state: _Run) -> None:
+    def _upload(self, event: Event, state: RunState) -> None:
         try:
             self._artifacts.upload(self._wandb, state.run, event)
         except Exception as exc:  # a failed upload loses this artifact, counted; the run goes on
             self.artifact_failed += 1
             self._report_once("artifact", "W&B artifact upload failed (%r); counted", exc)
 
-    def _commit(self, state: _Run) -> None:
-        if not state.row:
-            return
-        row, step = state.row, state.row_step if state.row_step is not None else 0
-        state.row = {}
-        row[self.step_key] = step
-        state.last_step = step
-        try:
-            state.run.log(row)
-        except Exception as exc:  # a W&B failure loses this row, counted; the run goes on
-            self.log_failed += 1
-            self._report_once("log", "W&B run.log failed (%r); rows are dropped and counted", exc)
+    def _commit(self, state: RunState) -> None:
+        if state.commit(self.step_key):
+            self._rows.hand(state)
+
+    def _log_failed(self, exc: Exception) -> None:
+        self.log_failed += 1
+        self._report_once("log", "W&B run.log failed (%r); rows are dropped and counted", exc)
 
     def losses(self) -> dict[str, int]:
         """Rows ``run.log`` refused and artifacts not uploaded; shown by ``finish()``."""

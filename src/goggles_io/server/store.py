@@ -2,10 +2,18 @@
 
 Each point carries a per-run sequence number; a point whose number was already stored is a
 duplicate (a retry after a lost response) and is skipped. A gap in the numbers (batches the
-client refused) is counted per run. A ``running`` run is marked ``stale`` when it is silent for
-three heartbeat periods, or at once when its sending process (the registration's ``process``)
-ran on this machine and is gone (:func:`~goggles_io._util.liveness.process_gone`). The dashboard reads new points by ``rowid`` through
-:meth:`RunStore.points_after`, so it never needs the database itself.
+client refused) is counted per run. A point that says who numbered it (``producer``, ``pseq``,
+``part``: ADR 0069) is new only when ``(pseq, part)`` is above the last one stored from that
+producer for the run; the ``producers`` table keeps that mark, updated in the transaction that
+inserts the points, so a batch a dead host's successor sends again is skipped exactly however
+far back it reaches (Kafka's idempotent producer). Such a point is stored under the run's next
+sequence number: the client's ``seq`` then only counts gaps, since a rebuilt client may number
+from a ``last_seq`` its dead predecessor's last request raised after it registered.
+
+A ``running`` run is marked ``stale`` when it is silent for three heartbeat periods, or at once
+when its sending process (the registration's ``process``) ran on this machine and is gone
+(:func:`~goggles_io._util.liveness.process_gone`). The dashboard reads new points by ``rowid``
+through :meth:`RunStore.points_after`, so it never needs the database itself.
 """
 
 from __future__ import annotations
@@ -40,7 +48,11 @@ CREATE TABLE IF NOT EXISTS points (
     run_id TEXT, seq INTEGER, name TEXT, value REAL, step INTEGER, time REAL, negzero INTEGER,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS producers (
+    run_id TEXT, producer TEXT, pseq INTEGER, part INTEGER, PRIMARY KEY (run_id, producer)
+);
 """
+_MARKS_AT_ONCE = 500  # producers looked up per query (SQLite's variable limit is 32,766)
 # A REAL column stores a float with no fractional part as an integer, so -0.0 comes back as
 # 0.0: ``negzero`` is 1 for a stored -0.0, and every read puts the sign back in SQL.
 _VALUE = "CASE WHEN negzero THEN -0.0 ELSE value END"
@@ -203,24 +215,54 @@ class RunStore:
         return {"run_id": run_id, "last_seq": 0 if row is None else int(row[1] or 0)}
 
     def add_points(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        """``POST /runs/<id>/points``: store new points once; count duplicates and gaps."""
+        """``POST /runs/<id>/points``: store new points once; count duplicates and gaps.
+
+        A point with a producer is a duplicate when its ``(pseq, part)`` is not above the mark
+        of its producer (a redelivery); the marks move in the same transaction as the points.
+        """
         rows = check_points(body)
-        gaps = 0
+        gaps = repeats = 0
         with self._lock, self._db:
             (last_seq,) = self._db.execute(
                 "SELECT last_seq FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
+            marks = self._marks(run_id, {row[5] for row in rows if row[5] is not None})
+            moved: set[str] = set()
+            stored: list[tuple[Any, ...]] = []
+            next_seq: int | None = None
             # Stored seqs are all <= last_seq, so a seq above it is new: gaps need no lookups.
-            for row in rows:
-                if row[0] > last_seq:
-                    gaps += row[0] > last_seq + 1
-                    last_seq = row[0]
+            for seq, name, value, step, when, producer, pseq, part in rows:
+                if seq > last_seq:
+                    gaps += seq > last_seq + 1
+                    last_seq = seq
+                negzero = _negative_zero(value)
+                if producer is None:
+                    stored.append((run_id, seq, name, value, step, when, negzero))
+                    continue
+                mark = marks.get(producer)
+                if mark is not None and (pseq, part) <= mark:
+                    repeats += 1
+                    continue
+                marks[producer] = (pseq, part)
+                moved.add(producer)
+                if next_seq is None:
+                    (top,) = self._db.execute(
+                        "SELECT MAX(seq) FROM points WHERE run_id = ?", (run_id,)
+                    ).fetchone()
+                    next_seq = top or 0
+                next_seq += 1
+                stored.append((run_id, next_seq, name, value, step, when, negzero))
             cur = self._db.executemany(
-                "INSERT OR IGNORE INTO points VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(run_id, *row, _negative_zero(row[2])) for row in rows],
+                "INSERT OR IGNORE INTO points VALUES (?, ?, ?, ?, ?, ?, ?)", stored
             )
             accepted = max(cur.rowcount, 0)
             duplicates = len(rows) - accepted
+            if moved:
+                self._db.executemany(
+                    "INSERT INTO producers VALUES (?, ?, ?, ?) ON CONFLICT (run_id, producer)"
+                    " DO UPDATE SET pseq = excluded.pseq, part = excluded.part",
+                    [(run_id, p, *marks[p]) for p in moved],
+                )
             self._db.execute(
                 "UPDATE runs SET last_seq = ?, gaps = gaps + ?, duplicates = duplicates + ?,"
                 " last_seen = ?, status = CASE status WHEN 'stale' THEN 'running' ELSE status END"
@@ -228,6 +270,28 @@ class RunStore:
                 (last_seq, gaps, duplicates, time.time(), run_id),
             )
         return {"accepted": accepted, "duplicates": duplicates, "gaps": gaps}
+
+    def _marks(self, run_id: str, producers: set[str]) -> dict[str, tuple[int, int]]:
+        """The last ``(pseq, part)`` stored from each of ``producers`` for the run (lock held)."""
+        marks: dict[str, tuple[int, int]] = {}
+        names = sorted(producers)
+        for at in range(0, len(names), _MARKS_AT_ONCE):
+            chunk = names[at : at + _MARKS_AT_ONCE]
+            query = (
+                "SELECT producer, pseq, part FROM producers WHERE run_id = ? AND producer IN "
+                f"({', '.join('?' * len(chunk))})"
+            )
+            for producer, pseq, part in self._db.execute(query, (run_id, *chunk)):
+                marks[producer] = (int(pseq), int(part))
+        return marks
+
+    def producer_marks(self, run_id: str) -> dict[str, tuple[int, int]]:
+        """Every producer's last ``(pseq, part)`` stored for the run (for tests and tools)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT producer, pseq, part FROM producers WHERE run_id = ?", (run_id,)
+            ).fetchall()
+        return {producer: (int(pseq), int(part)) for producer, pseq, part in rows}
 
     def heartbeat(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """``POST /runs/<id>/heartbeat``: the run is alive (a stale run runs again)."""

@@ -431,15 +431,16 @@ class TestLosses:
         pipe.link_lost()
         for i in range(8, 300):
             pipe.put(i, 10)  # past the 100-byte budget: spilled
-        got: list[tuple[list[Any], bool]] = []
+        got: list[tuple[list[Any], bool, int]] = []
 
-        def keep(chunks: Iterator[tuple[list[Any], bool]]) -> bool:
+        def keep(chunks: Iterator[tuple[list[Any], bool, int]]) -> bool:
             got.extend(chunks)
             return True
 
         assert 296 == pipe.close(keep=keep)
-        assert list(range(4, 300)) == [i for items, _ in got for i in items]
-        assert [True] + [False] * (len(got) - 1) == [sent for _, sent in got]
+        assert list(range(4, 300)) == [i for items, _, _ in got for i in items]
+        assert [True] + [False] * (len(got) - 1) == [sent for _, sent, _ in got]
+        assert [2] + [0] * (len(got) - 1) == [seq for _, _, seq in got]  # the batch's number
         assert {KEPT_FOR_LATER: 296} == pipe.losses()
         assert [] == list_spools(tmp_path)
 

@@ -1,11 +1,12 @@
-"""Run the exactly-once chaos test several times in a row, each with a fresh seed; one line each.
+"""Run the exactly-once chaos tests several times in a row, each with a fresh seed; one line each.
 
 Usage: ``python tests/goggles_io/scripts/exactly_once_chaos.py [runs=10]`` from the repository
-root. Each run is ``pytest tests/goggles_io/transport/test_exactly_once.py`` in a child process
-(5 host SIGKILLs during 300,000 scalars and 150 images); the line gives its seed, whether it
-passed, per sink (storage, csv, custom) events / missing / duplicates / out of order, the
-report's delivered counts, and the time. Exit status 1 if any run failed. A failed run's seed
-replays it: ``GOGGLES_CHAOS_SEED=<seed> pytest ...``.
+root. Each run is ``pytest tests/goggles_io/transport/test_exactly_once.py`` in a child process:
+its two tests, 5 host SIGKILLs each (300,000 scalars and 150 images into JSONL, CSV and a custom
+sink; 30,000 scalars and 30 images into those, W&B offline and a real collector). The line
+gives the seed, whether it passed, per test and sink events / missing / duplicates / out of
+order, the report's delivered counts, and the time. Exit status 1 if any run failed. A failed
+run's seed replays it: ``GOGGLES_CHAOS_SEED=<seed> pytest ...``.
 """
 
 from __future__ import annotations
@@ -34,21 +35,25 @@ def run_once(seed: int) -> tuple[bool, str]:
         check=False,
     )
     took = time.monotonic() - start
-    found = [ln for ln in proc.stdout.splitlines() if ln.startswith("exactly-once chaos: ")]
+    mark = "exactly-once chaos: "
+    found = [ln[ln.index(mark) :] for ln in proc.stdout.splitlines() if mark in ln]
     if not found:
         tail = (proc.stdout + proc.stderr)[-600:].replace("\n", " | ")
         return False, f"seed {seed}: FAILED before its summary ({took:.0f} s): {tail}"
-    summary = json.loads(found[0].split(": ", 1)[1])
-    sinks = " ".join(
-        f"{s['sink']}={s['events']}/{s['missing']}/{s['duplicates']}/{s['out of order']}"
-        for s in summary["sinks"]
-    )
-    report = {name: tally[0] for name, tally in summary["report"]["handlers"].items()}
+    parts = []
+    for raw in found:
+        summary = json.loads(raw.split(": ", 1)[1])
+        sinks = " ".join(
+            f"{s['sink']}={s['events']}/{s['missing']}/{s['duplicates']}/{s['out of order']}"
+            for s in summary["sinks"]
+        )
+        report = {name: tally[0] for name, tally in summary["report"]["handlers"].items()}
+        parts.append(f"[{sinks}; report delivered {report}; run.kv {summary['run.kv']}]")
     passed = proc.returncode == 0
     verdict = "passed" if passed else "FAILED"
     line = (
         f"seed {seed}: {verdict} in {took:.0f} s; events/missing/duplicates/out of order: "
-        f"{sinks}; report delivered {report}; run.kv {summary['run.kv']}"
+        + " ".join(parts)
     )
     return passed, line
 

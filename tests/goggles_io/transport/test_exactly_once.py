@@ -6,9 +6,14 @@ The dedicated host is SIGKILLed 5 times, at random moments drawn from a seed, wh
 library's helpers). Every sink must then hold every event exactly once, in the order logged,
 each image byte for byte; and the FinishReport and ``run.kv`` must say what the files hold.
 
+Beside it, the same with every built-in sink (ADR 0069, 0070), smaller for CI time: 30,000
+scalars and 30 images into JSONL, CSV, the custom sink, ``WandBHandler`` (real wandb offline,
+its resumed run read back from W&B's own files) and ``RemoteHandler`` (a real collector on
+127.0.0.1), 5 host kills.
+
 The seed is fresh on every run and printed (``GOGGLES_CHAOS_SEED`` replays one;
 ``GOGGLES_CHAOS_KEEP=<dir>`` keeps the run folder and the host's log there);
-``tests/goggles_io/scripts/exactly_once_chaos.py`` runs this test 10 times in a row.
+``tests/goggles_io/scripts/exactly_once_chaos.py`` runs these tests 10 times in a row.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -30,7 +34,9 @@ import numpy as np
 import pytest
 
 from goggles_io.runs import read_kv
+from host_kills import kill_host
 from support import wait_until
+from wandb_reader import read_resumed_history
 
 SCRIPTS = Path(__file__).parent / "scripts"
 _SCALARS = 300_000
@@ -66,16 +72,6 @@ class _Lines:
         return self._lines
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(FileNotFoundError, IndexError):
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    return False
-
-
 def _read_line(proc: subprocess.Popen[str]) -> str:
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -84,18 +80,6 @@ def _read_line(proc: subprocess.Popen[str]) -> str:
         out, err = proc.communicate(timeout=30)
         raise AssertionError(f"the producer ended early\nstdout:\n{out}\nstderr:\n{err}")
     return line.strip()
-
-
-def _kill_host(bus: Any, killed: list[int]) -> int:
-    """SIGKILL the host serving the bus now (not one killed before); wait until it is gone."""
-    pid = wait_until(
-        lambda: (p := bus.host_pid()) not in (None, *killed) and bus.host_alive() and p,
-        timeout_s=120,
-        what="a live host to kill",
-    )
-    os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not _alive(pid), timeout_s=30, what=f"host {pid} gone")
-    return int(pid)
 
 
 def _in_order(keys: list[tuple[str, int]]) -> tuple[int, int, list[Any]]:
@@ -119,10 +103,10 @@ def _in_order(keys: list[tuple[str, int]]) -> tuple[int, int, list[Any]]:
     return dups, disorder, first
 
 
-def _expected() -> list[tuple[str, int]]:
-    every = _SCALARS // _IMAGES
+def _expected(scalars: int = _SCALARS, images: int = _IMAGES) -> list[tuple[str, int]]:
+    every = scalars // images
     keys: list[tuple[str, int]] = []
-    for i in range(_SCALARS):
+    for i in range(scalars):
         keys.append(("metric", i))
         if i % every == every - 1:
             keys.append(("image", i // every))
@@ -198,29 +182,44 @@ def _bad_images(run_dir: Path, files: list[str]) -> list[Any]:
     return bad
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_every_sink_holds_every_event_once_in_order_across_five_host_kills(
-    bus: Any, finished: Any, capsys: pytest.CaptureFixture[str]
+def _wandb(run_dir: Path, resume_id: str) -> list[tuple[str, int]]:
+    """The W&B run's rows as ``(kind, step)``, read back from every folder its hosts wrote."""
+    keys = []
+    for row in read_resumed_history(run_dir, resume_id or "*"):  # "*": before ADR 0070
+        image = "img/_type" in row  # an image's entry comes back flattened (img/path, ...)
+        keys.append(("image" if image else "metric", int(row["step"])))
+    return keys
+
+
+def _remote(collector: Any, run_id: str) -> list[tuple[str, int]]:
+    """The collector's points of the run as ``("metric", step)``, in its seq order."""
+    return [("metric", int(p["step"])) for p in collector.store.points(run_id)]
+
+
+def _chaos(
+    bus: Any,
+    finished: Any,
+    capsys: pytest.CaptureFixture[str],
+    scalars: int,
+    images: int,
+    collector: Any = None,
 ) -> None:
-    """5 host SIGKILLs at seeded random moments during 300,000 scalars and 150 images: each
-    sink holds every event once, in order; images intact; the report equals the files."""
+    """Run the chaos producer (with the remote and W&B sinks when ``collector`` is given),
+    kill its host 5 times at seeded moments, and check every sink and the report."""
     seed = int(os.environ.get("GOGGLES_CHAOS_SEED") or random.SystemRandom().randrange(1 << 32))
     with capsys.disabled():  # in the CI log whether the test passes or not
         print(f"\nexactly-once chaos seed: {seed} (GOGGLES_CHAOS_SEED={seed} replays it)")
     rng = random.Random(seed)
+    events = scalars + images
     # Kill when log.jsonl holds this many lines (a moment in the run), then after a few ms.
-    marks = sorted(rng.sample(range(_EVENTS // 50, _EVENTS * 9 // 10), _KILLS))
+    marks = sorted(rng.sample(range(events // 50, events * 9 // 10), _KILLS))
     delays = [rng.uniform(0.0, 0.05) for _ in range(_KILLS)]
     bus.env.pop("GOGGLES_SHUTDOWN_TIMEOUT", None)  # default settings
-    proc = bus.run(
-        "exactly_once_producer.py",
-        bus.root / "runs",
-        _SCALARS,
-        _IMAGES,
-        GOGGLES_HOST_IMPORTS="sequenced_sink",
-    )
-    run_dir = Path(json.loads(_read_line(proc))["run_dir"])
+    extra = [] if collector is None else [collector.url, "wandb"]
+    env = {"GOGGLES_HOST_IMPORTS": "sequenced_sink", "WANDB_SILENT": "true"}
+    proc = bus.run("exactly_once_producer.py", bus.root / "runs", scalars, images, *extra, **env)
+    head = json.loads(_read_line(proc))
+    run_dir = Path(head["run_dir"])
     assert "ready" == _read_line(proc)
     assert proc.stdin is not None
     proc.stdin.write("go\n")
@@ -229,28 +228,33 @@ def test_every_sink_holds_every_event_once_in_order_across_five_host_kills(
     killed: list[int] = []
     at: list[int] = []
     for mark, delay in zip(marks, delays, strict=True):
-        wait_until(lambda m=mark: lines() >= m, timeout_s=300, what=f"{mark} lines written")
+        wait_until(
+            lambda m=mark: lines() >= m or proc.poll() is not None,
+            timeout_s=300,
+            what=f"{mark} lines written",
+        )
+        if proc.poll() is not None:
+            break  # the producer ended first: the checks below say why
         time.sleep(delay)  # a seeded moment after the mark: lands anywhere in the pipeline
-        killed.append(_kill_host(bus, killed))
+        killed.append(kill_host(bus, killed))
         at.append(lines())
     stdout, stderr = finished(proc, timeout_s=400)
     report = json.loads(stdout.strip().splitlines()[-1])
     wait_until(lambda: not bus.host_alive(), timeout_s=60, what="the last host gone")
 
-    expected = _expected()
+    expected = _expected(scalars, images)
     storage, files = _storage(run_dir)
     table, wrong_values = _table(run_dir)
     custom, bad_crc = _custom(run_dir)
     metrics = {k for k in expected if k[0] == "metric"}
-    sinks = [
-        _sink_summary("storage", storage, set(expected)),
-        _sink_summary("csv", table, metrics),
-        _sink_summary("custom", custom, set(expected)),
-    ]
+    held = {"storage": storage, "csv": table, "custom": custom}
+    want = {"storage": set(expected), "csv": metrics, "custom": set(expected)}
+    if collector is not None:
+        held["wandb"], want["wandb"] = _wandb(run_dir, head["resume_id"]), set(expected)
+        held["remote"], want["remote"] = _remote(collector, head["run_id"]), metrics
+    sinks = [_sink_summary(name, keys, want[name]) for name, keys in held.items()]
     bad_images = _bad_images(run_dir, files)
     kv = read_kv(run_dir / "run.kv")
-    counts = {"storage": len(storage), "csv": len(table), "custom": len(custom)}
-    logged = {"storage": _EVENTS, "csv": _SCALARS, "custom": _EVENTS}
     summary = {
         "seed": seed,
         "kill marks": marks,
@@ -274,11 +278,13 @@ def test_every_sink_holds_every_event_once_in_order_across_five_host_kills(
             stderr[-4000:],
         )
     assert ([], 0, []) == (bad_images, wrong_values, bad_crc), summary
-    # The report equals the files: each handler delivered exactly what its file holds, of as
-    # many logged, nothing dropped or lost; run.kv agrees.
-    for name, held in counts.items():
+    # The report equals the files: each handler delivered exactly what its sink holds (events;
+    # for the remote sink, the points of its events: one each), of as many logged, nothing
+    # dropped or lost; run.kv agrees.
+    for name, keys in held.items():
         delivered, dropped, errors, of, losses = report["handlers"][name]
-        assert (held, 0, 0, logged[name], {}) == (delivered, dropped, errors, of, losses), summary
+        logged = len(want[name])
+        assert (len(keys), 0, 0, logged, {}) == (delivered, dropped, errors, of, losses), summary
     assert ({}, 0, 0, False) == (
         report["transport"],
         report["dropped"],
@@ -286,3 +292,28 @@ def test_every_sink_holds_every_event_once_in_order_across_five_host_kills(
         report["timed_out"],
     ), summary
     assert ("done", "0") == (kv.get("status"), str(kv.get("lost"))), summary
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_sink_holds_every_event_once_in_order_across_five_host_kills(
+    bus: Any, finished: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """5 host SIGKILLs at seeded random moments during 300,000 scalars and 150 images: each
+    sink holds every event once, in order; images intact; the report equals the files."""
+    _chaos(bus, finished, capsys, _SCALARS, _IMAGES)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_builtin_sink_holds_every_event_once_in_order_across_five_host_kills(
+    bus: Any, finished: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The same with W&B (offline, read back) and a real collector too, 30,000 scalars and 30
+    images: every sink, W&B's run and the collector's included, holds every event once, in
+    order; the report equals what each holds."""
+    pytest.importorskip("wandb")
+    from goggles_io.server.collector import Collector
+
+    with Collector(db_path=str(tmp_path / "collector.sqlite")) as collector:
+        _chaos(bus, finished, capsys, 30_000, 30, collector)

@@ -216,10 +216,12 @@ class TestMediaAndRoboGoggles:
         wait(
             browser, lambda d: js(d, "return document.getElementById('viewer').open"), "dialog open"
         )
-        full = js(browser, "const d = document.getElementById('viewer'); return [d.querySelector('img.full')"
-                           ".naturalWidth > 0 || d.querySelector('img.full').src !== '', d.querySelector('input[type=range]').max]")  # fmt: skip
+        # The full image loads after the dialog opens: wait for it (reading at once raced it).
+        wait(browser, lambda d: js(d, "const i = document.querySelector('#viewer img.full');"
+                                      "return i && i.complete && i.naturalWidth > 0"), "full image")  # fmt: skip
+        steps = js(browser, "return document.querySelector('#viewer input[type=range]').max")
 
-        assert [True, "2"] == full
+        assert "2" == steps
 
     def test_artifact_preview_shows_its_text(self, browser: Any, server: Collector) -> None:
         """An artifact's preview button shows the file's text."""
