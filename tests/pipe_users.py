@@ -7,7 +7,7 @@ the sink is not the user's: the suite hands every pipe the same in-memory fake. 
 (which never spill: a record holding one stays in memory) come less than once a batch, so that
 most records reach the disk.
 
-- ``client``: the socket client (``_transport/client.py``): rows (arrays included) and
+- ``client``: the socket client (``_transport/client/socket_client.py``): rows (arrays included) and
   handler-operation markers (counting 0, forced, never spilled); acknowledged by the host.
 - ``lane``: a handler lane (``_bus/lane_pipe.py``): rows, lists of rows, redelivered lists and
   ``call_handler`` calls (forced, 0); acknowledged when the handler returns.
@@ -34,8 +34,8 @@ from goggles_io._delivery.pipe import Pipe
 from goggles_io._delivery.policy import DeliveryPolicy
 from goggles_io._event.messages import Call
 from goggles_io._event.rows import events_of, is_row, nbytes, row_of, step_of
-from goggles_io._transport.client import client_pipe
-from goggles_io._transport.operations import Marker
+from goggles_io._transport.client.operations import Marker
+from goggles_io._transport.client.socket_client import client_pipe
 from goggles_io.handlers._remote_delivery import message_bytes, remote_pipe
 
 __all__ = ["USERS", "PipeUser"]

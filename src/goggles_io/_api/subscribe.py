@@ -16,7 +16,7 @@ from typing import Any
 from goggles_io._api.state import get_settings, get_transport
 from goggles_io._bus.transport import check_scope
 from goggles_io._event.records import Event, Kind
-from goggles_io._transport.subscription import Subscription
+from goggles_io._transport.client.subscription import Subscription
 
 __all__ = ["Subscription", "subscribe"]
 

@@ -13,12 +13,15 @@ import attrs
 
 from goggles_io._event.rows import Row
 
-__all__ = ["MAX_BATCH_EVENTS", "Ack", "Batch", "Call", "Hello", "Message", "Reply"]
+__all__ = ["MAX_BATCH_EVENTS", "REPLAYED", "Ack", "Batch", "Call", "Hello", "Message", "Reply"]
 
 # The most events one batch message may claim; a decoder refuses a larger count before it builds
 # anything (ADR 0062). What this package sends holds far fewer: a client batch 1,024, a broker
 # entry 1,024, a lane's spool record ~4,300 (1 MiB at >= 320 bytes an event, and one list more).
 MAX_BATCH_EVENTS = 8192
+# The operations (``Call.op``) a new host replays, in order, to rebuild a client's handlers
+# (after a host death, in a forked child, from a left-over folder).
+REPLAYED = ("attach", "replace", "detach", "call")
 
 
 @attrs.frozen

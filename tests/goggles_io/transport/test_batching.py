@@ -10,7 +10,7 @@ import goggles_io as gg
 from goggles_io import Event, Kind
 from goggles_io._event.codec import Batch, Decoder, Encoder
 from goggles_io._event.rows import Row, events_of, row_of
-from goggles_io._transport.batching import Batcher
+from goggles_io._transport.client.batching import Batcher
 from goggles_io._transport.framing import FrameDecoder
 from goggles_io.testing import MemoryHandler
 

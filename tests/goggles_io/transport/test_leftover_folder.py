@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from goggles_io import Event, Kind
 from goggles_io._event.rows import row_of
 from goggles_io._event.spilled import SpillEncoder
-from goggles_io._transport.leftover_delivery import check_folder
+from goggles_io._transport.host.leftover_delivery import check_folder
 from goggles_io._transport.leftover_folder import Folder, Unreadable, claim
 from leftover_kit import dead_owner_name, events, recording_spec, write_folder
 

@@ -29,8 +29,8 @@ from goggles_io._bus.settings import Settings
 from goggles_io._bus.transport import HandlerStats
 from goggles_io._delivery.drain import wait_while_progressing
 from goggles_io._delivery.policy import WhenFull
-from goggles_io._transport.courier import REPLAYED
-from goggles_io._transport.host_specs import build_handler
+from goggles_io._event.messages import REPLAYED
+from goggles_io._transport.host.specs import build_handler
 from goggles_io._transport.leftover_folder import OP, SENT, Folder, Unreadable
 from goggles_io.exceptions import UnknownHandlerError
 

@@ -18,21 +18,20 @@ import gc
 import importlib
 import os
 import socket
-import sys
 import threading
 import time
 from typing import Any
 
 from goggles_io._delivery.policy import WhenFull
 from goggles_io._event.codec import Batch, Call, Decoder, Hello, Reply
-from goggles_io._transport.acks import BatchAcks
-from goggles_io._transport.departures import says_goodbye, tell_producer_lost
 from goggles_io._transport.framing import DEFAULT_MAX_FRAME_BYTES, FrameBudget, FrameDecoder
-from goggles_io._transport.host_specs import build_handler, positive_bound
+from goggles_io._transport.host.acks import BatchAcks
+from goggles_io._transport.host.departures import says_goodbye, tell_producer_lost
+from goggles_io._transport.host.specs import build_handler, positive_bound
+from goggles_io._transport.host.subscriber import ConnWriter, SubscriberSink
 from goggles_io._transport.identity import acquire_host_lock, peer_credentials
 from goggles_io._transport.settings import SUBSCRIBER_PREFIX, prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
-from goggles_io._transport.subscriber import ConnWriter, SubscriberSink
 from goggles_io._util.report import ReportOnce, host_name, report
 from goggles_io.exceptions import FrameError
 
@@ -447,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     # Handler classes (built-in ones too) are imported on first attach from their spec's module.
     from goggles_io._bus.bus import EventBus
     from goggles_io._bus.settings import read_settings
-    from goggles_io._transport.heap import keep_freed_arrays
+    from goggles_io._transport.host.heap import keep_freed_arrays
     from goggles_io._transport.settings import read_transport_settings
 
     for module in read_transport_settings().host_imports:
@@ -472,7 +471,3 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     host.serve()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

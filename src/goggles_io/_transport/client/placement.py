@@ -28,7 +28,7 @@ from goggles_io._event.rows import (
 from goggles_io.handlers.base import Handler, get_handler_class, handler_key
 
 if TYPE_CHECKING:
-    from goggles_io._transport.subscription import Subscription
+    from goggles_io._transport.client.subscription import Subscription
 
 __all__ = ["KeptCounter", "LocalHandlers", "runs_in_attaching_process"]
 
@@ -118,7 +118,7 @@ class LocalHandlers:
             self.sub.add_scopes(list(scopes))
 
     def _subscribe(self, scopes: list[str]) -> None:
-        from goggles_io._transport.subscription import Subscription
+        from goggles_io._transport.client.subscription import Subscription
 
         self._bus()  # made before the feed can bring anything
         settings = self.client.settings

@@ -27,15 +27,15 @@ from goggles_io._bus.transport import FinishReport, HandlerStats
 from goggles_io._delivery.drain import read_finish_stall, wait_while_progressing
 from goggles_io._delivery.losses import KEPT_FOR_LATER, NOT_DELIVERED, UNENCODABLE, LossReport
 from goggles_io._delivery.pipe import Pipe
-from goggles_io._event.messages import Call
+from goggles_io._event.messages import REPLAYED, Call
 from goggles_io._event.records import Event, ShmRef
 from goggles_io._event.rows import Row, is_row, nbytes, row_of
-from goggles_io._transport.courier import REPLAYED, Courier, Item, loading_modules
-from goggles_io._transport.leftovers import Leftovers
-from goggles_io._transport.link import HostLink
-from goggles_io._transport.operations import HandlerOperations, Marker
-from goggles_io._transport.placement import LocalHandlers
-from goggles_io._transport.pools import ArrayPools
+from goggles_io._transport.client.courier import Courier, Item, loading_modules
+from goggles_io._transport.client.leftovers import Leftovers
+from goggles_io._transport.client.link import HostLink
+from goggles_io._transport.client.operations import HandlerOperations, Marker
+from goggles_io._transport.client.placement import LocalHandlers
+from goggles_io._transport.client.pools import ArrayPools
 from goggles_io._transport.settings import (
     SUBSCRIBER_PREFIX,
     TransportSettings,
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from goggles_io._delivery.policy import DeliveryPolicy
     from goggles_io._delivery.spool import SpoolRecord
     from goggles_io._event.spilled import SpillEncoder
-    from goggles_io._transport.election import HostElector
+    from goggles_io._transport.client.election import HostElector
 
 __all__ = ["SocketClient", "client_pipe"]
 
@@ -155,14 +155,16 @@ class SocketClient:
             on_lost=self._host_died,
             warn_once=self.warn_once,
         )
-        self.courier = Courier(self.link, self.pools, on_unencodable=self._unencodable)
-        self.pipe = client_pipe(
-            self.courier.send, self.policy, self.settings.queue_size, self.settings.queue_bytes
+        # The courier is the pipe's send and holds the pipe (it acknowledges its batches).
+        self.courier = Courier(
+            self.link,
+            self.pools,
+            on_unencodable=self._unencodable,
+            make_pipe=lambda send: client_pipe(
+                send, self.policy, self.settings.queue_size, self.settings.queue_bytes
+            ),
         )
-        self.courier.ack_pipe = self._acked
-        self.courier.more = self.pipe.queued
-        pipe = self.pipe
-        self.courier.generation = lambda: pipe.sending_gen
+        self.pipe = self.courier.pipe
         # Where a log call's row goes: _put_first until started, then (asynchronous) the pipe's
         # put itself, one call fewer on the logger's hot path.
         self.put_row: Callable[[Row, int], bool] = self._put_first
@@ -172,7 +174,12 @@ class SocketClient:
 
     def _leftovers(self) -> Leftovers:
         local = self.local
-        return Leftovers(self, kept_counter=local.kept_counter, host_log=self.transport.host_log)
+        return Leftovers(
+            self,
+            producer=lambda: self.courier.producer,
+            kept_counter=local.kept_counter,
+            host_log=self.transport.host_log,
+        )
 
     def warn_once(self, key: str, message: str) -> None:
         """Say ``message`` on stderr the first time ``key`` comes up."""
@@ -183,9 +190,6 @@ class SocketClient:
     def _unencodable(self, exc: Exception) -> None:
         self.unencodable += 1
         self.warn_once("enc", f"an event cannot be sent to the host and is dropped: {exc}")
-
-    def _acked(self, seq: int) -> None:
-        self.pipe.ack(seq)
 
     def _host_died(self) -> None:
         self.courier.link_lost()
@@ -206,7 +210,7 @@ class SocketClient:
     def elector(self) -> HostElector:
         """Who starts a host when none answers, made on first use (by the pipe's worker)."""
         if self._elector is None:
-            from goggles_io._transport.election import HostElector
+            from goggles_io._transport.client.election import HostElector
 
             with self._lock:
                 if self._elector is None:
@@ -246,7 +250,7 @@ class SocketClient:
         return marker
 
     def attach(self, handler: Handler, scopes: Sequence[str]) -> None:
-        """Attach ``handler`` on the host (or here: :mod:`~goggles_io._transport.placement`)."""
+        """Attach ``handler`` on the host (or here: :mod:`~goggles_io._transport.client.placement`)."""
         self.ops.attach(handler, scopes)
 
     def detach(self, name: str, scope: str, *, missing_ok: bool = False) -> None:
@@ -299,7 +303,7 @@ class SocketClient:
         Waits while the host's handlers make progress; gives up after ``GOGGLES_FINISH_STALL``
         seconds in which they took nothing (or at ``timeout_s`` in all, when given, or Ctrl-C),
         and keeps what is left on disk for the next process (``kept for later``:
-        :mod:`~goggles_io._transport.leftovers`). Prints one line with this process's tally.
+        :mod:`~goggles_io._transport.client.leftovers`). Prints one line with this process's tally.
         """
         if not self._running:
             return FinishReport()

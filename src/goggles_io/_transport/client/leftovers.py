@@ -13,13 +13,13 @@ of them (a hung handler that woke) skips them when the folder is delivered. The 
 them ``kept for later``, not lost. Those
 the host had not routed yet would also have reached the handlers this process runs itself
 (in-process lanes, fed by the host): nothing else can rebuild those, so for them these events
-are counted lost (:class:`~goggles_io._transport.placement.KeptCounter`).
+are counted lost (:class:`~goggles_io._transport.client.placement.KeptCounter`).
 
-The next :class:`~goggles_io._transport.client.SocketClient` to start on the machine looks at
+The next :class:`~goggles_io._transport.client.socket_client.SocketClient` to start on the machine looks at
 the spool root (names and ``lstat`` only, nothing opened) and, when a dead process left
 folders, starts ``python -m goggles_io.leftovers`` in a session of its own: that deliverer
 replays each folder into the handlers of the run that logged it, never into this process's
-(:mod:`~goggles_io._transport.leftover_delivery`). This process's own events never wait for it.
+(:mod:`~goggles_io._transport.host.leftover_delivery`). This process's own events never wait for it.
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goggles_io._delivery.spool_space import remove_own_tree, spool_space
-from goggles_io._event.messages import Call
+from goggles_io._event.messages import REPLAYED, Call
 from goggles_io._event.records import ShmRef
 from goggles_io._event.rows import Row, payload_of, with_payload
-from goggles_io._transport.courier import REPLAYED, SEQ_SHIFT, Item, PipeOwner
+from goggles_io._transport.client.courier import SEQ_SHIFT, Item, PipeOwner
+from goggles_io._transport.client.operations import Marker
 from goggles_io._transport.leftover_folder import (
     EVENTS,
     FORMAT,
@@ -51,13 +52,12 @@ from goggles_io._transport.leftover_folder import (
     leftover_names,
     owner_alive,
 )
-from goggles_io._transport.operations import Marker
 from goggles_io._util.liveness import start_time
 from goggles_io._util.report import report
 
 if TYPE_CHECKING:
     from goggles_io._delivery.waiting import Keep
-    from goggles_io._transport.placement import KeptCounter
+    from goggles_io._transport.client.placement import KeptCounter
 
 __all__ = ["COMMAND", "Leftovers", "spawn_deliverer"]
 
@@ -171,10 +171,14 @@ class Leftovers:
     def __init__(
         self,
         client: PipeOwner,
+        *,
+        producer: Callable[[], str],
         kept_counter: Callable[[], KeptCounter] | None = None,
         host_log: str | None = None,
     ) -> None:
+        """``producer()``: the id the client's events are numbered under now (ADR 0057)."""
         self.client = client
+        self._producer = producer
         self.host_log = host_log
         self.root = spool_space(client.policy).root
         self.written: Path | None = None  # the folder this process kept its events in
@@ -199,7 +203,7 @@ class Leftovers:
         the batches after the last one (no sink has them; the numbers only need to follow)."""
         writer: _Writer | None = None
         counter = None if self._kept_counter is None else self._kept_counter()
-        producer = str(getattr(getattr(self.client, "courier", None), "producer", "") or "")
+        producer = self._producer()
         try:
             folder = self._new_folder()
             writer = _Writer(folder)

@@ -1,6 +1,6 @@
 """A live subscription's client side: a bounded buffer fed by the host over its own connection.
 
-See :func:`goggles_io.subscribe` for the public entry point and :mod:`goggles_io._transport.subscriber`
+See :func:`goggles_io.subscribe` for the public entry point and :mod:`goggles_io._transport.host.subscriber`
 for the host's side. Rows arrive and wait here as rows; each becomes its :class:`Event` where the
 subscriber reads it (``get``, iteration, the callback: ADR 0071). This module does not import
 what builds the transport.
