@@ -123,7 +123,7 @@ _lazy_getattr, _, _ = _lazy.attach(
     submod_attrs={
         "_api.shutdown": ["GracefulShutdown"],
         "_api.subscribe": ["subscribe"],
-        "_transport.subscription": ["Subscription"],
+        "_transport.client.subscription": ["Subscription"],
         "config": ["PrettyConfig", "load_configuration", "save_configuration"],
         "handlers.csv": ["CsvHandler"],
         "handlers.remote": ["RemoteHandler"],

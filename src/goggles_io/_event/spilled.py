@@ -44,7 +44,7 @@ class _Blobs:
     def put(self, array: np.ndarray) -> ShmRef:
         a = np.ascontiguousarray(array)
         ref = ShmRef("", self.size, int(a.nbytes), a.dtype.str, tuple(a.shape))
-        self.parts.append(memoryview(a.reshape(-1).view(np.uint8)))
+        self.parts.append(a.reshape(-1).view(np.uint8).data)
         self.size += int(a.nbytes)
         return ref
 
@@ -63,7 +63,7 @@ class _BlobReader:
             msg = f"spilled array {ref!r} does not match its shape and dtype"
             raise FrameError(msg, value=ref)
         if out.nbytes:
-            self.source.read_blob(ref.offset, memoryview(out.reshape(-1).view(np.uint8)))
+            self.source.read_blob(ref.offset, out.reshape(-1).view(np.uint8).data)
         return out
 
 
