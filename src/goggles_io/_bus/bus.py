@@ -1,5 +1,8 @@
 """The in-process event bus: scope routing to one lane per handler, first registration wins.
 
+Over 400 lines, one piece: the Transport Protocol's in-process side, every method on one object
+reading the same routing state (lanes by scope).
+
 A handler on scope ``S`` gets events of ``S`` or ``S.*`` (not ``SA``) whose kind is in its
 ``capabilities`` and, for ``LOG``, whose level is >= its ``level``. Names are bus-wide: a
 differing later registration is ignored with one warning, its scopes merged. Routes are cached

@@ -1,5 +1,9 @@
 """One handler's delivery lane: a :class:`~goggles_io._delivery.pipe.Pipe` and the handler call.
 
+Over 400 lines, one piece: a lane's three offer verbs, its worker and its lifecycle share one
+pipe and its held tickets; the handler calls (calls.py), the items (items.py) and the pipe's
+configuration (lane_pipe.py) are already apart.
+
 One lane per handler means a slow handler only ever delays itself. What is offered goes into
 the lane's pipe, the one delivery engine: memory within ``queue_size`` items and
 ``queue_bytes``, then the lane's spool in order, then a bounded wait (only for callers that may:

@@ -1,5 +1,8 @@
 """``Pipe[T]``: the one delivery engine between producers and a sink (the project's BatchProcessor).
 
+Over 400 lines, one piece: the engine's states (put, batch, send, ack, spill, close) move under
+one lock; kept.py, waiting.py and tally.py hold the parts that need no lock of their own.
+
 Producers :meth:`~Pipe.put` from any thread; one worker takes items in order as numbered batches
 and calls ``send(seq, items, redelivered)``. A batch is then kept (counted in memory) until the
 sink acknowledges it (:meth:`~Pipe.ack`, cumulative): ADR 0029's sent → kept → released. After

@@ -1,5 +1,9 @@
 """The producer side of the socket transport: a delivery pipe to the one host on a socket path.
 
+Over 400 lines, one piece: the Transport a process gets, every method of the Protocol on one
+object; its courier, link, pools, operations, placement and left-overs are collaborators in
+files of their own.
+
 ``emit`` puts the event in the client's :class:`~goggles_io._delivery.pipe.Pipe` (memory, then
 its spool, then a bounded wait, then a counted drop: ADR 0025), so the application does not wait
 on the host. The pipe's worker hands batches to the :class:`Courier`, which frames them onto the

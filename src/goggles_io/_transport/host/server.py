@@ -1,5 +1,8 @@
 """The host: one per socket path, it owns the handlers and feeds every client's events to its bus.
 
+Over 400 lines, one piece: the accept loop, each connection's reader and the operations share
+one bus and one frame budget; acks, departures, the subscriber sink and handler specs are apart.
+
 Runs either as a dedicated process (``python -m goggles_io._transport.host --socket PATH``, in
 its own session so a terminal Ctrl-C reaches only the application) or as a thread inside the
 first process when ``GOGGLES_DEDICATED_HOST=0``. Election is an ``fcntl.flock`` on
