@@ -34,7 +34,11 @@ from goggles_io._bus.bus import EventBus
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._delivery.policy import read_delivery_policy
 from goggles_io._event.codec import Decoder, Encoder
-from goggles_io._event.records import approx_nbytes
+try:  # rows in flight (ADR 0071); before it, events
+    from goggles_io._event.rows import nbytes as approx_nbytes, row_of
+except ImportError:
+    from goggles_io._event.records import approx_nbytes
+    row_of = None
 from experiment_telemetry.workers import replay_episode
 from _worker_runtime import episode_events
 
@@ -50,6 +54,8 @@ for i in range(1024):
     log.scalar("x", float(i), step=i)
 gg.flush(30)
 events = captured[:1024]
+if row_of is not None:
+    events = [row_of(e) for e in events]
 got = {}
 def per(name, fn, n):
     got[name] = min(timeit.repeat(fn, number=20, repeat=5)) / 20 / n * 1e6
@@ -80,7 +86,8 @@ class Count(gg.BaseHandler):
     def handle(self, event):
         self.handle_batch([event])
 bus.attach(Count(name="count"), ["*"])
-per("consumer: bus.emit_many to the counting handler", lambda: bus.emit_many(list(events)), 1024)
+route = getattr(bus, "put_rows", None) or bus.emit_many
+per("consumer: bus.put_rows to the counting handler", lambda: route(list(events)), 1024)
 
 rt.configure({"telemetry": "INFO", "telemetry.experiment_telemetry": "OFF"})
 schemas = episode_events(120)

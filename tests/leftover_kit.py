@@ -21,7 +21,9 @@ import msgpack
 import numpy as np
 
 from goggles_io import Event, Kind
+from goggles_io._event.rows import row_of
 from goggles_io._event.spilled import SpillEncoder
+from goggles_io._transport.leftover_folder import FORMAT
 
 __all__ = ["dead_owner_name", "events", "recording_spec", "write_folder"]
 
@@ -71,7 +73,7 @@ def write_folder(
     encoder = SpillEncoder()
     with open(folder / "events.bin", "wb") as fh:
         for at in range(0, len(logged), chunk):
-            record, blobs = encoder.encode(logged[at : at + chunk])
+            record, blobs = encoder.encode([row_of(e) for e in logged[at : at + chunk]])
             fh.write(_HEAD.pack(_EVENTS, len(record), sum(len(b) for b in blobs)))
             fh.write(record)
             for blob in blobs:
@@ -79,7 +81,7 @@ def write_folder(
     ops = [["attach", {"spec": spec, "scopes": ["global"]}]]
     (folder / "ops.msgpack").write_bytes(msgpack.packb(ops, use_bin_type=True))
     manifest = {
-        "format": 1,
+        "format": FORMAT,
         "pid": os.getpid(),
         "events": len(logged),
         "socket": "",

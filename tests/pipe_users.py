@@ -7,13 +7,13 @@ the sink is not the user's: the suite hands every pipe the same in-memory fake. 
 (which never spill: a record holding one stays in memory) come less than once a batch, so that
 most records reach the disk.
 
-- ``client``: the socket client (``_transport/client.py``): events (arrays included) and
+- ``client``: the socket client (``_transport/client/socket_client.py``): rows (arrays included) and
   handler-operation markers (counting 0, forced, never spilled); acknowledged by the host.
-- ``lane``: a handler lane (``_bus/lane_pipe.py``): events, lists, redelivered lists and
+- ``lane``: a handler lane (``_bus/lane_pipe.py``): rows, lists of rows, redelivered lists and
   ``call_handler`` calls (forced, 0); acknowledged when the handler returns.
 - ``remote``: the remote sink (``handlers/_remote_delivery.py``): messages counted in points,
   registrations forced; acknowledged when the collector stored them.
-- ``broker``: the broker forwarder (``_broker/forwarder.py``): events; acknowledged by the
+- ``broker``: the broker forwarder (``_broker/forwarder.py``): rows; acknowledged by the
   consumer group's mark.
 """
 
@@ -27,15 +27,15 @@ import numpy as np
 
 from goggles_io import Event, Kind
 from goggles_io._broker.forwarder import broker_pipe
-from goggles_io._bus.items import Call as LaneCall
+from goggles_io._bus.items import HandlerCall as LaneCall
 from goggles_io._bus.items import Redelivered
 from goggles_io._bus.lane_pipe import lane_pipe
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._delivery.policy import DeliveryPolicy
 from goggles_io._event.messages import Call
-from goggles_io._event.records import approx_nbytes
-from goggles_io._transport.client import client_pipe
-from goggles_io._transport.operations import Marker
+from goggles_io._event.rows import events_of, is_row, nbytes, row_of, step_of
+from goggles_io._transport.client.operations import Marker
+from goggles_io._transport.client.socket_client import client_pipe
 from goggles_io.handlers._remote_delivery import message_bytes, remote_pipe
 
 __all__ = ["USERS", "PipeUser"]
@@ -82,20 +82,27 @@ class PipeUser:
         return self.name
 
 
-# -- events (client, lane, broker) ------------------------------------------------------------
-def _event(i: int, j: int = 0) -> Event:
-    """A metric, or (every third) an image: small, or 4 KiB (the spool writes it beside)."""
+# -- rows (client, lane, broker) --------------------------------------------------------------
+def _event(i: int, j: int = 0) -> Any:
+    """The row of a metric, or (every third) an image: small, or 4 KiB (the spool writes it
+    beside)."""
     if i % 3:
-        return Event(kind=Kind.METRIC, scope="global", payload={"loss": i + j / 8}, step=i)
+        return row_of(Event(kind=Kind.METRIC, scope="global", payload={"loss": i + j / 8}, step=i))
     if i % 11 == 0:
         pixels = np.full((64, 64), (i + j) % 256, dtype=np.uint8)
     else:
         pixels = np.arange(6, dtype=np.float32).reshape(2, 3) + i + j
-    return Event(kind=Kind.IMAGE, scope="global.cam", payload=pixels, step=i, extra={"j": j})
+    event = Event(kind=Kind.IMAGE, scope="global.cam", payload=pixels, step=i, extra={"j": j})
+    return row_of(event)
 
 
 def _event_units(item: Any) -> int:
-    return 1 if type(item) is Event else 0
+    return 1 if is_row(item) else 0
+
+
+def _plain_row(row: Any) -> Any:
+    """A row as its event: arrays compare by value there."""
+    return events_of([row])[0]
 
 
 # -- client: events and handler-operation markers ---------------------------------------------
@@ -106,15 +113,15 @@ def _client_item(i: int) -> tuple[Any, bool]:
 
 
 def _client_size(item: Any) -> int:
-    return 0 if type(item) is Marker else approx_nbytes(item)
+    return 0 if type(item) is Marker else nbytes(item)
 
 
 def _client_ident(item: Any) -> int:
-    return item.call.token if type(item) is Marker else item.step
+    return item.call.token if type(item) is Marker else step_of(item)
 
 
 def _client_plain(item: Any) -> Any:
-    return ("marker", item.call) if type(item) is Marker else item
+    return ("marker", item.call) if type(item) is Marker else _plain_row(item)
 
 
 # -- lane: events, lists, redelivered lists, calls --------------------------------------------
@@ -130,28 +137,30 @@ def _lane_item(i: int) -> tuple[Any, bool]:
 
 def _lane_size(item: Any) -> int:
     cls = item.__class__
-    if cls is Event:
-        return approx_nbytes(item)
-    return sum(map(approx_nbytes, item)) if cls is list or cls is Redelivered else 0
+    if is_row(item):
+        return nbytes(item)
+    return sum(map(nbytes, item)) if cls is list or cls is Redelivered else 0
 
 
 def _lane_units(item: Any) -> int:
     cls = item.__class__
-    return 1 if cls is Event else len(item) if cls is list or cls is Redelivered else 0
+    return 1 if is_row(item) else len(item) if cls is list or cls is Redelivered else 0
 
 
 def _lane_ident(item: Any) -> int:
     cls = item.__class__
     if cls is LaneCall:
         return item.payload["i"]
-    return item.step if cls is Event else item[0].step
+    return step_of(item) if is_row(item) else step_of(item[0])
 
 
 def _lane_plain(item: Any) -> Any:
     cls = item.__class__
     if cls is LaneCall:
         return ("call", item.method, item.payload)
-    return (cls.__name__, list(item)) if cls is list or cls is Redelivered else item
+    if cls is list or cls is Redelivered:
+        return (cls.__name__, events_of(item))
+    return _plain_row(item)
 
 
 # -- remote: messages counted in points -------------------------------------------------------
@@ -225,9 +234,9 @@ USERS = [
             send, policy, max_bytes, None, lambda *_: None
         ),
         item=lambda i: (_event(i), False),
-        size=approx_nbytes,
+        size=nbytes,
         units=_event_units,
-        ident=lambda event: event.step,
-        plain=lambda event: event,
+        ident=step_of,
+        plain=_plain_row,
     ),
 ]

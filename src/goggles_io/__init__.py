@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers (imported 
     from goggles_io import validation as validation
     from goggles_io._api.shutdown import GracefulShutdown
     from goggles_io._api.subscribe import subscribe
-    from goggles_io._transport.subscription import Subscription
+    from goggles_io._transport.client.subscription import Subscription
     from goggles_io.config import PrettyConfig, load_configuration, save_configuration
     from goggles_io.handlers.csv import CsvHandler
     from goggles_io.handlers.remote import RemoteHandler
@@ -123,7 +123,7 @@ _lazy_getattr, _, _ = _lazy.attach(
     submod_attrs={
         "_api.shutdown": ["GracefulShutdown"],
         "_api.subscribe": ["subscribe"],
-        "_transport.subscription": ["Subscription"],
+        "_transport.client.subscription": ["Subscription"],
         "config": ["PrettyConfig", "load_configuration", "save_configuration"],
         "handlers.csv": ["CsvHandler"],
         "handlers.remote": ["RemoteHandler"],

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     from goggles_io._bus.settings import read_settings
     from goggles_io._delivery.drain import read_finish_stall
     from goggles_io._delivery.spool_space import spool_space
-    from goggles_io._transport.leftover_deliverer import deliver_all
+    from goggles_io._transport.host.leftover_deliverer import deliver_all
     from goggles_io._transport.settings import read_transport_settings
     from goggles_io._util.report import report
 

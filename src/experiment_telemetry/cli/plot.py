@@ -97,9 +97,9 @@ def run(args: argparse.Namespace) -> int:
     top.set_ylabel("percent of episodes")
     top.legend(fontsize="small")
     for mode in sorted({s.mode for s in episodes}):
-        rows = [s for s in episodes if s.mode == mode]
-        steps = [s.lm_steps for s in rows]
-        bottom.scatter([s.episode for s in rows], steps, s=12, color=colour[mode], label=mode)
+        of_mode = [s for s in episodes if s.mode == mode]
+        steps = [s.lm_steps for s in of_mode]
+        bottom.scatter([s.episode for s in of_mode], steps, s=12, color=colour[mode], label=mode)
     bottom.set_xlabel("episode")
     bottom.set_ylabel("most steps of a module")
     bottom.legend(fontsize="small")

@@ -14,10 +14,11 @@ from sys import _getframe
 from time import time as _now
 from typing import TYPE_CHECKING, Any
 
-from goggles_io._api.loggers import TextLogger, _caller, _emit
+from goggles_io._api.loggers import TextLogger, _caller
 from goggles_io._api.state import STATE, get_settings, get_transport
 from goggles_io._event import validate as v
-from goggles_io._event.records import EVENT_OVERHEAD_BYTES, METRIC_ENTRY_BYTES, Event, Kind
+from goggles_io._event.records import Kind, ShmRef
+from goggles_io._event.rows import EVENT_OVERHEAD_BYTES, METRIC_ENTRY_BYTES, nbytes
 from goggles_io.exceptions import InvalidPayloadError
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ __all__ = ["MetricLogger", "owned", "wait"]
 
 _METRIC = Kind.METRIC
 _METRIC_VALUE = _METRIC.value
-_SCALAR_BYTES = EVENT_OVERHEAD_BYTES + METRIC_ENTRY_BYTES  # approx_nbytes of a one-value metric
+_SCALAR_BYTES = EVENT_OVERHEAD_BYTES + METRIC_ENTRY_BYTES  # rows.nbytes of a one-value metric
 _MAX_NAME = v.MAX_NAME_CHARS
 
 
@@ -35,11 +36,9 @@ def owned(arr: np.ndarray, given: object) -> Any:
     """The log call's own copy of ``arr``: staged straight into shared memory when the transport
     can (one copy, no fresh heap pages), else a private heap copy. Later changes by the caller
     never reach the handlers either way."""
-    stage = getattr(STATE.transport or get_transport(), "stage_array", None)
-    if stage is not None:
-        ref = stage(arr)
-        if ref is not None:
-            return ref
+    ref = (STATE.transport or get_transport()).stage_array(arr)
+    if ref is not None:
+        return ref
     return arr.copy() if arr is given or arr.base is not None else arr
 
 
@@ -88,21 +87,12 @@ class MetricLogger(TextLogger):
         depth: int = 2,
     ) -> None:
         filepath, lineno = _caller(depth)
-        _emit(
-            Event(
-                kind=kind,
-                scope=self.scope,
-                payload=payload,
-                step=step,
-                timestamp=_now(),
-                logger=self.name,
-                pid=STATE.pid,
-                filepath=filepath,
-                lineno=lineno,
-                extra=ext,
-                time=when,
-            )
-        )
+        transport = STATE.transport or get_transport()
+        # A row in rows.py's slot order (no Event at the log call: ADR 0071).
+        row = (kind.value, self.scope, payload, None, step, _now(), self.name, STATE.pid,
+               filepath, lineno, ext or None, when, None, "", 0)  # fmt: skip
+        if not transport.put_row(row, nbytes(row)) and type(payload) is ShmRef:
+            transport.release_staged(payload)  # dropped and counted: its slot goes back
         if async_mode is False:
             wait()
 
@@ -164,46 +154,12 @@ class MetricLogger(TextLogger):
             filepath, lineno = frame.f_code.co_filename, frame.f_lineno
         else:
             filepath = lineno = None
-        transport = state.transport or get_transport()
-        put_row = getattr(transport, "put_row", None)
-        if put_row is not None:
-            # The socket client queues a row of atomic values (records.Row): no Event, no dict.
-            put_row(
-                (
-                    _METRIC_VALUE,
-                    self.scope,
-                    name,
-                    None,
-                    step,
-                    _now(),
-                    self.name,
-                    state.pid,
-                    filepath,
-                    lineno,
-                    ext or None,
-                    time,
-                    value,
-                ),
-                _SCALAR_BYTES,
-            )
-        else:
-            # Positional: about twice as fast as keywords on this path.
-            transport.emit(
-                Event(
-                    _METRIC,
-                    self.scope,
-                    {name: value},
-                    None,
-                    step,
-                    _now(),
-                    self.name,
-                    STATE.pid,
-                    filepath,
-                    lineno,
-                    ext,
-                    time,
-                )
-            )
+        # A row of atomic values in rows.py's slot order: no Event, no dict (ADR 0071).
+        (state.transport or get_transport()).put_row(
+            (_METRIC_VALUE, self.scope, name, None, step, _now(), self.name, state.pid,
+             filepath, lineno, ext or None, time, value, "", 0),
+            _SCALAR_BYTES,
+        )  # fmt: skip
         if async_mode is False:
             wait()
 

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from goggles_io._api.state import STATE, announce_finish, get_settings, get_transport
-from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import FinishReport, Transport
 from goggles_io._event import validate as v
 from goggles_io._util.report import ReportOnce
@@ -125,11 +124,7 @@ def check_broker(url: str | None = None, timeout_s: float = 2.0) -> str | None:
 def detach(handler_name: str, scope: str = "global") -> None:
     """Stop routing ``scope`` to ``handler_name``; with no scope left it is flushed and closed.
     A name not attached at all is a no-op here (``EventBus().detach`` raises, as in robo-goggles)."""
-    transport = get_transport()
-    if isinstance(transport, EventBus):
-        transport.detach(handler_name, scope, missing_ok=True)
-    else:
-        transport.detach(handler_name, scope)
+    get_transport().detach(handler_name, scope, missing_ok=True)
 
 
 def call_handler(name: str, method: str, payload: Any) -> None:
@@ -239,8 +234,7 @@ def finish(timeout: float | None = None, *, wait_for_host: bool = True) -> Finis
     transport = STATE.transport
     if transport is None:
         return announce_finish(from_broker)
-    release = None if wait_for_host else getattr(transport, "release", None)
-    report = transport.finish(timeout) if release is None else release(timeout)
+    report = transport.finish(timeout) if wait_for_host else transport.release(timeout)
     if consumer is None:
         return announce_finish(report)
     return announce_finish(

@@ -94,7 +94,7 @@ def _default_factory(settings: Settings) -> Transport:
             queue_bytes=settings.queue_bytes,
             policy=settings.delivery,
         )
-    from goggles_io._transport.client import SocketClient
+    from goggles_io._transport.client.socket_client import SocketClient
 
     return SocketClient(settings, transport)
 

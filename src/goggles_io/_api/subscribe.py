@@ -10,62 +10,15 @@ In-process (``GOGGLES_TRANSPORT=inprocess``) the same object is fed by a bus han
 
 from __future__ import annotations
 
-import itertools
-import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from goggles_io._api.state import get_settings, get_transport
-from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import check_scope
 from goggles_io._event.records import Event, Kind
-from goggles_io._transport.subscription import Subscription
+from goggles_io._transport.client.subscription import Subscription
 
 __all__ = ["Subscription", "subscribe"]
-
-_ids = itertools.count(1)
-
-
-class _InProcessSink:
-    """Feeds a :class:`Subscription` from the in-process bus (no socket involved)."""
-
-    level = 0
-    backpressure = False
-    remote_methods: ClassVar[frozenset[str]] = frozenset()
-
-    def __init__(self, name: str, subscription: Subscription) -> None:
-        self.name = name
-        self.subscription = subscription
-        self.queue_size, self.queue_bytes = subscription.host_bounds
-        kinds = subscription.kinds
-        self.capabilities = frozenset(kinds) if kinds else frozenset(Kind)
-
-    def handle_batch(self, events: list[Event]) -> None:
-        self.subscription.deliver(events)
-
-    def handle(self, event: Event) -> None:
-        self.subscription.deliver([event])
-
-    def can_handle(self, kind: Kind) -> bool:
-        return kind in self.capabilities
-
-    def open(self) -> None:
-        """Nothing to acquire: the subscription's buffer is already there."""
-
-    def flush(self) -> None:
-        """Nothing buffered here: events go straight to the subscription."""
-
-    def close(self) -> None:
-        """The subscription outlives the sink; closing it is its owner's call."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"cls": "goggles_io.subscriber", "data": {"name": self.name}}
-
-    @classmethod
-    def from_dict(cls, serialized: Mapping[str, Any]) -> _InProcessSink:
-        """Never rebuilt from a spec: it holds a live subscription of this process."""
-        msg = f"an in-process subscriber sink cannot be rebuilt from a spec (got {serialized!r})."
-        raise TypeError(msg)
 
 
 def subscribe(
@@ -116,14 +69,4 @@ def subscribe(
 
 def attach_subscription(sub: Subscription) -> None:
     """Connect ``sub`` to whatever transport this process uses."""
-    transport = get_transport()
-    if isinstance(transport, EventBus):
-        name = f"goggles_io.subscriber.{os.getpid()}.{next(_ids)}"
-        transport.attach(_InProcessSink(name, sub), sub.scopes)
-        sub._inprocess = (transport, name)
-        return
-    connect = getattr(transport, "open_subscription", None)
-    if connect is None:
-        msg = f"this transport ({type(transport).__name__}) does not support subscriptions"
-        raise ConnectionError(msg)
-    connect(sub)
+    get_transport().open_subscription(sub)

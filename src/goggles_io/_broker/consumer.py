@@ -270,7 +270,7 @@ class BrokerConsumer:
                 skip.append(entry_id)
                 continue
             try:
-                producer, seq, events = decode_entry(decoder, fields)
+                producer, seq, rows = decode_entry(decoder, fields)
             except FrameError as exc:
                 self.malformed += 1
                 self._report_once("bad", f"broker consumer: skipping a malformed entry ({exc})")
@@ -281,7 +281,7 @@ class BrokerConsumer:
                 skip.append(entry_id)
                 continue
             taken.add((producer, seq))
-            fresh.append((entry_id, producer, seq, events))
+            fresh.append((entry_id, producer, seq, rows))
         producers = sorted({producer for _, producer, _, _ in fresh})
         if fresh:  # another consumer of the group may have handled some
             pipe = client.pipeline(transaction=False)
@@ -300,9 +300,9 @@ class BrokerConsumer:
                 fresh = [e for e in fresh if (e[1], e[2]) not in done]
                 producers = sorted({producer for _, producer, _, _ in fresh})
         if fresh:
-            self.bus.emit_many([event for *_, events in fresh for event in events])
+            self.bus.put_rows([row for *_, rows in fresh for row in rows])
             self.handled += len(fresh)
-            self.events += sum(len(events) for *_, events in fresh)
+            self.events += sum(len(rows) for *_, rows in fresh)
             for _, producer, seq, _ in fresh:
                 self._marks.add(producer, seq)
         pipe = client.pipeline(transaction=False)

@@ -1,4 +1,4 @@
-"""One stream entry: a batch of events from one producer, numbered, encoded without pickle.
+"""One stream entry: a batch of rows from one producer, numbered, encoded without pickle.
 
 Fields: ``p`` the producer id (one per forwarder instance), ``s`` its sequence number (1, 2, ...
 in XADD order), ``d`` the batch as the transport's msgpack frame (arrays inline). Everything read
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from goggles_io._event.codec import Batch, Decoder, Encoder
-from goggles_io._event.records import Event
+from goggles_io._event.rows import Row
 from goggles_io.exceptions import FrameError
 
 __all__ = ["decode_entry", "encode_entry"]
@@ -19,13 +19,13 @@ __all__ = ["decode_entry", "encode_entry"]
 _MAX_PRODUCER = 256
 
 
-def encode_entry(encoder: Encoder, producer: str, seq: int, events: list[Event]) -> dict[str, Any]:
-    """The XADD fields of one batch; raises TypeError/ValueError when an event cannot be encoded."""
-    return {"p": producer, "s": seq, "d": encoder.encode(Batch(seq, events))}
+def encode_entry(encoder: Encoder, producer: str, seq: int, rows: list[Row]) -> dict[str, Any]:
+    """The XADD fields of one batch; raises TypeError/ValueError when a row cannot be encoded."""
+    return {"p": producer, "s": seq, "d": encoder.encode(Batch(seq, rows))}
 
 
-def decode_entry(decoder: Decoder, fields: Mapping[Any, Any]) -> tuple[str, int, list[Event]]:
-    """``(producer, seq, events)`` of an entry read back; FrameError when it is not one of ours."""
+def decode_entry(decoder: Decoder, fields: Mapping[Any, Any]) -> tuple[str, int, list[Row]]:
+    """``(producer, seq, rows)`` of an entry read back; FrameError when it is not one of ours."""
     raw_p, raw_s, raw_d = fields.get(b"p"), fields.get(b"s"), fields.get(b"d")
     if not isinstance(raw_p, bytes) or not 0 < len(raw_p) <= _MAX_PRODUCER:
         raise FrameError("broker entry has no valid producer id (field p)", value=raw_p)
@@ -40,4 +40,4 @@ def decode_entry(decoder: Decoder, fields: Mapping[Any, Any]) -> tuple[str, int,
     message = decoder.decode(raw_d)
     if type(message) is not Batch:
         raise FrameError(f"broker entry holds a {type(message).__name__}, not a batch")
-    return producer, int(raw_s), message.events
+    return producer, int(raw_s), message.rows

@@ -1,7 +1,8 @@
 """``BrokerForwarder``: the host-side handler that forwards every event to a Redis stream.
 
 Attached on every scope (``"*"``) when ``GOGGLES_BROKER`` is set (or ``configure(broker=...)``),
-so it runs in each machine's host. Events wait in a :class:`~goggles_io._delivery.pipe.Pipe`
+so it runs in each machine's host. It carries rows on (``handle_rows``: no event is built for
+it) and they wait in a :class:`~goggles_io._delivery.pipe.Pipe`
 (``GOGGLES_BROKER_BYTES`` in memory, then the spool on disk, in order); its worker gathers what
 waits while Redis is busy into one numbered batch (at most 1024 events) and
 :class:`~goggles_io._broker.stream.StreamWriter` adds it as one stream entry (``XADD <stream>
@@ -44,7 +45,8 @@ from goggles_io._delivery.policy import (
     read_delivery_policy,
 )
 from goggles_io._delivery.spool import SpoolRecord
-from goggles_io._event.records import Event, approx_nbytes
+from goggles_io._event.records import Event
+from goggles_io._event.rows import Row, nbytes, row_of
 from goggles_io._event.spilled import SpillEncoder, decode_spilled
 from goggles_io._util.report import report
 from goggles_io._util.secret import Secret
@@ -57,26 +59,26 @@ _ENTRY_EVENTS = 1024  # events in one stream entry at most
 _ENTRY_BYTES = 4 << 20  # ... and about this many bytes (one spool record too)
 
 
-class _EventCodec:
-    """Events as spool records (the wire codec, big arrays beside it)."""
+class _RowCodec:
+    """Rows as spool records (the wire codec, big arrays beside it)."""
 
     def __init__(self) -> None:
         self._encoder = SpillEncoder()
 
-    def encode(self, items: list[Event]) -> tuple[bytes, list[memoryview]]:
+    def encode(self, items: list[Row]) -> tuple[bytes, list[memoryview]]:
         return self._encoder.encode(items)
 
-    def decode(self, record: SpoolRecord) -> list[Event]:
+    def decode(self, record: SpoolRecord) -> list[Row]:
         return decode_spilled(record)
 
 
 def broker_pipe(
-    send: Callable[[int, list[Event], bool], object],
+    send: Callable[[int, list[Row], bool], object],
     policy: DeliveryPolicy,
     buffer_bytes: int,
     on_idle: Callable[[], float | None] | None,
     on_loss: Callable[[str, int, str], object] | None,
-) -> Pipe[Event]:
+) -> Pipe[Row]:
     """The forwarder's pipe: one batch is one stream entry, kept until the consumer group's
     mark passes it. A function so the engine's tests build the pipe as the forwarder does."""
     return Pipe(
@@ -86,7 +88,7 @@ def broker_pipe(
         max_bytes=buffer_bytes,
         batch_items=_ENTRY_EVENTS,
         batch_bytes=_ENTRY_BYTES,
-        codec=_EventCodec(),
+        codec=_RowCodec(),
         on_idle=on_idle,
         on_loss=on_loss,
         name="goggles_io:broker",
@@ -134,7 +136,7 @@ class BrokerForwarder(BaseHandler):
         self.stream = stream_name(self.run)
         self.group = settings.group
         self._no_client: str | None = None
-        self._pipe: Pipe[Event] | None = None
+        self._pipe: Pipe[Row] | None = None
         self._writer: StreamWriter | None = None
         self._own: dict[str, int] = {}  # losses outside the pipe, by reason
         self._final: dict[str, int] | None = None  # every loss, once closed
@@ -192,18 +194,18 @@ class BrokerForwarder(BaseHandler):
             writer.send, policy, self.buffer_bytes, writer.idle, self._said_once
         )
 
-    def handle_batch(self, events: list[Event]) -> None:
-        """Queue ``events`` for the stream; past memory and spool (and a bounded wait) they
+    def handle_rows(self, rows: list[Row]) -> None:
+        """Queue ``rows`` for the stream; past memory and spool (and a bounded wait) they
         are dropped and counted."""
         pipe = self._pipe
         if pipe is None:  # no redis package (or not open)
-            self._count(NO_CLIENT if self._no_client else NOT_DELIVERED, len(events))
+            self._count(NO_CLIENT if self._no_client else NOT_DELIVERED, len(rows))
             return
-        pipe.put_many(events, list(map(approx_nbytes, events)))
+        pipe.put_many(rows, list(map(nbytes, rows)))
 
     def handle(self, event: Event) -> None:
-        """One event is a batch of one."""
-        self.handle_batch([event])
+        """An event a synchronous bus handed over itself: a batch of one row."""
+        self.handle_rows([row_of(event)])
 
     def _count(self, reason: str, n: int) -> None:
         if n > 0:

@@ -20,7 +20,7 @@ from goggles_io._broker.entries import encode_entry
 from goggles_io._broker.housekeeping import MARKER_TTL_S, release_run
 from goggles_io._broker.outbox import Outbox
 from goggles_io._event.codec import Encoder
-from goggles_io._event.records import Event, approx_nbytes
+from goggles_io._event.rows import Row, rows_nbytes
 from goggles_io._util.report import ReportOnce, report
 from goggles_io._util.secret import Secret
 
@@ -86,7 +86,7 @@ class StreamWriter:
         self.maxlen = maxlen
         self.outbox = outbox
         self.budget_bytes = budget_bytes
-        self.pipe: Pipe[Event] | None = None  # set by the forwarder once made
+        self.pipe: Pipe[Row] | None = None  # set by the forwarder once made
         self.unencodable = 0
         self._keys = [f"{stream}:producer:{producer}", stream, seen]
         self._encoder = Encoder()
@@ -99,7 +99,7 @@ class StreamWriter:
         self._report_once = ReportOnce()
 
     # -- on the pipe's worker ---------------------------------------------------------------
-    def send(self, seq: int, events: list[Event], redelivered: bool) -> None:
+    def send(self, seq: int, events: list[Row], redelivered: bool) -> None:
         """Add entry ``seq`` (``redelivered``: it may be there already; consumers skip it)."""
         payload = self._encode(seq, events)
         with self._lock:
@@ -107,7 +107,7 @@ class StreamWriter:
                 raise Closed
             if not self._call([seq, payload]):
                 return
-            release = self.outbox.sent(seq, len(events), sum(map(approx_nbytes, events)))
+            release = self.outbox.sent(seq, len(events), rows_nbytes(events))
         if release and self.pipe is not None:
             self.pipe.ack(release)  # left to Redis alone: the outbox remembers it
 
@@ -124,7 +124,7 @@ class StreamWriter:
                 return 1.0
         return _POLL_S
 
-    def _encode(self, seq: int, events: list[Event]) -> bytes:
+    def _encode(self, seq: int, events: list[Row]) -> bytes:
         """The entry's payload; an event that cannot be encoded is left out and counted."""
         try:
             data: bytes = encode_entry(self._encoder, self.producer, seq, events)["d"]

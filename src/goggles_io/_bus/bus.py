@@ -1,5 +1,8 @@
 """The in-process event bus: scope routing to one lane per handler, first registration wins.
 
+Over 400 lines, one piece: the Transport Protocol's in-process side, every method on one object
+reading the same routing state (lanes by scope).
+
 A handler on scope ``S`` gets events of ``S`` or ``S.*`` (not ``SA``) whose kind is in its
 ``capabilities`` and, for ``LOG``, whose level is >= its ``level``. Names are bus-wide: a
 differing later registration is ignored with one warning, its scopes merged. Routes are cached
@@ -8,34 +11,42 @@ per scope and the cache replaced (never mutated) on attach/detach: the hot path 
 
 from __future__ import annotations
 
+import itertools
 import math
-import operator
+import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from goggles_io._bus.closing import close_in_parallel
 from goggles_io._bus.conflict import warn_conflict
-from goggles_io._bus.items import Ticket
+from goggles_io._bus.feed import Subscriber, SubscriptionSink
+from goggles_io._bus.items import HandlerCall, Ticket
 from goggles_io._bus.lane import Lane
 from goggles_io._bus.transport import FinishReport, HandlerStats, check_scope, scope_matches
 from goggles_io._bus.unrouted import Unrouted
 from goggles_io._delivery.drain import read_finish_stall
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_policy
-from goggles_io._event.records import Event, Kind, Row, row_event
+from goggles_io._event.records import Event, Kind, ShmRef
+from goggles_io._event.rows import (
+    Row,
+    kind_of,
+    level_of,
+    nbytes,
+    row_of,
+    rows_nbytes,
+    scope_of,
+)
 from goggles_io._util.report import report
 from goggles_io.exceptions import UnknownHandlerError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, handler_from_dict
 
 __all__ = ["EventBus"]
 
-_SCOPE = operator.attrgetter("scope")
-_KIND = operator.attrgetter("kind")
-_LEVEL = operator.attrgetter("level")
-_METRIC_VALUE = Kind.METRIC.value
+_SUBSCRIBERS = itertools.count(1)
 
 
 class EventBus:
@@ -71,9 +82,6 @@ class EventBus:
         self._retired: dict[str, HandlerStats] = {}  # detached since the last finish
         self.producers_keep = False  # set by the socket host (see _lane_policy)
         self.unrouted = Unrouted(lambda: self.scopes)  # events no handler's scope reaches
-        # An attribute, as on the socket client: the logger's getattr finds it without making
-        # a bound method per call.
-        self.put_row: Callable[[Row, int], None] = self._put_row
 
     # -- configuration ----------------------------------------------------------------------
     def attach(
@@ -177,9 +185,10 @@ class EventBus:
 
     # -- hot path ---------------------------------------------------------------------------
     def emit(self, event: Event | Mapping[str, Any]) -> None:
-        """Offer ``event`` to every lane whose scope, kind and level match (a synchronous lane
-        hands it to the handler before ``emit`` returns). A mapping is read with
-        :meth:`Event.from_dict` (robo-goggles' bus takes dicts); anything else: ``TypeError``.
+        """Offer ``event`` to every lane whose scope, kind and level match. A synchronous bus
+        hands that same object to each handler before ``emit`` returns (ADR 0068); lanes with a
+        thread each get its row. A mapping is read with :meth:`Event.from_dict` (robo-goggles'
+        bus takes dicts); anything else: ``TypeError``.
         """
         if event.__class__ is not Event:
             if isinstance(event, Mapping):
@@ -189,124 +198,150 @@ class EventBus:
                 raise TypeError(msg)
         if event.kind.__class__ is not Kind:  # Event(kind="image", ...) as robo-goggles writes it
             event = attrs.evolve(event, kind=Kind(event.kind))
-        if self._finished:
-            self._reopen()
-        lanes = self._routes.get(event.scope)
-        if lanes is None:
-            lanes = self._resolve(event.scope)
-        if not lanes and self._lanes:
-            self.unrouted(event.scope)
-        level = event.level
-        kind = event.kind
-        for lane in lanes:
-            if kind in lane.kinds and (level is None or level >= lane.level):
-                lane.offer(event)
-
-    def _put_row(self, row: Row, nbytes: int) -> None:
-        """Offer a logger's scalar row (:data:`~goggles_io._event.records.Row`, ``nbytes``
-        against each lane's budget) to every lane whose scope and kinds match, as the socket
-        client queues it: no Event on the caller's thread; each lane's worker builds its own.
-        """
-        if row[0] != _METRIC_VALUE or row[3] is not None:  # not a scalar: route it as an event
-            self.emit(row_event(row))
+        lanes = self._lanes_for(event.scope, event.kind, event.level)
+        if not lanes:
             return
+        if self.async_mode:
+            row = row_of(event)
+            size = nbytes(row)
+            for lane in lanes:
+                lane.offer(row, size)
+        else:
+            for lane in lanes:
+                lane.hand(event)
+
+    def put_row(self, row: Row, nbytes: int) -> bool:
+        """Offer a log call's row (``nbytes`` against each lane's budget) to every lane whose
+        scope, kind and level match: no :class:`Event` on the caller's thread, each lane builds
+        its handler's own at its doorstep. Always ``True``: a lane counts what it drops."""
         if self._finished:
             self._reopen()
-        scope = row[1]
+        scope = scope_of(row)
         lanes = self._routes.get(scope)
         if lanes is None:
             lanes = self._resolve(scope)
         if not lanes and self._lanes:
             self.unrouted(scope)
+        kind, level = kind_of(row), level_of(row)
         for lane in lanes:
-            if lane.takes_metrics:
-                lane.offer_row(row, nbytes)
+            if kind in lane.kinds and (level is None or level >= lane.level):
+                lane.offer(row, nbytes)
+        return True
 
-    def emit_many(
-        self, events: list[Event], *, ticket: Ticket | None = None, redelivered: bool = False
+    def stage_array(self, array: Any) -> ShmRef | None:
+        """In-process, arrays are never staged: the log call's copy is the handlers' (``None``)."""
+        return None
+
+    def release_staged(self, ref: ShmRef) -> None:
+        """Nothing is ever staged here (see :meth:`stage_array`)."""
+
+    def open_subscription(self, sub: Subscriber) -> None:
+        """Feed ``sub`` from this bus: a lane of its own, bounded, never slowing the others."""
+        name = f"goggles_io.subscriber.{os.getpid()}.{next(_SUBSCRIBERS)}"
+        self.attach(SubscriptionSink(name, sub), sub.scopes)
+        sub.fed_by(self, name)
+
+    def _lanes_for(self, scope: str, kind: str, level: int | None) -> list[Lane]:
+        """The lanes an event of ``scope``, ``kind`` and ``level`` goes to (re-opening a
+        finished bus; an event no lane's scope reaches said once)."""
+        if self._finished:
+            self._reopen()
+        lanes = self._routes.get(scope)
+        if lanes is None:
+            lanes = self._resolve(scope)
+        if not lanes and self._lanes:
+            self.unrouted(scope)
+        return [
+            lane for lane in lanes if kind in lane.kinds and (level is None or level >= lane.level)
+        ]
+
+    def put_rows(
+        self, rows: list[Row], *, ticket: Ticket | None = None, redelivered: bool = False
     ) -> int:
-        """Route a whole batch (the socket host's path): each lane gets one list, not n puts.
+        """Route a whole batch of rows (the socket host's path): each lane gets one list.
 
         ``ticket`` follows the lists through every lane that got one and takes part in the
         host's backpressure (not a live subscriber's), so the host can acknowledge the batch
-        once those handlers took it (ADR 0030). Returns the number of (event, handler)
+        once those handlers took it (ADR 0030). Returns the number of (row, handler)
         deliveries dropped for want of queue room.
         """
         if self._finished:
             self._reopen()
-        per_lane = self._uniform_routes(events)
+        per_lane = self._uniform_routes(rows)
         if per_lane is None:
-            per_lane = self._routes_per_event(events)
+            per_lane = self._routes_per_row(rows)
         dropped = 0
         for lane, batch in per_lane.items():
             n = len(batch)
-            refused = lane.offer_many(batch, redelivered=redelivered)
+            refused = lane.offer_rows(batch, rows_nbytes(batch), redelivered=redelivered)
             dropped += refused
             if ticket is not None and lane.backpressure:
-                lane.offer_ticket(ticket)
+                lane.offer_control(ticket)
                 if n > refused:  # what the handler takes of it, once the ticket settles
                     ticket.taken[lane.name] = n - refused
         return dropped
 
-    def _uniform_routes(self, events: list[Event]) -> dict[Lane, list[Event]] | None:
-        """Each lane's list when every event shares scope, kind and level (a client batch from
-        one logger, the common case): routed once, not per event; ``None`` otherwise."""
-        if not events:
+    def _uniform_routes(self, rows: list[Row]) -> dict[Lane, list[Row]] | None:
+        """Each lane's list when every row shares scope, kind and level (a client batch from
+        one logger, the common case): routed once, not per row; ``None`` otherwise."""
+        if not rows:
             return {}
-        first = events[0]
+        first = rows[0]
+        scope, kind, level = scope_of(first), kind_of(first), level_of(first)
+        n = len(rows)
         if (
-            len(set(map(_SCOPE, events))) != 1
-            or len(set(map(_KIND, events))) != 1
-            or len(set(map(_LEVEL, events))) != 1
+            list(map(scope_of, rows)).count(scope) != n
+            or list(map(kind_of, rows)).count(kind) != n
+            or list(map(level_of, rows)).count(level) != n
         ):
             return None
-        scope, kind, level = first.scope, first.kind, first.level
         found = self._routes.get(scope)
         lanes = self._resolve(scope) if found is None else found
         if not lanes and self._lanes:
-            self.unrouted(scope, len(events))
-        per_lane: dict[Lane, list[Event]] = {}
+            self.unrouted(scope, n)
+        per_lane: dict[Lane, list[Row]] = {}
         for lane in lanes:
             if kind in lane.kinds and (level is None or level >= lane.level):
-                per_lane[lane] = list(events)  # each lane owns its list
+                per_lane[lane] = list(rows)  # each lane owns its list
         return per_lane
 
-    def _routes_per_event(self, events: list[Event]) -> dict[Lane, list[Event]]:
-        """Each lane's list, event by event (a batch mixing scopes, kinds or levels)."""
+    def _routes_per_row(self, rows: list[Row]) -> dict[Lane, list[Row]]:
+        """Each lane's list, row by row (a batch mixing scopes, kinds or levels)."""
         routes = self._routes
-        per_lane: dict[Lane, list[Event]] = {}
+        per_lane: dict[Lane, list[Row]] = {}
         last_scope: str | None = None
         lanes: tuple[Lane, ...] = ()
-        for event in events:
-            scope = event.scope
+        for row in rows:
+            scope = scope_of(row)
             if scope != last_scope:
                 found = routes.get(scope)
                 lanes = self._resolve(scope) if found is None else found
                 last_scope = scope
             if not lanes and self._lanes:
                 self.unrouted(scope)
-            level = event.level
-            kind = event.kind
+            level = level_of(row)
+            kind = kind_of(row)
             for lane in lanes:
                 if kind in lane.kinds and (level is None or level >= lane.level):
                     batch = per_lane.get(lane)
                     if batch is None:
-                        per_lane[lane] = [event]
+                        per_lane[lane] = [row]
                     else:
-                        batch.append(event)
+                        batch.append(row)
         return per_lane
 
-    def routed_counts(self, events: list[Event]) -> dict[str, int]:
-        """How many of ``events`` each handler would be given; nothing is offered or counted
+    def routed_counts(self, rows: list[Row]) -> dict[str, int]:
+        """How many of ``rows`` each handler would be given; nothing is offered or counted
         (the socket client's count of the events it keeps for later that its in-process
         handlers will never get)."""
         found: dict[str, int] = {}
-        for event in events:
-            lanes = self._routes.get(event.scope)
+        for row in rows:
+            scope, kind, level = scope_of(row), kind_of(row), level_of(row)
+            lanes = self._routes.get(scope)
             if lanes is None:
-                lanes = self._resolve(event.scope)
+                lanes = self._resolve(scope)
             for lane in lanes:
-                if event.kind in lane.kinds and (event.level is None or event.level >= lane.level):
+                if kind in lane.kinds and (level is None or level >= lane.level):
                     found[lane.name] = found.get(lane.name, 0) + 1
         return found
 
@@ -338,7 +373,7 @@ class EventBus:
             )
             raise UnknownHandlerError(msg, name=name)
         check_remote_method(type(lane.handler), method)
-        lane.offer_call(method, payload)
+        lane.offer_control(HandlerCall(method, payload))
 
     def has_handler(self, name: str) -> bool:
         """Return whether a handler named ``name`` is attached."""
@@ -401,6 +436,10 @@ class EventBus:
         elif result.elapsed_s >= 5.0:  # a long wait printed progress: say how it ended
             report(f"finish: everything delivered in {result.elapsed_s:.1f} s")
         return result
+
+    def release(self, timeout_s: float | None = None) -> FinishReport:
+        """``finish(wait_for_host=False)``: in-process the handlers live here, so it finishes."""
+        return self.finish(timeout_s)
 
     def shutdown(self, timeout: float | None = None) -> None:
         """robo-goggles' shutdown: every handler closed at once (``closing.py``), forgotten."""

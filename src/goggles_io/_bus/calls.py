@@ -1,20 +1,26 @@
-"""Calling one handler from its lane, and counting each outcome in the lane's tally.
+"""The lane's doorstep: rows become the handler's events here, and each call's outcome is counted.
 
 A handler's ``handle`` (or ``handle_batch``, or ``handle_redelivered`` for a list a dead host may
 have handed over in part) and its ``call_handler`` methods run here; an exception is counted
-and reported once per kind, never raised into the lane. A worker that a close gave up on (an
-*orphan*) stops at the next event and counts nothing more (:mod:`goggles_io._bus.tally`).
+and reported once per kind, never raised into the lane. The rows a lane carries become
+:class:`~goggles_io._event.records.Event` objects right before the handler reads them
+(:func:`~goggles_io._event.rows.events_of`, ADR 0071); a handler that carries rows on without
+reading them (``handle_rows``: the host's subscriber sinks, the broker forwarder) gets the rows.
+A row that makes no event is that row's failure, counted like a raising handler. A worker that
+a close gave up on (an *orphan*) stops at the next event and counts nothing more
+(:mod:`goggles_io._bus.tally`).
 """
 
 from __future__ import annotations
 
 import threading
-from itertools import islice
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from goggles_io._bus.items import Call, Redelivered
+from goggles_io._bus.items import HandlerCall, Redelivered
 from goggles_io._bus.tally import LaneTally
-from goggles_io._event.records import KINDS, SCALAR_ROW_LEN, Event, row_event
+from goggles_io._event.records import Event
+from goggles_io._event.rows import Row, events_of
 from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
 
@@ -33,6 +39,10 @@ class HandlerCalls:
         self._report_once = report_once
         self._handle_batch = getattr(handler, "handle_batch", None)
         self._handle_redelivered = getattr(handler, "handle_redelivered", None)
+        # A sink that carries rows on (to a socket, a stream) and never reads an event.
+        self._handle_rows: Callable[[list[Row]], object] | None = getattr(
+            handler, "handle_rows", None
+        )
         # Workers a close gave up on: they may still come back from the handler, and must
         # then neither count nor handle anything more.
         self.orphans: frozenset[threading.Thread] = frozenset()
@@ -41,7 +51,7 @@ class HandlerCalls:
         """Whether this thread is a worker that a close gave up on."""
         return bool(self.orphans) and threading.current_thread() in self.orphans
 
-    def invoke(self, call: Call) -> None:
+    def invoke(self, call: HandlerCall) -> None:
         try:
             getattr(self.handler, call.method)(call.payload)
         except Exception as exc:
@@ -52,6 +62,7 @@ class HandlerCalls:
             )
 
     def one(self, event: Event) -> None:
+        """Hand the handler ``event`` itself (a synchronous lane: ``EventBus.emit``, ADR 0068)."""
         try:
             self.handler.handle(event)
         except Exception as exc:
@@ -60,57 +71,54 @@ class HandlerCalls:
             if not (self.orphans and self.orphaned()):  # a give-up counted it already
                 self.tally.delivered += 1
 
-    def rows(self, items: list[Any], start: int) -> int:
-        """Hand the rows of ``items`` from ``start`` on (up to the first item that is not a row)
-        to the handler, each as its Event; return the index of the first item not handled.
+    def rows(self, rows: Sequence[Row]) -> None:
+        """Hand ``rows`` (single rows offered one at a time: the in-process path) to the handler,
+        each as its event through ``handle``."""
+        if self._handle_rows is not None:
+            self._whole(self._handle_rows, "handle_rows", list(rows))
+            return
+        self._each(self._events(rows))
 
-        The hot loop of an in-process burst of scalars: the Event is built inline
-        (:func:`~goggles_io._event.records.row_event`, without its call), counted as
-        :meth:`one` counts it.
-        """
-        handle = self.handler.handle
-        tally = self.tally
-        kinds = KINDS
-        at = start
-        for row in islice(items, start, None):
-            if row.__class__ is not tuple:
-                break
-            at += 1
-            try:  # a row that makes no Event is the handler's failure too, never the worker's
-                if len(row) == SCALAR_ROW_LEN:
-                    kind, scope, name, lvl, step, ts, lg, pid, path, line, ext, when, val = row
-                    event = Event(
-                        kinds[kind],
-                        scope,
-                        {name: val},
-                        lvl,
-                        step,
-                        ts,
-                        lg,
-                        pid,
-                        path,
-                        line,
-                        ext or {},
-                        when,
-                    )
-                else:
-                    event = row_event(row)
-                handle(event)
+    def many(self, rows: list[Row]) -> None:
+        """Hand a socket batch's list to the handler: ``handle_batch`` when it has one."""
+        if self._handle_rows is not None:
+            self._whole(self._handle_rows, "handle_rows", rows)
+        elif self._handle_batch is not None:
+            events = self._events(rows)
+            self._whole(self._handle_batch, "handle_batch", [e for e in events if e is not None])
+        else:
+            self._each(self._events(rows))
+
+    def redelivered(self, rows: Redelivered) -> None:
+        """A list a dead host may have handed over in part: the handler skips what it has."""
+        if self._handle_redelivered is None or self._handle_rows is not None:
+            self.many(rows)
+            return
+        events = [e for e in self._events(rows) if e is not None]
+        self._whole(self._handle_redelivered, "handle_redelivered", events)
+
+    def _events(self, rows: Sequence[Row]) -> list[Event | None]:
+        """The events of ``rows``; a row that makes none is counted failed (``None`` in its place)."""
+        try:
+            return list(events_of(rows))
+        except Exception:
+            pass
+        found: list[Event | None] = []
+        for row in rows:
+            try:
+                found += events_of((row,))
             except Exception as exc:
                 self._failed(exc, "handle", 1)
-            else:
-                if self.orphans and self.orphaned():
-                    break  # a close gave up on this worker: the rest is counted already
-                tally.delivered += 1
-        return at
+                found.append(None)
+        return found
 
-    def many(self, events: list[Event]) -> None:
-        if self._handle_batch is not None:
-            self._whole(self._handle_batch, "handle_batch", events)
-            return
+    def _each(self, events: list[Event | None]) -> None:
+        """``handle`` each event, counted as it returns."""
         tally = self.tally
         handle = self.handler.handle
         for event in events:
+            if event is None:
+                continue
             try:
                 handle(event)
             except Exception as exc:
@@ -120,22 +128,17 @@ class HandlerCalls:
                     return  # a close gave up on this worker: the rest is counted already
                 tally.delivered += 1
 
-    def redelivered(self, events: Redelivered) -> None:
-        """A list a dead host may have handed over in part: the handler skips what it has."""
-        if self._handle_redelivered is None:
-            self.many(events)
-        else:
-            self._whole(self._handle_redelivered, "handle_redelivered", events)
-
-    def _whole(self, method: Any, label: str, events: list[Event]) -> None:
-        """Hand ``events`` to ``method`` at once: all delivered, or all failed."""
+    def _whole(self, method: Any, label: str, items: list[Any]) -> None:
+        """Hand ``items`` to ``method`` at once: all delivered, or all failed."""
+        if not items:
+            return
         try:
-            method(events)
+            method(items)
         except Exception as exc:
-            self._failed(exc, label, len(events))
+            self._failed(exc, label, len(items))
         else:
             if not (self.orphans and self.orphaned()):
-                self.tally.delivered += len(events)
+                self.tally.delivered += len(items)
 
     def _failed(self, exc: Exception, label: str, n: int) -> None:
         if not (self.orphans and self.orphaned()):

@@ -1,28 +1,33 @@
-"""What travels through a lane besides events, and what a lane reads off its handler.
+"""What travels through a lane: rows, lists of rows, and one small hierarchy of controls.
 
-Flush, close and ``call_handler`` requests are queue items, so they run after every event
-offered before them; a handler's lifecycle methods are optional (robo-goggles' protocol). A
-:class:`Ticket` follows a socket batch through every lane it reached: the host acknowledges the
-batch once each of those lanes got past it (ADR 0030).
+A lane's pipe carries rows (:mod:`goggles_io._event.rows`: one counts one), the socket host's
+lists of rows (a plain ``list``, or :class:`Redelivered`: each counts its length) and
+:class:`Control` items (count none, never spill, never dropped). Controls run after every row
+offered before them: a :class:`Flush` (or close), a :class:`HandlerCall` (``call_handler``), a
+:class:`Ticket` that follows a socket batch through every lane it reached (the host acknowledges
+the batch once each of those lanes got past it, ADR 0030). Also here: what a lane reads off its
+handler (its kinds, its optional lifecycle methods: robo-goggles' protocol).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Union
 
-from goggles_io._event.records import Event, Kind
+from goggles_io._event.records import Kind
+from goggles_io._event.rows import Row, is_row
 
 __all__ = [
-    "Call",
     "Control",
+    "Flush",
+    "HandlerCall",
     "HeldTickets",
+    "LaneItem",
     "Redelivered",
     "Ticket",
-    "event_count",
-    "events_in",
     "handler_kinds",
+    "lane_units",
     "optional_method",
 ]
 
@@ -33,7 +38,14 @@ _KIND_VALUES = frozenset(k.value for k in Kind)
 
 
 class Control:
-    """A flush or close request travelling through the queue behind the events before it."""
+    """Something a lane's worker does in order with the rows before it: counts none, is never
+    spilled (a spool record cannot hold it) and never dropped (it is put forced)."""
+
+    __slots__ = ()
+
+
+class Flush(Control):
+    """A flush (or, with ``close``, a close) request behind the rows before it."""
 
     __slots__ = ("close", "done")
 
@@ -42,7 +54,7 @@ class Control:
         self.done = threading.Event()
 
 
-class Ticket:
+class Ticket(Control):
     """One batch's passage through the lanes it was routed to; done once every lane passed it.
 
     The host holds it while it routes the batch (``hold`` per lane, then its own ``settle``), so
@@ -151,15 +163,15 @@ class _SettleOnce:
             ticket.settle()
 
 
-class Redelivered(list[Event]):
-    """A list of events sent before to a host that died without acknowledging it: a handler
+class Redelivered(list[Row]):
+    """A list of rows sent before to a host that died without acknowledging it: a handler
     may have handled a head of it already (its ``handle_redelivered`` decides)."""
 
     __slots__ = ()
 
 
-class Call:
-    """A ``call_handler`` request: run ``method(payload)`` on the worker, after the events before it."""
+class HandlerCall(Control):
+    """A ``call_handler`` request: run ``method(payload)`` on the worker, after the rows before it."""
 
     __slots__ = ("method", "payload")
 
@@ -168,25 +180,15 @@ class Call:
         self.payload = payload
 
 
-_LISTS = (list, Redelivered)
+LaneItem = Union[Row, list[Row], Control]  # noqa: UP007 (a runtime object on 3.10)
+"""What a lane's pipe carries (a :class:`Redelivered` is a list)."""
 
 
-def event_count(item: object) -> int:
-    """The events a lane item holds: one event or row, a list's length, none for the others."""
-    cls = item.__class__
-    if cls is Event or cls is tuple:
+def lane_units(item: LaneItem) -> int:
+    """The events a lane item stands for: a row one, a list its length, a control none."""
+    if is_row(item):
         return 1
-    return len(item) if cls is list or cls is Redelivered else 0  # type: ignore[arg-type]
-
-
-def events_in(items: list[Any]) -> int:
-    """``sum(map(event_count, items))`` without a Python call per item when every item is one
-    event or one row (a lane's batch in a burst of log calls)."""
-    kinds = list(map(type, items))
-    single = kinds.count(tuple) + kinds.count(Event)
-    if single == len(items):
-        return single
-    return single + sum(len(item) for item in items if item.__class__ in _LISTS)
+    return len(item) if isinstance(item, list) else 0
 
 
 def _noop() -> None:

@@ -1,13 +1,19 @@
 """One handler's delivery lane: a :class:`~goggles_io._delivery.pipe.Pipe` and the handler call.
 
+Over 400 lines, one piece: a lane's three offer verbs, its worker and its lifecycle share one
+pipe and its held tickets; the handler calls (calls.py), the items (items.py) and the pipe's
+configuration (lane_pipe.py) are already apart.
+
 One lane per handler means a slow handler only ever delays itself. What is offered goes into
 the lane's pipe, the one delivery engine: memory within ``queue_size`` items and
 ``queue_bytes``, then the lane's spool in order, then a bounded wait (only for callers that may:
-not a live subscriber's), then a counted drop (ADR 0025). The pipe's worker hands each batch to
-:meth:`Lane._send`, which calls the handler item by item; the batch is acknowledged when that
-returns. Flush, close, ``call_handler`` and the socket host's tickets travel in the same pipe,
-forced (never dropped), so each runs after every event offered before it. The socket host
-offers whole lists (:meth:`Lane.offer_many`): one put per list, counted per event.
+not a live subscriber's), then a counted drop (ADR 0025). The pipe carries rows, lists of rows
+and controls (:mod:`~goggles_io._bus.items`); its worker hands each batch to :meth:`Lane._send`,
+which turns rows into the handler's events at the doorstep (:mod:`~goggles_io._bus.calls`); the
+batch is acknowledged when that returns. Flush, close, ``call_handler`` and the socket host's
+tickets are controls, forced (never dropped), so each runs after every row offered before it.
+The socket host offers whole lists (:meth:`Lane.offer_rows`): one put per list, counted per row.
+A synchronous lane hands what it is offered to the handler before the offer returns.
 """
 
 from __future__ import annotations
@@ -15,17 +21,18 @@ from __future__ import annotations
 import math
 import re
 import threading
-from typing import Any
 
 from goggles_io._bus.calls import HandlerCalls
 from goggles_io._bus.items import (
-    Call,
     Control,
+    Flush,
+    HandlerCall,
     HeldTickets,
+    LaneItem,
     Redelivered,
     Ticket,
-    event_count,
     handler_kinds,
+    lane_units,
     optional_method,
 )
 from goggles_io._bus.lane_pipe import lane_pipe
@@ -35,16 +42,8 @@ from goggles_io._delivery.drain import DrainOutcome, wait_while_progressing
 from goggles_io._delivery.losses import NOT_DELIVERED, LossReport
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, advice, check_when_full
-from goggles_io._event.records import (
-    EVENT_OVERHEAD_BYTES,
-    METRIC_ENTRY_BYTES,
-    Event,
-    Kind,
-    Row,
-    approx_nbytes,
-    batch_nbytes,
-    row_event,
-)
+from goggles_io._event.records import Event
+from goggles_io._event.rows import Row, is_row, nbytes, row_of
 from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
 
@@ -75,7 +74,6 @@ class Lane:
         self.backpressure = backpressure
         self.name: str = handler.name
         self.kinds = handler_kinds(handler)
-        self.takes_metrics = Kind.METRIC in self.kinds  # a logger's scalar rows come here
         # Only ``name`` and ``handle`` are required; the rest of the lifecycle is optional.
         self._open_handler = optional_method(handler, "open")
         self._flush_handler = optional_method(handler, "flush")
@@ -95,19 +93,14 @@ class Lane:
         self._offer_one = self.tally.offer_one
         self.last_wait: DrainOutcome | None = None  # how the last close or flush wait ended
         self.broken = False  # open() failed: every event is a counted drop
-        self._pipe: Pipe[Any] | None = None  # async and open: where offers go
+        self._pipe: Pipe[LaneItem] | None = None  # async and open: where offers go
         self._worker: threading.Thread | None = None  # the pipe's worker, once it sent
         self._handler_closed = False  # the worker passed a close: it handles nothing more
         self._lock = threading.Lock()
         self._report_once = ReportOnce()
         self._losses = LossReport(f"handler {self.name!r}")
         self._calls = calls = HandlerCalls(handler, self.name, self.tally, self._report_once)
-        self._deliver, self._deliver_many = calls.one, calls.many
-        self._deliver_redelivered, self._invoke, self._safe = (
-            calls.redelivered,
-            calls.invoke,
-            calls.safe,
-        )
+        self._safe = calls.safe
         later = getattr(handler, "when_durable", None)
         self._held = HeldTickets(
             lambda: self._safe(self._flush_handler), later if callable(later) else None
@@ -214,7 +207,7 @@ class Lane:
                 if close:
                     self._safe(self._close_handler)
             return DrainOutcome(left=0, elapsed_s=0.0)
-        request = Control(close)
+        request = Flush(close)
         pipe.put(request, 0, force=True)
         done = request.done.is_set
         tally = self.tally
@@ -232,32 +225,35 @@ class Lane:
         return outcome
 
     # -- hot path ---------------------------------------------------------------------------
-    def offer(self, event: Event) -> None:
-        """Queue (async) or handle (sync) one event; a full pipe spills, waits or drops."""
-        self.tally.offer()
-        pipe = self._pipe
-        if pipe is not None:
-            payload = event.payload
-            # A metric's dict is the hot case: its estimate inline, the rest via approx_nbytes.
-            if payload.__class__ is dict:
-                pipe.put(event, EVENT_OVERHEAD_BYTES + METRIC_ENTRY_BYTES * len(payload))
-            else:
-                pipe.put(event, approx_nbytes(event))
-        elif self.broken:
-            self._drop("handler could not be opened")
-        else:
-            with self._lock:
-                self._deliver(event)
-
-    def offer_row(self, row: Row, nbytes: int) -> None:
-        """Queue a logger's scalar row (``nbytes`` against the budget), counted without a lock;
-        the worker builds its Event. A synchronous (or broken) lane takes the Event now."""
+    def offer(self, row: Row, nbytes: int) -> None:
+        """Queue one row (``nbytes`` against the budget), counted without a lock; a full pipe
+        spills, waits or drops (counted through :meth:`_lost`). A synchronous lane hands its
+        event to the handler now."""
         pipe = self._pipe
         if pipe is not None:
             self._offer_one()
-            pipe.put(row, nbytes)  # a drop is counted through _lost
+            pipe.put(row, nbytes)
+            return
+        self.tally.offer()
+        if self.broken:
+            self._drop("handler could not be opened")
         else:
-            self.offer(row_event(row))
+            with self._lock:
+                self._calls.rows((row,))
+
+    def hand(self, event: Event) -> None:
+        """Hand ``event`` itself to the handler before returning (a synchronous lane: ADR 0068);
+        an asynchronous one queues its row."""
+        if self._pipe is not None:
+            row = row_of(event)
+            self.offer(row, nbytes(row))
+            return
+        self.tally.offer()
+        if self.broken:
+            self._drop("handler could not be opened")
+        else:
+            with self._lock:
+                self._calls.one(event)
 
     def backlog(self) -> int:
         """Events offered and not yet handled (queued, spilled or in the handler's hands);
@@ -280,56 +276,54 @@ class Lane:
         )
         return full and not self.policy.spills
 
-    def offer_many(self, events: list[Event], *, redelivered: bool = False) -> int:
-        """Queue a whole list as one item (async) or handle it now (sync).
+    def offer_rows(self, rows: list[Row], nbytes: int, *, redelivered: bool = False) -> int:
+        """Queue a whole list as one item (async) or hand it over now (sync).
 
-        Returns how many of ``events`` were dropped (and counted): all or none. The lane owns
-        ``events`` afterwards: the caller must not reuse the list. ``redelivered``: the list was
+        Returns how many of ``rows`` were dropped (and counted): all or none. The lane owns
+        ``rows`` afterwards: the caller must not reuse the list. ``redelivered``: the list was
         sent before to a host that died (the handler's ``handle_redelivered`` gets it, when it
         has one).
         """
-        if not events:
+        if not rows:
             return 0
-        n = len(events)
+        n = len(rows)
         self.tally.offer(n)
         pipe = self._pipe
         if pipe is not None:
-            item = Redelivered(events) if redelivered else events
-            return 0 if pipe.put(item, batch_nbytes(events)) else n
+            item = Redelivered(rows) if redelivered else rows
+            return 0 if pipe.put(item, nbytes) else n
         if self.broken:
             self._drop("handler could not be opened", n)
             return n
         with self._lock:
             if redelivered:
-                self._deliver_redelivered(Redelivered(events))
+                self._calls.redelivered(Redelivered(rows))
             else:
-                self._deliver_many(events)
+                self._calls.many(rows)
         return 0
 
-    def offer_ticket(self, ticket: Ticket) -> None:
-        """Settle ``ticket`` once the worker got past everything offered before it (and the
-        handler flushed)."""
-        pipe = self._pipe
-        if pipe is not None:
-            ticket.hold()
-            if not pipe.put(ticket, 0, force=True):  # closed: what it followed was counted
-                ticket.settle()
+    def offer_control(self, control: Control) -> None:
+        """Run ``control`` after every row offered so far; never blocks, never dropped.
 
-    def offer_call(self, method: str, payload: Any) -> None:
-        """Run ``handler.<method>(payload)`` after every event offered so far; never blocks.
-
-        Calls are forced items: never dropped and never waiting, so a full pipe cannot lose a
-        config recording. Failures are counted as errors and reported once.
+        A :class:`Ticket` settles once the worker got past it (and the handler flushed); a
+        :class:`HandlerCall` runs the handler's method (a failure counted as an error and
+        reported once: a full pipe cannot lose a config recording).
         """
-        call = Call(method, payload)
         pipe = self._pipe
+        if type(control) is Ticket:
+            if pipe is not None:
+                control.hold()
+                if not pipe.put(control, 0, force=True):  # closed: what it followed was counted
+                    control.settle()
+            return
         if pipe is not None:
-            pipe.put(call, 0, force=True)
-        elif self.broken:
-            self._drop("handler could not be opened")
-        else:
-            with self._lock:
-                self._invoke(call)
+            pipe.put(control, 0, force=True)
+        elif type(control) is HandlerCall:
+            if self.broken:
+                self._drop("handler could not be opened")
+            else:
+                with self._lock:
+                    self._calls.invoke(control)
 
     def _drop(self, why: str, n: int = 1) -> None:
         self.tally.drop(n)
@@ -345,53 +339,62 @@ class Lane:
             self._losses(reason, units, detail)
 
     # -- the worker -------------------------------------------------------------------------
-    def _send(self, _seq: int, items: list[Any], _again: bool) -> None:
-        """Hand a batch to the handler, item by item; the pipe then acknowledges it (each
-        event was handled, or its failure counted)."""
+    def _send(self, _seq: int, items: list[LaneItem], _again: bool) -> None:
+        """Hand a batch to the handler, item by item (a run of rows at once); the pipe then
+        acknowledges it (each event was handled, or its failure counted)."""
         self._worker = threading.current_thread()
         calls = self._calls
+        end = len(items)
+        if sum(map(is_row, items)) == end:  # a burst of single rows (the in-process path)
+            if self._handler_closed or (calls.orphans and calls.orphaned()):
+                self._skipped(items, 0)
+            else:
+                calls.rows(items)  # type: ignore[arg-type]
+            return
         last = items[-1]
-        at, end = 0, len(items)
+        at = 0
         while at < end:
             if self._handler_closed or (calls.orphans and calls.orphaned()):
                 self._skipped(items, at)
                 return
             item = items[at]
-            cls = item.__class__
-            if cls is tuple:  # a run of a logger's scalar rows, in one loop
-                at = calls.rows(items, at)
+            if is_row(item):  # a run of single rows, at once
+                stop = at + 1
+                while stop < end and is_row(items[stop]):
+                    stop += 1
+                calls.rows(items[at:stop])  # type: ignore[arg-type]
+                at = stop
                 continue
             at += 1
-            if cls is Event:
-                self._deliver(item)
+            cls = item.__class__
+            if cls is list:
+                calls.many(item)  # type: ignore[arg-type]
+            elif cls is Redelivered:
+                calls.redelivered(item)  # type: ignore[arg-type]
             elif cls is Ticket:
                 pipe = self._pipe
-                self._held.passed(item, idle=item is last and (pipe is None or pipe.idle()))
-            elif cls is Redelivered:
-                self._deliver_redelivered(item)
-            elif cls is Call:
-                self._invoke(item)
-            elif cls is Control:
+                self._held.passed(item, idle=item is last and (pipe is None or pipe.idle()))  # type: ignore[arg-type]
+            elif cls is HandlerCall:
+                calls.invoke(item)  # type: ignore[arg-type]
+            elif cls is Flush:
                 self._held.settle()  # flushes the handler
-                if item.close:
+                if item.close:  # type: ignore[union-attr]
                     self._handler_closed = True
                     self._safe(self._close_handler)
-                item.done.set()
-            else:
-                self._deliver_many(item)
+                item.done.set()  # type: ignore[union-attr]
 
-    def _skipped(self, items: list[Any], first: int) -> None:
+    def _skipped(self, items: list[LaneItem], first: int) -> None:
         """The handler is closed (or the worker given up on): nothing from ``items[first]`` on
         is handled. Its events count as not handled in time (unless a give-up counted them);
         its tickets settle and its flushes end (what they wait for is counted)."""
         rest = items[first:]
-        n = sum(map(event_count, rest))
+        n = sum(map(lane_units, rest))
         if n and not (self._calls.orphans and self._calls.orphaned()):
             self.tally.lose(n, not_in_time=True)
         for item in rest:
-            if item.__class__ is Ticket:
+            if type(item) is Ticket:
                 item.settle()
-            elif item.__class__ is Control:
+            elif type(item) is Flush:
                 item.done.set()
 
     def _idle(self) -> None:

@@ -1,7 +1,7 @@
 """How a handler lane configures the delivery engine: one place, for the lane and its tests.
 
-A lane's :class:`~goggles_io._delivery.pipe.Pipe` counts in events (an event or a logger's
-scalar row counts one, a list its length, control items none), spills through
+A lane's :class:`~goggles_io._delivery.pipe.Pipe` counts in events (a row counts one, a list of
+rows its length, a control none: :func:`~goggles_io._bus.items.lane_units`), spills through
 :class:`~goggles_io._bus.spilled_items.LaneCodec`, and acknowledges a batch as soon as the
 handler returned from it. The engine's property tests
 (``tests/goggles_io/delivery/``) build the lane's pipe with this function, as the lane does.
@@ -10,11 +10,10 @@ handler returned from it. The engine's property tests
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import attrs
 
-from goggles_io._bus.items import event_count, events_in
+from goggles_io._bus.items import LaneItem, lane_units
 from goggles_io._bus.spilled_items import LaneCodec
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._delivery.policy import DeliveryPolicy
@@ -23,7 +22,7 @@ __all__ = ["lane_pipe"]
 
 
 def lane_pipe(
-    send: Callable[[int, list[Any], bool], object],
+    send: Callable[[int, list[LaneItem], bool], object],
     policy: DeliveryPolicy,
     *,
     label: str,
@@ -33,7 +32,7 @@ def lane_pipe(
     on_idle: Callable[[], float | None] | None,
     on_loss: Callable[[str, int, str], object] | None,
     name: str,
-) -> Pipe[Any]:
+) -> Pipe[LaneItem]:
     """A lane's pipe; ``backpressure=False`` (a live subscriber) never blocks its producer."""
     if not backpressure:  # a live subscriber's reader never makes its producer wait
         policy = attrs.evolve(policy, block_timeout_s=0.0)
@@ -44,8 +43,7 @@ def lane_pipe(
         max_bytes=queue_bytes,
         max_items=queue_size,
         codec=LaneCodec(),
-        units=event_count,
-        count=events_in,
+        units=lane_units,
         ack_on_return=True,
         on_idle=on_idle,
         on_loss=on_loss,

@@ -1,23 +1,22 @@
-"""A lane's items as spool records: events and whole lists, each in its place.
+"""A lane's items as spool records: rows and whole lists of rows, each in its place.
 
 A handler lane's pipe spills what its memory budget cannot hold (ADR 0025). Its items are
-single events (``offer``; a logger's scalar row is written as its event), lists (the socket
-host's ``offer_many``) and redelivered lists; a record is one ``Batch`` of all their events
-(:mod:`goggles_io._event.spilled`: big arrays beside it, not inside), after a short header of
-each item's shape, so reading it back gives the same items (a row as its event), the same
-lists, the same redelivered marks. Flush, close, call and ticket
-items are refused (``TypeError``): the pipe keeps them in memory, in order.
+single rows (``offer``), lists (the socket host's ``offer_rows``) and redelivered lists; a
+record is one ``Batch`` of all their rows (:mod:`goggles_io._event.spilled`: big arrays beside
+it, not inside), after a short header of each item's shape, so reading it back gives the same
+rows, the same lists, the same redelivered marks. Controls are refused (``TypeError``): the pipe
+keeps them in memory, in order.
 """
 
 from __future__ import annotations
 
 import struct
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from goggles_io._bus.items import Redelivered
+from goggles_io._bus.items import LaneItem, Redelivered
 from goggles_io._delivery.spool import SpoolRecord
-from goggles_io._event.records import Event, row_event
+from goggles_io._event.rows import Row, is_row
 
 if TYPE_CHECKING:
     from goggles_io._event.spilled import SpillEncoder
@@ -48,31 +47,28 @@ class LaneCodec:
         self._encoder: SpillEncoder | None = None
         self._lock = threading.Lock()
 
-    def encode(self, items: list[Any]) -> tuple[bytes, list[memoryview]]:
-        """One record of ``items``; ``TypeError`` for an item that is not an event or a list."""
-        shape: list[int] = []  # 0: one event; n: a list of n; -n: a redelivered list of n
-        events: list[Event] = []
+    def encode(self, items: list[LaneItem]) -> tuple[bytes, list[memoryview]]:
+        """One record of ``items``; ``TypeError`` for a control."""
+        shape: list[int] = []  # 0: one row; n: a list of n; -n: a redelivered list of n
+        rows: list[Row] = []
         for item in items:
             cls = item.__class__
-            if cls is Event:
+            if is_row(item):
                 shape.append(0)
-                events.append(item)
-            elif cls is tuple:  # a logger's scalar row: read back as its Event
-                shape.append(0)
-                events.append(row_event(item))
+                rows.append(item)  # type: ignore[arg-type]
             elif cls is list or cls is Redelivered:
-                shape.append(len(item) if cls is list else -len(item))
-                events.extend(item)
+                shape.append(len(item) if cls is list else -len(item))  # type: ignore[arg-type]
+                rows.extend(item)  # type: ignore[arg-type]
             else:
                 msg = f"a lane's {cls.__name__} item stays in memory"
                 raise TypeError(msg)
         import msgpack
 
         head = msgpack.packb(shape)
-        record, blobs = self._wire().encode(events)
+        record, blobs = self._wire().encode(rows)
         return b"".join((_HEAD.pack(len(head)), head, record)), blobs
 
-    def decode(self, record: SpoolRecord) -> list[Any]:
+    def decode(self, record: SpoolRecord) -> list[LaneItem]:
         """The items of a record written by :meth:`encode`; ``ValueError`` when damaged."""
         import msgpack
 
@@ -84,18 +80,18 @@ class LaneCodec:
         except struct.error as exc:
             raise ValueError(str(exc)) from exc
         shape = msgpack.unpackb(data[_HEAD.size : _HEAD.size + n])
-        events = decode_spilled(_Body(data[_HEAD.size + n :], record))  # FrameError: a ValueError
-        if not isinstance(shape, list) or sum(abs(s) or 1 for s in shape) != len(events):
-            msg = "a spilled record's events do not match its header"
+        rows = decode_spilled(_Body(data[_HEAD.size + n :], record))  # FrameError: a ValueError
+        if not isinstance(shape, list) or sum(abs(s) or 1 for s in shape) != len(rows):
+            msg = "a spilled record's rows do not match its header"
             raise ValueError(msg)
-        items: list[Any] = []
+        items: list[LaneItem] = []
         at = 0
         for s in shape:
             if s == 0:
-                items.append(events[at])
+                items.append(rows[at])
                 at += 1
             else:
-                part = events[at : at + abs(s)]
+                part = rows[at : at + abs(s)]
                 items.append(part if s > 0 else Redelivered(part))
                 at += abs(s)
         return items

@@ -9,14 +9,19 @@ matching lives here too, because every implementation routes the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from goggles_io._bus.feed import Subscriber
 from goggles_io._delivery.losses import KEPT_FOR_LATER
-from goggles_io._event.records import Event
+from goggles_io._event.records import Event, ShmRef
+from goggles_io._event.rows import Row
 from goggles_io.exceptions import InvalidNameError
 from goggles_io.handlers.base import Handler
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "ALL_SCOPES",
@@ -195,29 +200,63 @@ class FinishReport:
 
 
 class Transport(Protocol):
-    """What the public functions need from a bus; the socket client of issue 4 implements it.
+    """Everything the public functions use of a bus (ADR 0071): the in-process
+    :class:`~goggles_io._bus.bus.EventBus` and the socket client implement all of it, so no
+    caller looks a method up with ``getattr``.
 
     Every method takes effect before it returns (events emitted afterwards see the new routing).
-    ``emit`` must never block on a slow consumer and never raise for environment failures.
+    ``emit`` and ``put_row`` must never block on a slow consumer beyond the delivery policy and
+    never raise for environment failures.
     """
 
-    def attach(self, handler: Handler, scopes: Sequence[str]) -> None: ...
+    @property
+    def is_host(self) -> bool:
+        """Whether the handlers run in this process (robo-goggles' ``get_bus().is_host``)."""
 
-    def detach(self, name: str, scope: str) -> None: ...
+    def attach(self, handler: Handler, scopes: Sequence[str]) -> None:
+        """Route ``scopes`` to ``handler`` (first registration of a name wins)."""
 
-    def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None: ...
+    def detach(self, name: str, scope: str, *, missing_ok: bool = False) -> None:
+        """Stop routing ``scope`` to handler ``name`` (a name not attached: an error unless
+        ``missing_ok``)."""
 
-    def emit(self, event: Event) -> None: ...
+    def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None:
+        """Last-wins replacement (``configure``)."""
 
-    def call(self, name: str, method: str, payload: Any) -> None: ...
+    def emit(self, event: Event) -> None:
+        """Offer an :class:`Event` someone built (robo-goggles' ``get_bus().emit``)."""
 
-    def has_handler(self, name: str) -> bool: ...
+    def put_row(self, row: Row, nbytes: int) -> bool:
+        """Offer a log call's row (:mod:`~goggles_io._event.rows`) of ``nbytes`` against the
+        budgets; ``False`` when it was dropped (counted): a staged array in it is then the
+        caller's to give back (:meth:`release_staged`)."""
 
-    def flush(self, timeout_s: float | None = None) -> bool: ...
+    def stage_array(self, array: np.ndarray) -> ShmRef | None:
+        """Copy a big array into shared memory at the log call, or ``None`` (kept inline)."""
 
-    def finish(self, timeout_s: float | None = None) -> FinishReport: ...
+    def release_staged(self, ref: ShmRef) -> None:
+        """Give back a slot :meth:`stage_array` took whose row was dropped."""
 
-    def after_fork_in_child(self) -> None: ...
+    def call(self, name: str, method: str, payload: Any) -> None:
+        """Run ``method(payload)`` on handler ``name``, after the events before it."""
+
+    def has_handler(self, name: str) -> bool:
+        """Whether this process attached a handler named ``name``."""
+
+    def open_subscription(self, sub: Subscriber) -> None:
+        """Feed a live subscription from this bus (or its host)."""
+
+    def flush(self, timeout_s: float | None = None) -> bool:
+        """Wait until the handlers took everything so far."""
+
+    def finish(self, timeout_s: float | None = None) -> FinishReport:
+        """Deliver, flush and close every handler; the tally."""
+
+    def release(self, timeout_s: float | None = None) -> FinishReport:
+        """``finish(wait_for_host=False)``: hand everything over and leave."""
+
+    def after_fork_in_child(self) -> None:
+        """Start afresh in a forked child."""
 
 
 ALL_SCOPES = "*"

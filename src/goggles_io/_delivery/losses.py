@@ -43,7 +43,7 @@ NOT_DELIVERED = "not delivered"
 
 KEPT_FOR_LATER = "kept for later"
 """Not a loss: still waiting when ``finish()`` gave up, and stored on disk with its handlers'
-specs for the next process on the machine to deliver (``goggles_io._transport.leftovers``)."""
+specs for the next process on the machine to deliver (``goggles_io._transport.client.leftovers``)."""
 
 LOST_BY_SINK = "lost by the sink"
 """The sink had it and lost it before anyone handled it (a Redis that came back without its

@@ -1,5 +1,8 @@
 """``Pipe[T]``: the one delivery engine between producers and a sink (the project's BatchProcessor).
 
+Over 400 lines, one piece: the engine's states (put, batch, send, ack, spill, close) move under
+one lock; kept.py, waiting.py and tally.py hold the parts that need no lock of their own.
+
 Producers :meth:`~Pipe.put` from any thread; one worker takes items in order as numbered batches
 and calls ``send(seq, items, redelivered)``. A batch is then kept (counted in memory) until the
 sink acknowledges it (:meth:`~Pipe.ack`, cumulative): ADR 0029's sent → kept → released. After
@@ -51,11 +54,9 @@ class Pipe(Generic[T]):
         max_bytes: bytes (as given to ``put``) in memory, waiting or kept, at most.
         batch_items, batch_bytes: the most one batch holds (and one spool record).
         codec: encodes a list of items for the spool; without one, nothing spills.
-        units: what an item counts for in ``losses()``, ``delivered`` and ``left()``.
-        uncounted: items of exactly this type count for nothing, every other item for one
-            (``units`` in one C-level count per batch, not a Python call per item).
-        count: the units of a list of items in one call (``units`` summed, without a Python
-            call per item); used for whole batches, ``units`` for single items.
+        units: what an item counts for in ``losses()``, ``delivered`` and ``left()``
+            (default: one each); a batch counts ``sum(map(units, items))``, so a C-level
+            callable (``rows.is_row``: a row one, a control item none) costs no Python call.
         max_unacked: batches sent and not acknowledged at most (``None``: bytes only).
         ack_on_return: a ``send`` that returns acknowledges its batch (synchronous sinks).
         on_idle: called by the worker before it sleeps; returns how long it may sleep
@@ -76,8 +77,6 @@ class Pipe(Generic[T]):
         batch_bytes: int = 1 << 20,
         codec: PipeCodec[T] | None = None,
         units: Callable[[T], int] | None = None,
-        uncounted: type | None = None,
-        count: Callable[[list[T]], int] | None = None,
         max_unacked: int | None = None,
         ack_on_return: bool = False,
         on_idle: Callable[[], float | None] | None = None,
@@ -95,11 +94,7 @@ class Pipe(Generic[T]):
         self.backoff_s = backoff_s  # first and longest wait before a failed send is retried
         self._send = send
         self._codec = codec
-        self._uncounted = uncounted
-        if uncounted is not None:
-            units = lambda item: 0 if type(item) is uncounted else 1  # noqa: E731
         self._units = units
-        self._count_items = count
         self._ack_on_return = ack_on_return
         self._on_idle = on_idle
         self._on_loss = on_loss or LossReport(label)
@@ -353,10 +348,6 @@ class Pipe(Generic[T]):
             self._kept.add(items, part.units, part.nbytes)
 
     def _count(self, items: list[T]) -> int:
-        if self._count_items is not None:
-            return self._count_items(items)
-        if self._uncounted is not None:
-            return len(items) - list(map(type, items)).count(self._uncounted)
         return len(items) if self._units is None else sum(map(self._units, items))
 
     @property

@@ -11,14 +11,17 @@ from typing import Any, Union
 
 import attrs
 
-from goggles_io._event.records import Event, Row
+from goggles_io._event.rows import Row
 
-__all__ = ["MAX_BATCH_EVENTS", "Ack", "Batch", "Call", "Hello", "Message", "OutBatch", "Reply"]
+__all__ = ["MAX_BATCH_EVENTS", "REPLAYED", "Ack", "Batch", "Call", "Hello", "Message", "Reply"]
 
 # The most events one batch message may claim; a decoder refuses a larger count before it builds
 # anything (ADR 0062). What this package sends holds far fewer: a client batch 1,024, a broker
 # entry 1,024, a lane's spool record ~4,300 (1 MiB at >= 320 bytes an event, and one list more).
 MAX_BATCH_EVENTS = 8192
+# The operations (``Call.op``) a new host replays, in order, to rebuild a client's handlers
+# (after a host death, in a forked child, from a left-over folder).
+REPLAYED = ("attach", "replace", "detach", "call")
 
 
 @attrs.frozen
@@ -31,28 +34,18 @@ class Hello:
 
 @attrs.frozen
 class Batch:
-    """A numbered batch of events; the host acknowledges it once its handlers took every event.
+    """A numbered batch of rows (:mod:`~goggles_io._event.rows`); the host acknowledges it once
+    its handlers took every one.
 
     ``redelivered``: the client sent it before to a host that died without acknowledging it, so
-    a handler may have handled part of it already (ADR 0030). ``producer`` and ``first``: who
-    sent the events and the first one's sequence in that producer's stream (the next ones
-    follow it by one); every event is stamped with them (ADR 0057). ``""``: not numbered.
+    a handler may have handled part of it already (ADR 0030). ``producer`` and ``first``, when
+    set, number the rows as they are sent: the producer's id and the first row's sequence in its
+    stream, the next rows following it by one (ADR 0057); the rows read back hold them in their
+    own slots. ``""``: the rows' own slots are sent.
     """
 
     seq: int
-    events: list[Event]
-    redelivered: bool = False
-    producer: str = ""
-    first: int = 0
-
-
-@attrs.frozen
-class OutBatch:
-    """A :class:`Batch` as the socket client sends it: its events may be queued rows (see
-    :data:`~goggles_io._event.records.Row`). Encoded exactly as a ``Batch``, and read back as one."""
-
-    seq: int
-    events: list[Event | Row]
+    rows: list[Row]
     redelivered: bool = False
     producer: str = ""
     first: int = 0
@@ -90,7 +83,7 @@ class Reply:
     result: Any = None
 
 
-for _cls in (Hello, Batch, OutBatch, Ack, Call, Reply):
+for _cls in (Hello, Batch, Ack, Call, Reply):
     attrs.resolve_types(_cls, globals(), locals())
 
 Message = Union[Hello, Batch, Ack, Call, Reply]  # noqa: UP007 (a runtime object on 3.10)

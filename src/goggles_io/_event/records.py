@@ -46,7 +46,6 @@ Contract for handler authors and for the transport:
 from __future__ import annotations
 
 import enum
-import operator
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -55,23 +54,7 @@ if TYPE_CHECKING:
 
 import attrs
 
-__all__ = [
-    "EVENT_OVERHEAD_BYTES",
-    "KINDS",
-    "METRIC_ENTRY_BYTES",
-    "SCALAR_ROW_LEN",
-    "ArrayPool",
-    "ArrayReader",
-    "Event",
-    "Kind",
-    "Row",
-    "ShmRef",
-    "approx_nbytes",
-    "batch_nbytes",
-    "event_fields",
-    "event_row",
-    "row_event",
-]
+__all__ = ["ArrayPool", "ArrayReader", "Event", "Kind", "ShmRef"]
 
 
 class Kind(str, enum.Enum):
@@ -141,8 +124,9 @@ class Event:
     Slotted and read-only by contract: it is created on the hot path of every log call and shared
     by all handlers it is routed to. It is not ``frozen`` because attrs' frozen ``__init__`` costs
     about 1 us more per event (ADR 0004); derive a changed copy with ``attrs.evolve`` or
-    ``Event.from_dict``. See the module docstring for the payload of each kind. The logger builds
-    it positionally (twice as fast as keywords); code outside goggles_io should use keywords.
+    ``Event.from_dict``. See the module docstring for the payload of each kind. Inside goggles_io
+    an event travels as a row and is built by :func:`goggles_io._event.rows.events_of` alone,
+    where a handler reads it (ADR 0071); code outside goggles_io builds it with keywords.
     """
 
     kind: Kind
@@ -204,107 +188,3 @@ class Event:
             extra=extra,
             time=None if when is None else float(when),
         )
-
-
-_PAYLOAD = operator.attrgetter("payload")
-EVENT_OVERHEAD_BYTES = 320  # the Event object, its extra dict and a timestamp, roughly
-METRIC_ENTRY_BYTES = 64  # one name -> number entry of a metric dict
-
-
-def approx_nbytes(event: Event) -> int:
-    """Estimate the memory an event holds, for byte budgets: cheap, and never below its arrays.
-
-    Arrays and bytes count their length; text its length; a metric dict 64 bytes an entry.
-    """
-    payload = event.payload
-    kind = type(payload)
-    if kind is dict:
-        return EVENT_OVERHEAD_BYTES + METRIC_ENTRY_BYTES * len(payload)
-    if kind is str or kind is bytes:
-        return EVENT_OVERHEAD_BYTES + len(payload)
-    if getattr(payload, "shm_resident", False):
-        return (
-            EVENT_OVERHEAD_BYTES + 64
-        )  # the array lives in shared memory, under the pool's budget
-    nbytes = getattr(payload, "nbytes", None)
-    if type(nbytes) is int:
-        return EVENT_OVERHEAD_BYTES + nbytes
-    return EVENT_OVERHEAD_BYTES + 256
-
-
-def batch_nbytes(events: list[Event]) -> int:
-    """``sum(map(approx_nbytes, events))``, without a Python call per event when every payload
-    is a metric dict (the host's hot case: a client batch of scalars)."""
-    payloads = list(map(_PAYLOAD, events))
-    if set(map(type, payloads)) == {dict}:
-        return EVENT_OVERHEAD_BYTES * len(payloads) + METRIC_ENTRY_BYTES * sum(map(len, payloads))
-    return sum(map(approx_nbytes, events))
-
-
-Row = tuple[Any, ...]
-"""An event's fields in :class:`Event`'s order, ``kind`` as its string value: what the socket
-client queues for a scalar. A scalar's row (:data:`SCALAR_ROW_LEN` long) holds the metric's name
-in ``payload`` and its value as one more field at the end, and ``None`` for an empty ``extra``:
-atomic values only, so the garbage collector stops tracking the row at its first young
-collection and never rescans or promotes it while it waits for its acknowledgement (an
-:class:`Event`, or a tuple holding a dict or a tuple, is rescanned until it dies). A batch of
-rows becomes columns with one ``zip``."""
-
-ROW_PAYLOAD = 2  # the index of ``payload`` in a row (a scalar row's metric name)
-SCALAR_ROW_LEN = 13  # a scalar's row: the 12 fields of an event, then the value
-
-
-def event_row(event: Event) -> Row:
-    """``event`` as a :data:`Row` of its 12 fields (its payload and extra as they are)."""
-    return (
-        str(event.kind),
-        event.scope,
-        event.payload,
-        event.level,
-        event.step,
-        event.timestamp,
-        event.logger,
-        event.pid,
-        event.filepath,
-        event.lineno,
-        event.extra,
-        event.time,
-    )
-
-
-def event_fields(item: Event | Row) -> Row:
-    """An event's 12 fields, as :func:`event_row` gives them, for an event or any row."""
-    if not isinstance(item, tuple):
-        return event_row(item)
-    if len(item) == SCALAR_ROW_LEN:
-        return (*item[:ROW_PAYLOAD], {item[ROW_PAYLOAD]: item[-1]}, *item[ROW_PAYLOAD + 1 : -1])
-    return item
-
-
-KINDS: dict[str, Kind] = {kind.value: kind for kind in Kind}  # a row's kind, by one dict lookup
-
-
-def row_event(row: Row) -> Event:
-    """The :class:`Event` a :data:`Row` stands for (a scalar's row: its name and value as the payload).
-
-    The in-process lanes' hot loop (``_bus/calls.py``) builds the scalar case inline, as here.
-    """
-    if len(row) == SCALAR_ROW_LEN:
-        kind, scope, name, level, step, ts, logger, pid, filepath, lineno, extra, when, value = row
-        payload: Any = {name: value}
-    else:
-        kind, scope, payload, level, step, ts, logger, pid, filepath, lineno, extra, when = row
-    return Event(
-        KINDS[kind],
-        scope,
-        payload,
-        level,
-        step,
-        ts,
-        logger,
-        pid,
-        filepath,
-        lineno,
-        extra or {},
-        when,
-    )

@@ -1,5 +1,8 @@
 """The remote protocol's request checks and JSON rules, independent of any HTTP server.
 
+Over 400 lines, one piece: it is docs/remote-protocol.md's executable form, one file so the two
+read side by side.
+
 ``docs/remote-protocol.md`` is the contract; this module is its executable form. The collector
 (``goggles_io/server/``) and the remote sink (``handlers/remote.py``) both use it: the functions
 take bytes, header values and parsed bodies, never a server object.

@@ -1,6 +1,6 @@
-"""Events as spool records: the wire codec, with big arrays written beside it, not inside.
+"""Rows as spool records: the wire codec, with big arrays written beside it, not inside.
 
-A spilled list is one ``Batch`` message in which each array of at least 4 KiB is a reference
+A spilled list of rows is one ``Batch`` message in which each array of at least 4 KiB is a reference
 (``ShmRef`` with an empty segment name) to its bytes written after the message, straight from
 the array's own buffer (``writev``); reading copies them straight into new arrays (``preadv``).
 So spilling a 1 MiB image costs the kernel's copy and nothing else, and no large temporary
@@ -16,7 +16,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from goggles_io._event.codec import Batch, Decoder, Encoder
-from goggles_io._event.records import Event, ShmRef
+from goggles_io._event.records import ShmRef
+from goggles_io._event.rows import Row
 from goggles_io.exceptions import FrameError
 
 __all__ = ["BlobSource", "SpillEncoder", "decode_spilled"]
@@ -43,7 +44,7 @@ class _Blobs:
     def put(self, array: np.ndarray) -> ShmRef:
         a = np.ascontiguousarray(array)
         ref = ShmRef("", self.size, int(a.nbytes), a.dtype.str, tuple(a.shape))
-        self.parts.append(memoryview(a.reshape(-1).view(np.uint8)))
+        self.parts.append(a.reshape(-1).view(np.uint8).data)
         self.size += int(a.nbytes)
         return ref
 
@@ -62,7 +63,7 @@ class _BlobReader:
             msg = f"spilled array {ref!r} does not match its shape and dtype"
             raise FrameError(msg, value=ref)
         if out.nbytes:
-            self.source.read_blob(ref.offset, memoryview(out.reshape(-1).view(np.uint8)))
+            self.source.read_blob(ref.offset, out.reshape(-1).view(np.uint8).data)
         return out
 
 
@@ -76,15 +77,16 @@ class SpillEncoder:
         self._lock = threading.Lock()
 
     def encode(
-        self, events: list[Event], producer: str = "", first: int = 0
+        self, rows: list[Row], producer: str = "", first: int = 0
     ) -> tuple[bytes, list[memoryview]]:
-        """``events`` as one record and its blobs, numbered from ``first`` in ``producer``'s
-        stream when given (ADR 0057); raises TypeError for what cannot be encoded."""
+        """``rows`` as one record and its blobs, numbered from ``first`` in ``producer``'s
+        stream when given (ADR 0057); raises TypeError for what cannot be encoded (ValueError
+        for a row of another shape)."""
         blobs = _Blobs()
         with self._lock:
             self._encoder.pool = blobs
             try:
-                batch = Batch(0, events, False, producer, first if producer else 0)
+                batch = Batch(0, rows, False, producer, first if producer else 0)
                 return self._encoder.encode(batch), blobs.parts
             finally:
                 self._encoder.pool = None
@@ -92,10 +94,10 @@ class SpillEncoder:
                 self._encoder.created = []
 
 
-def decode_spilled(source: BlobSource) -> list[Event]:
-    """The events of a record written by :func:`encode_spilled`; raises FrameError if damaged."""
+def decode_spilled(source: BlobSource) -> list[Row]:
+    """The rows of a record written by :meth:`SpillEncoder.encode`; raises FrameError if damaged."""
     message = Decoder(_BlobReader(source)).decode(source.data)
     if type(message) is not Batch:
         msg = f"a spool record holds a {type(message).__name__}, not a batch"
         raise FrameError(msg, value=type(message).__name__)
-    return message.events
+    return message.rows

@@ -105,7 +105,7 @@ class DiskPool:
             if seg is None or offset is None:
                 return None
         try:
-            view = memoryview(a.reshape(-1).view(np.uint8))
+            view = a.reshape(-1).view(np.uint8).data
             done = 0
             while done < nbytes:
                 done += os.pwritev(seg.fd, [view[done:]], offset + done)
@@ -206,7 +206,7 @@ class DiskReader:
             msg = f"disk-pool reference {ref!r} is beyond the end of its segment"
             raise FrameError(msg, value=ref)
         out = np.empty(ref.shape, dtype=np.dtype(ref.dtype))
-        view = memoryview(out.reshape(-1).view(np.uint8))
+        view = out.reshape(-1).view(np.uint8).data
         done = 0
         while done < ref.nbytes:
             got = os.preadv(fd, [view[done:]], ref.offset + done)

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 MAGIC = 0xC7
-VERSION = 2  # 2: batches as columns (ADR 0013)
+VERSION = 3  # 2: batches as columns (ADR 0013); 3: one batch form, rows of 15 slots (ADR 0071)
 _HEADER = struct.Struct(">BBI")
 HEADER_BYTES = _HEADER.size
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024

@@ -1,7 +1,7 @@
 """Who is on the socket: the host holding its election lock, and the peer at the other end.
 
 A host holds ``flock`` on ``<socket>.lock`` for its whole life (the election, see
-:mod:`~goggles_io._transport.election`); every connection's peer is checked with Linux
+:mod:`~goggles_io._transport.client.election`); every connection's peer is checked with Linux
 ``SO_PEERCRED`` so only processes of the host's own uid are served (ADR 0010).
 """
 

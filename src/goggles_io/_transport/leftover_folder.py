@@ -53,7 +53,7 @@ __all__ = [
 
 PREFIX = "leftover-"
 UNREADABLE = "unreadable-"
-FORMAT = 1
+FORMAT = 2  # 2: its records hold rows (ADR 0071); a folder of format 1 is an older version's
 HEAD = struct.Struct(">BIQ")  # kind, record bytes, blob bytes
 OP, EVENTS, SENT = 0, 1, 2  # record kinds: an operation, events, events a host may have had
 _FILES = ("manifest.json", "ops.msgpack", "events.bin")
@@ -298,7 +298,7 @@ class Folder:
                         message = Decoder(blobs).decode(data)
                         if type(message) is not Batch:
                             raise ValueError(f"a {type(message).__name__}, not events")
-                        yield kind, message.events
+                        yield kind, message.rows
                 except (OSError, ValueError, TypeError, msgpack.UnpackException) as exc:
                     msg = f"its record at byte {at} is damaged: {type(exc).__name__}: {exc}"
                     raise Unreadable(msg) from None

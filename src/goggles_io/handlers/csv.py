@@ -1,5 +1,8 @@
 """``CsvHandler``: scalar metrics as a wide ``metrics.csv`` (one row per step) plus run config.
 
+Over 400 lines, one piece: one handler's table (columns, pending rows, the sequence mark) that
+every method reads.
+
 The table is what a researcher opens in pandas or a spreadsheet: ``step`` first, ``wall_time``
 (when the row's last value was logged, Unix seconds: the dashboard's wall-time axis), then one
 column per metric in the order the metrics first appeared. A table written before the time column

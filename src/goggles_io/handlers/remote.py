@@ -1,5 +1,8 @@
 """``RemoteHandler``: stream scalars to a dashboard over HTTP without ever stalling training.
 
+Over 400 lines, one piece: the handler's public surface; its delivery, run, endpoint, durability
+and outbox are already in the _remote_*.py files.
+
 The training thread only appends a point to the current batch; a full batch is handed to a
 delivery pipe whose worker sends it (``_remote_delivery.py``, ``_sender.py``, ADR 0008 and ADR
 0025). When the collector is down or slow the pipe grows to its byte budget and then spills to

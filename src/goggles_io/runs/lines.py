@@ -1,5 +1,8 @@
 """The lines of a run's files as columns: one parser for every reader of metrics and media.
 
+Over 400 lines, one piece: one parser of three line shapes whose fast paths share the same
+column builders.
+
 A run directory holds metrics in one or more of three shapes, and every tool that reads them
 (the notebook API :mod:`goggles_io.runs.history`, the dashboard's index) goes through here:
 

@@ -1,6 +1,9 @@
 """Writing a run: ``RunContext`` (the run directory, ``run.kv`` before step 0, heartbeat, config
 recorded once) and ``register_run`` (announcing the run to its handlers).
 
+Over 400 lines, one piece: one RunContext's life (run.kv, heartbeat, the config once), read top
+to bottom.
+
 A :class:`RunContext` creates ``<root>/<run id>/`` and writes ``run.kv`` (who, where, which commit,
 ``status=running``) before any training, so a run that dies at step 0 still leaves a trace. A
 daemon thread touches ``heartbeat`` every few seconds: a run whose process died keeps

@@ -100,7 +100,7 @@ def _protocol_class(track: Callable[[Any, bool], None]) -> type:
             super().connection_lost(exc)
 
         def send_400_response(self, msg: str) -> None:
-            reason = self.conn.last_error or msg
+            reason = getattr(self.conn, "last_error", None) or msg  # httptools sets it, h11 not
             body = json.dumps({"error": f"malformed HTTP request: {reason}"}).encode()
             head = (
                 "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"

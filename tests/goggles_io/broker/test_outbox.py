@@ -20,6 +20,7 @@ from goggles_io._broker.outbox import Outbox
 from goggles_io._delivery.losses import LOST_BY_SINK, REASONS
 from goggles_io._event.codec import Decoder
 from goggles_io._event.records import Event, Kind
+from goggles_io._event.rows import Row, events_of, row_of
 from redis_server import RedisServer
 from support import wait_until
 
@@ -118,9 +119,10 @@ def server() -> Iterator[RedisServer]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def _events(start: int, n: int) -> list[Event]:
+def _events(start: int, n: int) -> list[Row]:
+    """Rows, as the forwarder's lane hands them over (``handle_rows``, ADR 0071)."""
     return [
-        Event(kind=Kind.METRIC, scope="s", payload={"x": float(i)}, step=i)
+        row_of(Event(kind=Kind.METRIC, scope="s", payload={"x": float(i)}, step=i))
         for i in range(start, start + n)
     ]
 
@@ -129,8 +131,8 @@ def _stream(server: RedisServer, stream: str) -> list[tuple[int, list[Event]]]:
     decoder = Decoder()
     out = []
     for _, fields in server.client().xrange(stream):
-        _, seq, events = decode_entry(decoder, fields)
-        out.append((seq, events))
+        _, seq, rows = decode_entry(decoder, fields)
+        out.append((seq, events_of(rows)))
     return out
 
 
@@ -152,7 +154,7 @@ class TestForwarderPipe:
     def test_entries_are_kept_until_the_mark_passes_them(
         self, server: RedisServer, forwarder: BrokerForwarder
     ) -> None:
-        forwarder.handle_batch(_events(0, 10))
+        forwarder.handle_rows(_events(0, 10))
         wait_until(lambda: _stream(server, forwarder.stream), what="an entry in the stream")
         pipe = forwarder._pipe
         assert pipe is not None
@@ -169,13 +171,13 @@ class TestForwarderPipe:
         pipe, outbox = forwarder._pipe, forwarder._outbox
         assert pipe is not None
         for start in range(0, 600, 50):  # ~230 KiB estimated: past the 32 KiB of kept entries
-            forwarder.handle_batch(_events(start, 50))
+            forwarder.handle_rows(_events(start, 50))
             wait_until(lambda: pipe.left() == outbox.kept_units, what="all in Redis")
         kept, released = outbox.kept_units, outbox.released_events
         assert released > 0
         server.stop()
         server.start()  # empty
-        forwarder.handle_batch(_events(600, 1))  # the next send finds the marker gone
+        forwarder.handle_rows(_events(600, 1))  # the next send finds the marker gone
         wait_until(
             lambda: sum(len(e) for _, e in _stream(server, forwarder.stream)) == kept + 1,
             what="kept entries sent again",

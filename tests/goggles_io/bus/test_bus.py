@@ -9,6 +9,7 @@ import pytest
 
 import goggles_io as gg
 from goggles_io import Event, EventBus, Kind
+from goggles_io._event.rows import row_of
 from goggles_io.exceptions import InvalidNameError
 from goggles_io.handlers.base import BaseHandler, register_handler
 from goggles_io.testing import MemoryHandler
@@ -360,14 +361,14 @@ class TestDelivery:
 
 class TestEmitMany:
     def test_batch_is_routed_like_single_events(self) -> None:
-        """emit_many gives each handler exactly the events emit would, by scope, in order."""
+        """put_rows gives each handler exactly the events emit would, by scope, in order."""
         bus = EventBus()
         top, child = MemoryHandler(name="top"), MemoryHandler(name="child")
         bus.attach(top, ["global"])
         bus.attach(child, ["global.eval"])
         scopes = ["global", "global.eval", "other", "global.eval", "global"]
         events = [Event(kind=Kind.TEXT, scope=s, payload=str(i)) for i, s in enumerate(scopes)]
-        dropped = bus.emit_many(events)
+        dropped = bus.put_rows([row_of(event) for event in events])
         bus.finish(30)
 
         assert 0 == dropped

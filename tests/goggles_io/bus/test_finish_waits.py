@@ -17,6 +17,7 @@ from goggles_io import Event, Kind
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.lane import Lane
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull
+from goggles_io._event.rows import row_of, rows_nbytes
 from goggles_io.handlers.base import BaseHandler
 from support import ctrl_c_reaches_us
 
@@ -56,6 +57,12 @@ class _Raises(BaseHandler):
 
 def _metric(step: int) -> Event:
     return Event(kind=Kind.METRIC, scope="global", payload={"loss": 0.5}, step=step)
+
+
+def _offer_many(lane: Lane, events: list[Event]) -> int:
+    """Offer ``events`` as the socket host does: one list of their rows (ADR 0071)."""
+    rows = [row_of(event) for event in events]
+    return lane.offer_rows(rows, rows_nbytes(rows))
 
 
 def _bus(stall_s: float) -> EventBus:
@@ -138,14 +145,14 @@ def test_a_lane_reopened_after_a_give_up_counts_on_from_the_frozen_tally() -> No
     lane = Lane(sink, async_mode=True, queue_size=1_000, stall_s=0.3)
     try:
         lane.start()
-        lane.offer_many([_metric(i) for i in range(50)])
+        _offer_many(lane, [_metric(i) for i in range(50)])
         assert not lane.close()
         first = lane.stats()
         assert (first.logged, first.delivered, first.dropped) == (50, 10, 40)
         sink.stall_after = None
         sink.release.set()
         lane.start()
-        lane.offer_many([_metric(i) for i in range(50, 60)])
+        _offer_many(lane, [_metric(i) for i in range(50, 60)])
         assert lane.close(30)
         second = lane.stats()
     finally:
@@ -161,7 +168,7 @@ def test_the_threads_the_host_offers_from_are_counted_exactly() -> None:
 
     def produce(base: int) -> None:
         for i in range(200):
-            bus.emit_many([_metric(base + i * 10 + j) for j in range(10)])
+            bus.put_rows([row_of(_metric(base + i * 10 + j)) for j in range(10)])
 
     threads = [threading.Thread(target=produce, args=(k * 10_000,)) for k in range(4)]
     for t in threads:

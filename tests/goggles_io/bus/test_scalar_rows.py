@@ -1,8 +1,8 @@
 """A logger's scalars on the in-process bus travel as rows (``EventBus.put_row``, issue 35).
 
-The caller's thread queues a tuple; each lane's worker builds the handler's ``Event``. What a
-handler sees, what the tally counts and what a give-up counts must be what they were when the
-logger built the ``Event`` itself.
+The caller's thread queues a tuple; each lane's worker builds the handler's ``Event`` (ADR
+0071: the only place one is built). What a handler sees, what the tally counts and what a
+give-up counts must be what they were when the logger built the ``Event`` itself.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import goggles_io as gg
 from goggles_io import Event, Kind
 from goggles_io._api.state import STATE
 from goggles_io._bus.bus import EventBus
-from goggles_io._event.records import event_fields, row_event
+from goggles_io._bus.transport import Transport
+from goggles_io._event.rows import events_of, row_of
 from goggles_io.handlers.base import BaseHandler
 from goggles_io.testing import MemoryHandler
 
@@ -41,14 +42,15 @@ class _Stalls(BaseHandler):
 
 
 def _row(step: int, extra: dict[str, object] | None = None) -> tuple[object, ...]:
-    return ("metric", "global", "loss", None, step, 1.5, "t", 7, "f.py", 3, extra, None, 0.25)
+    return ("metric", "global", "loss", None, step, 1.5, "t", 7, "f.py", 3, extra, None, 0.25,
+            "", 0)  # fmt: skip
 
 
 def test_the_in_process_bus_takes_rows() -> None:
-    """The logger finds ``put_row`` on the in-process bus, as on the socket client."""
+    """``put_row`` is the Transport's (no getattr): the in-process bus has it, as the client."""
     gg.get_logger("t", with_metrics=True).scalar("loss", 1.0, step=0)
     assert isinstance(STATE.transport, EventBus)
-    assert callable(getattr(STATE.transport, "put_row", None))
+    assert "put_row" in Transport.__dict__ and callable(STATE.transport.put_row)
 
 
 def test_a_handler_gets_the_event_the_logger_used_to_build() -> None:
@@ -93,15 +95,15 @@ def test_each_lane_builds_its_own_equal_event_and_kinds_still_filter() -> None:
 
 
 def test_a_scalar_row_makes_the_event_its_twelve_field_form_makes() -> None:
-    event = row_event(_row(5, {"k": 1}))
-    assert row_event(event_fields(_row(5, {"k": 1}))) == event
+    (event,) = events_of([_row(5, {"k": 1})])
+    assert events_of([row_of(event)]) == [event]
     assert (event.kind, event.payload, event.step, event.extra) == (
         Kind.METRIC,
         {"loss": 0.25},
         5,
         {"k": 1},
     )
-    assert row_event(_row(5)).extra == {}
+    assert events_of([_row(5)])[0].extra == {}
 
 
 def test_rows_from_many_threads_are_counted_exactly() -> None:

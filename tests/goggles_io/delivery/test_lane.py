@@ -21,6 +21,7 @@ from goggles_io import Event, Kind
 from goggles_io._bus.lane import Lane
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull
 from goggles_io._delivery.spool_space import list_spools
+from goggles_io._event.rows import nbytes, row_of, rows_nbytes
 from goggles_io.handlers.base import BaseHandler, register_handler
 from goggles_io.testing import MemoryHandler
 from support import wait_until
@@ -58,6 +59,18 @@ def _events(start: int, n: int) -> list[Event]:
     ]
 
 
+def _offer_many(lane: Lane, events: list[Event], *, redelivered: bool = False) -> int:
+    """Offer ``events`` as the socket host does: one list of their rows (ADR 0071)."""
+    rows = [row_of(event) for event in events]
+    return lane.offer_rows(rows, rows_nbytes(rows), redelivered=redelivered)
+
+
+def _offer(lane: Lane, event: Event) -> None:
+    """Offer one event as a log call does: its row."""
+    row = row_of(event)
+    lane.offer(row, nbytes(row))
+
+
 class Resuming(Gate):
     """A gate that also takes redelivered lists (as the built-in file sinks do)."""
 
@@ -77,7 +90,7 @@ def _gated_lane(
     policy = DeliveryPolicy(spool_dir=str(folder)) if folder is not None else None
     lane = Lane(handler, async_mode=True, policy=policy, **kw)
     lane.start()
-    lane.offer_many(_events(0, 1))
+    _offer_many(lane, _events(0, 1))
     wait_until(handler.entered.is_set, what="the worker inside handle()")
     return lane, handler
 
@@ -88,8 +101,8 @@ class TestLane:
         handler = MemoryHandler(name="mem")
         lane = Lane(handler, async_mode=True, queue_size=100)
         lane.start()
-        lane.offer_many(_events(0, 10))
-        lane.offer_many(_events(10, 10))
+        _offer_many(lane, _events(0, 10))
+        _offer_many(lane, _events(10, 10))
         lane.close(30)
 
         assert list(range(20)) == [e.step for e in handler.events]
@@ -99,8 +112,8 @@ class TestLane:
         """backlog() (the host's backpressure) counts events offered and not yet handled,
         the one in the handler's hands included, not the number of lists."""
         lane, handler = _gated_lane(queue_size=100)
-        lane.offer_many(_events(1, 7))
-        lane.offer_many(_events(8, 5))
+        _offer_many(lane, _events(1, 7))
+        _offer_many(lane, _events(8, 5))
         backlog = lane.backlog()
         handler.gate.set()
         lane.close(30)
@@ -110,7 +123,7 @@ class TestLane:
     def test_a_list_that_finds_the_pipe_full_is_dropped_whole_and_counted(self) -> None:
         """With 'drop', a list past the bound is refused at once: every event counted."""
         lane, handler = _gated_lane(queue_size=2)
-        dropped = [lane.offer_many(_events(start, 3)) for start in (1, 4, 7)]
+        dropped = [_offer_many(lane, _events(start, 3)) for start in (1, 4, 7)]
         handler.gate.set()
         lane.close(30)
 
@@ -123,8 +136,8 @@ class TestLane:
         lane, handler = _gated_lane(tmp_path, queue_size=5)
         dropped = 0
         for start in range(1, 3001, 10):
-            dropped += lane.offer_many(_events(start, 9))
-            lane.offer(_events(start + 9, 1)[0])
+            dropped += _offer_many(lane, _events(start, 9))
+            _offer(lane, _events(start + 9, 1)[0])
         spilled = bool(list_spools(tmp_path))
         handler.gate.set()
         lane.close(30)
@@ -136,7 +149,7 @@ class TestLane:
         """A redelivered list read back from the spool still reaches handle_redelivered."""
         lane, handler = _gated_lane(tmp_path, queue_size=2, handler=Resuming())
         for start in range(1, 2001, 4):
-            lane.offer_many(_events(start, 4), redelivered=start % 8 == 1)
+            _offer_many(lane, _events(start, 4), redelivered=start % 8 == 1)
         handler.gate.set()
         lane.close(30)
 
@@ -150,7 +163,7 @@ class TestLane:
 
         def offer(first: int) -> None:
             for start in range(first, first + 2000, 10):
-                lane.offer_many(_events(start, 10))
+                _offer_many(lane, _events(start, 10))
 
         threads = [threading.Thread(target=offer, args=(1 + 2000 * k,)) for k in range(4)]
         for thread in threads:
@@ -167,7 +180,7 @@ class TestLane:
         handler = MemoryHandler(name="mem")
         lane = Lane(handler, async_mode=False, queue_size=5)
         lane.start()
-        lane.offer_many(_events(0, 9))
+        _offer_many(lane, _events(0, 9))
 
         assert 9 == len(handler.events)
         assert 0 == lane.backlog()
@@ -178,21 +191,21 @@ class TestLane:
         handler = MemoryHandler(name="mem")
         lane = Lane(handler, async_mode=True, queue_size=100)
         lane.start()
-        lane.offer_many(_events(0, 5))
+        _offer_many(lane, _events(0, 5))
         assert lane.flush(30)
         pid = os.fork()
         if pid == 0:
             code = 1
             try:
                 lane.restart_after_fork()
-                lane.offer_many(_events(100, 10))
+                _offer_many(lane, _events(100, 10))
                 ok = lane.close(30)
                 got = [e.step for e in handler.events]
                 code = 0 if ok and got == [*range(5), *range(100, 110)] else 2
             finally:
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
-        lane.offer_many(_events(5, 5))
+        _offer_many(lane, _events(5, 5))
         assert lane.close(30)
         assert 0 == os.waitstatus_to_exitcode(status)
         assert list(range(10)) == [e.step for e in handler.events]
@@ -203,11 +216,11 @@ class TestLane:
         handler = Gate()
         lane = Lane(handler, async_mode=True, queue_size=2, backpressure=False, policy=policy)
         lane.start()
-        lane.offer(_events(0, 1)[0])
+        _offer(lane, _events(0, 1)[0])
         wait_until(handler.entered.is_set, what="the worker inside handle()")
         started = time.monotonic()
         for event in _events(1, 20):
-            lane.offer(event)
+            _offer(lane, event)
         waited = time.monotonic() - started
         handler.gate.set()
         lane.close(30)

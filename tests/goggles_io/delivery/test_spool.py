@@ -20,6 +20,7 @@ from goggles_io import Event, Kind
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, read_delivery_policy
 from goggles_io._delivery.spool import Spool
 from goggles_io._delivery.spool_space import list_spools, remove_own_tree, sweep_dead_spools
+from goggles_io._event.rows import events_of, row_of
 from goggles_io._event.spilled import SpillEncoder, decode_spilled
 from goggles_io._util.liveness import pid_alive
 
@@ -158,11 +159,11 @@ class TestSpilledEvents:
             Event(kind=Kind.TEXT, scope="global", payload="hello", step=3),
         ]
         spool = Spool("t", _policy(tmp_path))
-        record, blobs = SpillEncoder().encode(events)
+        record, blobs = SpillEncoder().encode([row_of(event) for event in events])
         spool.append(record, blobs)
         popped = spool.pop_record()
         assert popped is not None
-        got = decode_spilled(popped)
+        got = events_of(decode_spilled(popped))  # spilled as rows (ADR 0071)
         spool.close()
 
         assert events == got

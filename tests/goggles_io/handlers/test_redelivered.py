@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 import goggles_io as gg
 from goggles_io._bus.bus import EventBus
+from goggles_io._event.rows import row_of
 from goggles_io.handlers._layout import identity, record
 from goggles_io.handlers.base import handler_from_dict
 from goggles_io.handlers.csv import METRICS_FILE
@@ -196,13 +197,13 @@ class TestLocalStorage:
         assert ["images/cam_3.png", "images/cam_3-1.png"] == payloads
 
     def test_the_bus_hands_a_redelivered_batch_to_the_hook(self, tmp_path: Path) -> None:
-        """EventBus.emit_many(redelivered=True) reaches handle_redelivered through the lane."""
+        """EventBus.put_rows(redelivered=True) reaches handle_redelivered through the lane."""
         resent = [_event(i, "metric") for i in range(6)]
         spec = _write_and_abandon(tmp_path, resent[:4])
         bus = EventBus()
         try:
             bus.attach(spec)
-            bus.emit_many(list(resent), redelivered=True)
+            bus.put_rows([row_of(event) for event in resent], redelivered=True)
         finally:
             report = bus.finish(60)
 

@@ -9,13 +9,16 @@ import pytest
 import goggles_io as gg
 from goggles_io import Event, Kind
 from goggles_io._event.codec import Batch, Decoder, Encoder
-from goggles_io._transport.batching import Batcher
+from goggles_io._event.rows import Row, events_of, row_of
+from goggles_io._transport.client.batching import Batcher
 from goggles_io._transport.framing import FrameDecoder
 from goggles_io.testing import MemoryHandler
 
 
-def _event(payload: object, step: int = 0) -> Event:
-    return Event(kind=Kind.LOG, scope="global", payload=payload, step=step, timestamp=time.time())
+def _event(payload: object, step: int = 0) -> Row:
+    """A log line's row, as the client queues it."""
+    event = Event(kind=Kind.LOG, scope="global", payload=payload, step=step, timestamp=time.time())
+    return row_of(event)
 
 
 def _batcher(max_frame_bytes: int) -> tuple[Batcher, list[Exception]]:
@@ -25,11 +28,14 @@ def _batcher(max_frame_bytes: int) -> tuple[Batcher, list[Exception]]:
     return batcher, errors
 
 
-def _decoded(frames: list) -> list[Batch]:
+def _decoded(frames: list) -> list[list[Event]]:
+    """Each frame's events."""
     out = []
     for _, frame, _, _ in frames:
         (payload,) = FrameDecoder().feed(frame)
-        out.append(Decoder().decode(payload))
+        batch = Decoder().decode(payload)
+        assert type(batch) is Batch
+        out.append(events_of(batch.rows))
     return out
 
 
@@ -37,12 +43,12 @@ class TestBatcher:
     def test_batch_over_the_limit_is_split_and_numbered_in_order(self) -> None:
         """A batch too big for one frame goes as several, with increasing seq, nothing lost."""
         batcher, errors = _batcher(max_frame_bytes=4096)
-        frames = batcher.frames([_event("x" * 200, step=i) for i in range(64)])
+        frames = batcher.frames([_event(f"{i:03} " + "x" * 200, step=i) for i in range(64)])
         batches = _decoded(frames)
 
         assert len(frames) > 1
         assert list(range(1, len(frames) + 1)) == [seq for seq, _, _, _ in frames]
-        assert list(range(64)) == [e.step for b in batches for e in b.events]
+        assert list(range(64)) == [e.step for b in batches for e in b]
         assert [] == errors
 
     def test_single_event_over_the_limit_is_dropped_and_reported(self) -> None:
@@ -50,7 +56,7 @@ class TestBatcher:
         batcher, errors = _batcher(max_frame_bytes=4096)
         frames = batcher.frames([_event("a", 0), _event("x" * 10_000, 1), _event("b", 2)])
 
-        assert [0, 2] == [e.step for b in _decoded(frames) for e in b.events]
+        assert [0, 2] == [e.step for b in _decoded(frames) for e in b]
         assert 1 == len(errors)
         assert "exceeds the frame limit" in str(errors[0])
 
@@ -59,7 +65,7 @@ class TestBatcher:
         batcher, errors = _batcher(max_frame_bytes=1 << 20)
         frames = batcher.frames([_event("a", 0), _event(object(), 1), _event("b", 2)])
 
-        assert [0, 2] == [e.step for b in _decoded(frames) for e in b.events]
+        assert [0, 2] == [e.step for b in _decoded(frames) for e in b]
         assert 1 == len(errors)
         assert isinstance(errors[0], TypeError)
 

@@ -1,6 +1,6 @@
 """The election's fork hooks when the election module is imported in the middle of a fork.
 
-The pipe's worker imports ``goggles_io._transport.election`` lazily; an import that lands while
+The pipe's worker imports ``goggles_io._transport.client.election`` lazily; an import that lands while
 another thread forks registers the module's hooks after that fork's ``before`` hooks ran. The
 ``after`` hooks must then leave a hold they did not take alone in the parent (it belongs to the
 worker, probing in ``elect``) and give the child a free lock. The fork runs in a fresh process
@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent(
     def import_and_hold():
         # Runs among the fork's before hooks: registers the election's hooks too late for
         # their own before, and takes the lock as a probing worker would.
-        import goggles_io._transport.election as election
+        import goggles_io._transport.client.election as election
         election._PROBING.acquire()
         held["module"] = election
 

@@ -12,7 +12,7 @@ import pytest
 _PROBE = r"""
 import json, resource, sys
 import numpy as np
-from goggles_io._transport.heap import keep_freed_arrays
+from goggles_io._transport.host.heap import keep_freed_arrays
 
 ok = keep_freed_arrays() if sys.argv[1] == "kept" else False
 live = []

@@ -25,12 +25,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from goggles_io import EventBus
-from goggles_io._event.codec import Ack, Decoder, Encoder, Event, Hello, OutBatch
-from goggles_io._event.records import Kind
-from goggles_io._event.scalar_columns import SCALARS_TAG
+from goggles_io._event.codec import Ack, Batch, Decoder, Encoder, Hello
+from goggles_io._event.records import Event, Kind
+from goggles_io._event.rows import row_of
 from goggles_io._transport.framing import MAGIC, VERSION, FrameDecoder, encode_frame
 from goggles_io._transport.host import Host
-from hostile_frames import ISSUE_FRAME, row, streams
+from hostile_frames import BATCH_TAG, ISSUE_FRAME, row, streams
 from support import start, stop, wait_until
 
 pytestmark = pytest.mark.slow
@@ -119,7 +119,7 @@ def _hello() -> bytes:
 def _big_batch(nbytes: int) -> bytes:
     """A valid batch frame of about ``nbytes``: one log line that long."""
     event = Event(Kind.LOG, "global", "x" * nbytes, 20, None, 1.0, "big", os.getpid())
-    return encode_frame(Encoder().encode(OutBatch(7, [event])))
+    return encode_frame(Encoder().encode(Batch(7, [row_of(event)])))
 
 
 def _producer_served(bus: Bus, finished: Callable[..., Any]) -> None:
@@ -180,11 +180,12 @@ class TestCountsAndKinds:
 
     def test_scalar_rows_of_another_kind_are_refused_not_acknowledged(self, bus: Bus) -> None:
         """A tag-5 batch of ``image`` rows with numbers for payloads was acknowledged (then
-        LocalStorageHandler raised AttributeError): now the connection is closed, no ack."""
-        body = msgpack.unpackb(Encoder().encode(OutBatch(3, [row(i) for i in range(4)])))[1]
-        good = encode_frame(msgpack.packb([SCALARS_TAG, body]))
+        LocalStorageHandler raised AttributeError): now the connection is closed, no ack. (Tag
+        5 is gone, ADR 0071: the one form's rows with a value are refused the same way.)"""
+        body = msgpack.unpackb(Encoder().encode(Batch(3, [row(i) for i in range(4)])))[1]
+        good = encode_frame(msgpack.packb([BATCH_TAG, body]))
         body[2] = "image"
-        bad = encode_frame(msgpack.packb([SCALARS_TAG, body]))
+        bad = encode_frame(msgpack.packb([BATCH_TAG, body]))
         with _dedicated_host(bus):
             accepted = _exchange(bus.socket, _hello() + good, until_ack=3)
             refused = _exchange(bus.socket, _hello() + bad, until_ack=3)  # or closed

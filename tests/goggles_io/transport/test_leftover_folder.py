@@ -21,8 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from goggles_io import Event, Kind
+from goggles_io._event.rows import row_of
 from goggles_io._event.spilled import SpillEncoder
-from goggles_io._transport.leftover_delivery import check_folder
+from goggles_io._transport.host.leftover_delivery import check_folder
 from goggles_io._transport.leftover_folder import Folder, Unreadable, claim
 from leftover_kit import dead_owner_name, events, recording_spec, write_folder
 
@@ -62,7 +63,7 @@ def _record(kind: int, data: bytes, blobs: bytes = b"") -> bytes:
 def _array_record(fields: Any) -> tuple[bytes, bytes]:
     """A spool record of one image whose array reference is rewritten to ``fields(old)``."""
     pixels = np.arange(8192, dtype=np.uint8)
-    record, blobs = SpillEncoder().encode([Event(Kind.IMAGE, "global", pixels, step=1)])
+    record, blobs = SpillEncoder().encode([row_of(Event(Kind.IMAGE, "global", pixels, step=1))])
 
     def hook(code: int, data: bytes) -> Any:
         if code == _EXT_SHM:

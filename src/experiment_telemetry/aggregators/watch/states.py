@@ -1,5 +1,8 @@
 """Per-series state of the watches: what each check keeps between points, and when it fires.
 
+Over 400 lines, one piece: the watches' states share one update-and-fire protocol and are
+compared side by side; apart, each would lose the others it is read against.
+
 One state object per (source, metric, check). ``update`` runs for every finite point, so it
 appends and returns until a block is complete; the statistics run once per block (their
 building blocks, shared by every check, are in ``blocks.py``).

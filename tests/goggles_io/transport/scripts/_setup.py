@@ -6,7 +6,7 @@ from jsonl_sink import JsonlSink
 
 import goggles_io as gg
 from goggles_io._api.state import set_transport_factory
-from goggles_io._transport.client import SocketClient
+from goggles_io._transport.client.socket_client import SocketClient
 from goggles_io._transport.settings import read_transport_settings
 
 __all__ = ["attach_sink", "use_socket"]

@@ -18,7 +18,7 @@ import sys
 from _setup import attach_sink, use_socket
 
 import goggles_io as gg
-from goggles_io._transport.link import HostLink
+from goggles_io._transport.client.link import HostLink
 
 path, n = sys.argv[1], int(sys.argv[2])
 socket_path = os.environ["GOGGLES_SOCKET"]

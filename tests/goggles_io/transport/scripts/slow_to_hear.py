@@ -18,7 +18,7 @@ from report_line import print_report
 
 import goggles_io as gg
 from goggles_io._api.state import set_transport_factory
-from goggles_io._transport.client import SocketClient
+from goggles_io._transport.client.socket_client import SocketClient
 from goggles_io._transport.settings import read_transport_settings
 
 path, delay_s = sys.argv[1], float(sys.argv[2])

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from goggles_io._event.codec import Ack, Batch, Encoder, Message
 from goggles_io._event.records import Event, Kind
+from goggles_io._event.rows import Row, row_of
 from goggles_io._transport.framing import encode_frame
 
 __all__ = ["ConnWriter", "SubscriberSink"]
@@ -55,21 +56,22 @@ class SubscriberSink:
         self.queue_bytes: int | None = None
         self._seq = 0
 
-    def handle_batch(self, events: list[Event]) -> None:
-        """Send one batch and the running drop count; a gone reader makes this a no-op."""
+    def handle_rows(self, rows: list[Row]) -> None:
+        """Send one batch and the running drop count; a gone reader makes this a no-op. The
+        rows go on as rows: the subscriber builds their events where it reads them."""
         if self.writer.broken:
             return
         self._seq += 1
         try:
-            self.writer.send(Batch(self._seq, events), Ack(self._seq, self.dropped()))
+            self.writer.send(Batch(self._seq, rows), Ack(self._seq, self.dropped()))
         except OSError:
             self.writer.broken = True
             with contextlib.suppress(OSError):
                 self.writer.conn.shutdown(socket.SHUT_RDWR)
 
     def handle(self, event: Event) -> None:
-        """Forward one event (the lane hands over whole batches when it can)."""
-        self.handle_batch([event])
+        """Forward one event a synchronous bus handed over itself."""
+        self.handle_rows([row_of(event)])
 
     def to_dict(self) -> dict[str, Any]:
         """Subscribers are never rebuilt elsewhere; the spec only names them."""

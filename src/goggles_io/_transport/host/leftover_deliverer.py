@@ -3,7 +3,7 @@
 It opens the spool root once, then, folder by folder: skips one whose owner still runs, claims
 the others (``flock``, then a rename: :func:`~goggles_io._transport.leftover_folder.claim`), reads
 each whole before any of it is delivered, replays it into its own run's handlers
-(:mod:`~goggles_io._transport.leftover_delivery`), and removes it once every handler took
+(:mod:`~goggles_io._transport.host.leftover_delivery`), and removes it once every handler took
 everything. Each folder gets one line on stderr saying what became of it, in the words of what
 happened: delivered (and how many each handler took), kept for a later delivery (and why),
 refused (another user's, a symlink), or unreadable (and why; renamed ``unreadable-...``).
@@ -20,7 +20,7 @@ import attrs
 
 from goggles_io._bus.settings import Settings
 from goggles_io._delivery.spool_space import _DIR_FLAGS
-from goggles_io._transport.leftover_delivery import Delivered, check_folder, deliver_folder
+from goggles_io._transport.host.leftover_delivery import Delivered, check_folder, deliver_folder
 from goggles_io._transport.leftover_folder import (
     Folder,
     Refused,

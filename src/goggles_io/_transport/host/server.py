@@ -1,5 +1,8 @@
 """The host: one per socket path, it owns the handlers and feeds every client's events to its bus.
 
+Over 400 lines, one piece: the accept loop, each connection's reader and the operations share
+one bus and one frame budget; acks, departures, the subscriber sink and handler specs are apart.
+
 Runs either as a dedicated process (``python -m goggles_io._transport.host --socket PATH``, in
 its own session so a terminal Ctrl-C reaches only the application) or as a thread inside the
 first process when ``GOGGLES_DEDICATED_HOST=0``. Election is an ``fcntl.flock`` on
@@ -18,21 +21,20 @@ import gc
 import importlib
 import os
 import socket
-import sys
 import threading
 import time
 from typing import Any
 
 from goggles_io._delivery.policy import WhenFull
 from goggles_io._event.codec import Batch, Call, Decoder, Hello, Reply
-from goggles_io._transport.acks import BatchAcks
-from goggles_io._transport.departures import says_goodbye, tell_producer_lost
 from goggles_io._transport.framing import DEFAULT_MAX_FRAME_BYTES, FrameBudget, FrameDecoder
-from goggles_io._transport.host_specs import build_handler, positive_bound
+from goggles_io._transport.host.acks import BatchAcks
+from goggles_io._transport.host.departures import says_goodbye, tell_producer_lost
+from goggles_io._transport.host.specs import build_handler, positive_bound
+from goggles_io._transport.host.subscriber import ConnWriter, SubscriberSink
 from goggles_io._transport.identity import acquire_host_lock, peer_credentials
 from goggles_io._transport.settings import SUBSCRIBER_PREFIX, prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
-from goggles_io._transport.subscriber import ConnWriter, SubscriberSink
 from goggles_io._util.report import ReportOnce, host_name, report
 from goggles_io.exceptions import FrameError
 
@@ -243,8 +245,8 @@ class Host:
                         unfinished = True
                         # Acknowledged once its handlers took it, not now (ADR 0030).
                         ticket = acks.ticket(msg.seq)
-                        ticket.dropped = self.bus.emit_many(
-                            msg.events, ticket=ticket, redelivered=msg.redelivered
+                        ticket.dropped = self.bus.put_rows(
+                            msg.rows, ticket=ticket, redelivered=msg.redelivered
                         )
                         ticket.settle()
                     elif type(msg) is Call:
@@ -447,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     # Handler classes (built-in ones too) are imported on first attach from their spec's module.
     from goggles_io._bus.bus import EventBus
     from goggles_io._bus.settings import read_settings
-    from goggles_io._transport.heap import keep_freed_arrays
+    from goggles_io._transport.host.heap import keep_freed_arrays
     from goggles_io._transport.settings import read_transport_settings
 
     for module in read_transport_settings().host_imports:
@@ -472,7 +474,3 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     host.serve()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,7 +17,7 @@ from collections import deque
 
 from goggles_io._bus.items import Ticket
 from goggles_io._event.messages import Ack
-from goggles_io._transport.subscriber import ConnWriter
+from goggles_io._transport.host.subscriber import ConnWriter
 
 __all__ = ["BatchAcks"]
 

@@ -27,7 +27,7 @@ from goggles_io._transport.framing import FrameDecoder, encode_frame
 from goggles_io._util.report import report
 
 if TYPE_CHECKING:
-    from goggles_io._transport.election import HostElector
+    from goggles_io._transport.client.election import HostElector
 
 __all__ = ["HostLink", "LinkLost"]
 

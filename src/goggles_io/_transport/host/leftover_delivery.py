@@ -29,8 +29,8 @@ from goggles_io._bus.settings import Settings
 from goggles_io._bus.transport import HandlerStats
 from goggles_io._delivery.drain import wait_while_progressing
 from goggles_io._delivery.policy import WhenFull
-from goggles_io._transport.courier import REPLAYED
-from goggles_io._transport.host_specs import build_handler
+from goggles_io._event.messages import REPLAYED
+from goggles_io._transport.host.specs import build_handler
 from goggles_io._transport.leftover_folder import OP, SENT, Folder, Unreadable
 from goggles_io.exceptions import UnknownHandlerError
 
@@ -175,7 +175,7 @@ def deliver_folder(
             if wait.stalled or wait.abandoned:
                 out.stalled, out.abandoned = wait.stalled, wait.abandoned
                 break
-            bus.emit_many(list(value), redelivered=again or kind == SENT)
+            bus.put_rows(list(value), redelivered=again or kind == SENT)
             fed += len(value)
     except KeyboardInterrupt:
         out.abandoned = True

@@ -15,21 +15,29 @@ from typing import TYPE_CHECKING, Any
 
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import FinishReport, HandlerStats
-from goggles_io._event.records import Event
+from goggles_io._event.rows import (
+    Row,
+    kind_of,
+    logger_of,
+    metric_names,
+    pid_of,
+    scope_of,
+    step_of,
+    timestamp_of,
+)
 from goggles_io.handlers.base import Handler, get_handler_class, handler_key
 
 if TYPE_CHECKING:
-    from goggles_io._transport.subscription import Subscription
+    from goggles_io._transport.client.subscription import Subscription
 
 __all__ = ["KeptCounter", "LocalHandlers", "runs_in_attaching_process"]
 
 
-def _identity(event: Event) -> tuple[Any, ...]:
+def _identity(row: Row) -> tuple[Any, ...]:
     """What tells one of this process's events from its others, here and after the host
-    (which rebuilds it): kind, scope, logger, step, log time, and a metric's names."""
-    payload = event.payload
-    names = tuple(payload) if type(payload) is dict else None
-    return (event.kind, event.scope, event.logger, event.step, event.timestamp, names)
+    (which carries it on): kind, scope, logger, step, log time, and a metric's names."""
+    return (kind_of(row), scope_of(row), logger_of(row), step_of(row), timestamp_of(row),
+            metric_names(row))  # fmt: skip
 
 
 def runs_in_attaching_process(handler: Handler) -> bool:
@@ -57,18 +65,18 @@ class KeptCounter:
         self.after: dict[str, int] = {}
         self.found = mark is None
 
-    def add(self, events: list[Event]) -> None:
-        """Count the next ``events`` kept for later."""
+    def add(self, rows: list[Row]) -> None:
+        """Count the next ``rows`` kept for later."""
         if self.bus is None:
             return
-        _add(self.everything, self.bus.routed_counts(events))
+        _add(self.everything, self.bus.routed_counts(rows))
         if self.found:
-            _add(self.after, self.bus.routed_counts(events))
+            _add(self.after, self.bus.routed_counts(rows))
             return
-        for at, event in enumerate(events):
-            if _identity(event) == self.mark:
+        for at, row in enumerate(rows):
+            if _identity(row) == self.mark:
                 self.found = True
-                _add(self.after, self.bus.routed_counts(events[at + 1 :]))
+                _add(self.after, self.bus.routed_counts(rows[at + 1 :]))
                 return
 
     def result(self) -> dict[str, int]:
@@ -110,15 +118,15 @@ class LocalHandlers:
             self.sub.add_scopes(list(scopes))
 
     def _subscribe(self, scopes: list[str]) -> None:
-        from goggles_io._transport.subscription import Subscription
+        from goggles_io._transport.client.subscription import Subscription
 
         self._bus()  # made before the feed can bring anything
         settings = self.client.settings
         sub = Subscription(
             scopes,
             None,
-            self._feed,
-            batch_callback=True,
+            None,
+            on_rows=self._feed,
             max_events=settings.queue_size,
             max_bytes=settings.queue_bytes,
         )
@@ -126,17 +134,17 @@ class LocalHandlers:
         self.client.open_subscription(sub)
         self.sub = sub
 
-    def _feed(self, events: list[Event]) -> None:
-        """The host's events for the handlers here; the last of this process's own is noted
+    def _feed(self, rows: list[Row]) -> None:
+        """The host's rows for the handlers here; the last of this process's own is noted
         (what came after it never reached them: :meth:`routed_after`)."""
         pid = os.getpid()
-        for event in reversed(events):
-            if event.pid == pid:
-                self.last_mine = _identity(event)
+        for row in reversed(rows):
+            if pid_of(row) == pid:
+                self.last_mine = _identity(row)
                 break
         bus = self.bus
         if bus is not None:
-            bus.emit_many(events)
+            bus.put_rows(rows)
 
     def kept_counter(self) -> KeptCounter:
         """A counter of what this process keeps for later that the handlers here never got."""

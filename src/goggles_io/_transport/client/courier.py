@@ -1,7 +1,7 @@
 """Frames the client pipe's batches onto the link; acknowledges each once the host did.
 
-A pipe batch holds events and handler operations (:class:`Marker`) in the order they were
-logged. Runs of events go as numbered batch frames (:mod:`goggles_io._transport.batching`),
+A pipe batch holds rows and handler operations (:class:`Marker`) in the order they were
+logged. Runs of rows go as numbered batch frames (:mod:`goggles_io._transport.client.batching`),
 each operation as its own ``Call`` frame, all in one write. The host acknowledges event frames
 once its handlers took them (``Ack(seq)``, cumulative; ADR 0030) and answers each operation
 (``Reply``); the pipe batch is acknowledged when every frame of it was, in order, and only then
@@ -11,7 +11,6 @@ again, marked redelivered; the slots the encoder made for the dead host are give
 
 from __future__ import annotations
 
-import operator
 import os
 import secrets
 import threading
@@ -21,22 +20,22 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from goggles_io._event.messages import Ack, Call, Reply
-from goggles_io._event.records import ROW_PAYLOAD, Event, Row, ShmRef
+from goggles_io._event.messages import REPLAYED, Ack, Call, Reply
+from goggles_io._event.records import ShmRef
+from goggles_io._event.rows import Row, is_row, payload_of
+from goggles_io._transport.client.link import HostLink, LinkLost
+from goggles_io._transport.client.operations import Marker
+from goggles_io._transport.client.pools import ArrayPools
 from goggles_io._transport.framing import encode_frame
-from goggles_io._transport.link import HostLink, LinkLost
-from goggles_io._transport.operations import Marker
-from goggles_io._transport.pools import ArrayPools
 
 if TYPE_CHECKING:
     from goggles_io._delivery.pipe import Pipe
     from goggles_io._delivery.policy import DeliveryPolicy
     from goggles_io._event.codec import Encoder
-    from goggles_io._transport.batching import Batcher, Sendable
+    from goggles_io._transport.client.batching import Batcher
 
 __all__ = [
     "AGAIN",
-    "REPLAYED",
     "SEQ_SHIFT",
     "Courier",
     "Item",
@@ -44,9 +43,7 @@ __all__ = [
     "loading_modules",
 ]
 
-Item = Event | Row | Marker  # a queued row is a scalar's event (records.Row)
-# Operations replayed, in order, on a new host (after a host death, or in a forked child).
-REPLAYED = ("attach", "replace", "detach", "call")
+Item = Row | Marker  # what the client pipe carries: rows (rows.py) and handler operations
 # Not sent: the events after ``Call(AGAIN, {"on": True})`` go marked redelivered until one with
 # ``on`` false (a dead process's events its host may have handled: ``leftovers.py``).
 AGAIN = "again"
@@ -73,8 +70,8 @@ def load_modules() -> None:
         return
     try:
         import goggles_io._event.codec
-        import goggles_io._transport.batching
-        import goggles_io._transport.election
+        import goggles_io._transport.client.batching
+        import goggles_io._transport.client.election
         import goggles_io._transport.shm  # noqa: F401
     finally:
         _LOADED.set()
@@ -95,34 +92,19 @@ _FRAME_HELD_BYTES = 4 * 1024 * 1024
 _WRITE_BYTES = 512 * 1024
 
 
-def _payload(event: Event | Row) -> Any:
-    """The payload slot (a scalar row's holds its metric name): where a staged array is."""
-    return event[ROW_PAYLOAD] if isinstance(event, tuple) else event.payload
-
-
-def _staged_bytes(event: Event | Row) -> int:
-    """The array ``event`` staged in a pool, which the host copies out: the pipe counted only its
+def _staged_bytes(row: Row) -> int:
+    """The array ``row`` staged in a pool, which the host copies out: the pipe counted only its
     reference (the rest of a batch is bounded by the pipe's own batch bytes)."""
-    payload = _payload(event)
+    payload = payload_of(row)
     return payload.nbytes if type(payload) is ShmRef else 0
 
 
-_ROW_PAYLOAD: Callable[[Any], Any] = operator.itemgetter(ROW_PAYLOAD)
-_EVENT_PAYLOAD: Callable[[Any], Any] = operator.attrgetter("payload")
-
-
 def _plain(items: list[Item]) -> bool:
-    """Whether ``items`` are all events (or all rows) and none staged an array: the batch is
-    then one run of events, framed without looking at each item."""
-    types = set(map(type, items))
-    if types == {tuple}:
-        getter = _ROW_PAYLOAD
-    elif types == {Event}:
-        getter = _EVENT_PAYLOAD
-    else:
-        return False
-    payloads = map(getter, items)
-    return ShmRef not in set(map(type, payloads))
+    """Whether ``items`` are all rows and none staged an array: the batch is then one run of
+    rows, framed without looking at each item."""
+    return sum(map(is_row, items)) == len(items) and ShmRef not in set(
+        map(type, map(payload_of, items))  # type: ignore[arg-type]
+    )
 
 
 def _add(into: dict[str, int], counts: dict[str, int]) -> None:
@@ -158,16 +140,19 @@ class Courier:
     """The pipe's ``send``: frames on the link, and the bookkeeping of what the host took."""
 
     def __init__(
-        self, link: HostLink, pools: ArrayPools, *, on_unencodable: Callable[[Exception], None]
+        self,
+        link: HostLink,
+        pools: ArrayPools,
+        *,
+        on_unencodable: Callable[[Exception], None],
+        make_pipe: Callable[[Callable[[int, list[Item], bool], None]], Pipe[Item]],
     ) -> None:
+        """``make_pipe(send)`` builds the pipe whose ``send`` the courier is: the courier holds
+        it, acknowledges its batches (``ack``), asks whether more follow (``queued``) and which
+        link generation a batch was picked for (``sending_gen``: the pipe's count of lost
+        links, which is the link's, both counting each loss once)."""
         self.link = link
         self.pools = pools
-        self.ack_pipe: Callable[[int], object] = lambda seq: None  # set once the pipe exists
-        # Whether the pipe will call send again before it sleeps (set once the pipe exists).
-        self.more: Callable[[], bool] = lambda: False
-        # The link generation the pipe picked the batch being sent for (set once it exists):
-        # the pipe's count of lost links, which is the link's (both count each loss once).
-        self.generation: Callable[[], int] = lambda: self.link.losses
         # Who numbers the events (ADR 0057): one id per pipe, so per process and per finish.
         self.producer = f"{os.getpid()}-{secrets.token_hex(6)}"
         # Per handler, the events of the batches the current host acknowledged whole; at its
@@ -190,6 +175,7 @@ class Courier:
         self._again = False  # between AGAIN markers
         self._again_before: dict[int, bool] = {}  # per pipe batch not acknowledged: _again then
         self._lock = threading.Lock()
+        self.pipe = make_pipe(self.send)
 
     # -- the pipe's worker ------------------------------------------------------------------
     def send(self, seq: int, items: list[Item], redelivered: bool) -> None:
@@ -197,12 +183,12 @@ class Courier:
 
         Only on the link the pipe picked the batch for (``generation``): once that link is
         lost, a batch picked before the pipe heard of it would overtake the batches it sends
-        again, so it is refused (:class:`~goggles_io._transport.link.LinkLost`) and the pipe
+        again, so it is refused (:class:`~goggles_io._transport.client.link.LinkLost`) and the pipe
         picks again, in order. Each event goes numbered ``seq << SEQ_SHIFT | its index`` in
         the batch (ADR 0057), the same on every send; events a dead process left for later
         (between ``AGAIN`` markers) go unnumbered: they were numbered by their own producer.
         """
-        gen = self.generation()
+        gen = self.pipe.sending_gen
         with self._lock:  # framed again after a death: in the AGAIN state it was framed in
             self._again = self._again_before.setdefault(seq, self._again)
         encoder, batcher = self._codec()
@@ -225,7 +211,7 @@ class Courier:
                     self._frames[frame] = sent
                 self._unwritten += data
                 self._unwritten_bytes += sum(map(len, data))
-                if self._unwritten_bytes < _WRITE_BYTES and self.more():
+                if self._unwritten_bytes < _WRITE_BYTES and self.pipe.queued():
                     return  # written with the next batch's frames, before the pipe sleeps
                 data, self._unwritten, self._unwritten_bytes = self._unwritten, [], 0
         if stale:
@@ -255,7 +241,7 @@ class Courier:
     ) -> None:
         """Frame runs of events between operations, a run ending early at 4 MiB of staged arrays;
         each run numbered from its first event's index in the batch (``base`` + index)."""
-        events: list[Sendable] = []
+        events: list[Row] = []
         held = 0  # bytes of staged arrays the host will copy out for ``events``
         again = redelivered or self._again
         first = 0  # the number of events[0] (0: unnumbered)
@@ -283,7 +269,7 @@ class Courier:
     def _codec(self) -> tuple[Encoder, Batcher]:
         load_modules()
         from goggles_io._event.codec import Encoder
-        from goggles_io._transport.batching import Batcher
+        from goggles_io._transport.client.batching import Batcher
 
         if self._batcher is None or self._encoder is None:
             self._encoder = Encoder(self.pools.threshold, self.pools.shm())
@@ -293,7 +279,7 @@ class Courier:
 
     def _frame_events(
         self,
-        events: list[Sendable],
+        events: list[Row],
         redelivered: bool,
         batcher: Batcher,
         sent: _Sent,
@@ -310,7 +296,7 @@ class Courier:
             sent.frames.append(frame_seq)
             if refs:
                 if staged is None:
-                    staged = {id(p) for p in map(_payload, events) if type(p) is ShmRef}
+                    staged = {id(p) for p in map(payload_of, events) if type(p) is ShmRef}
                 sent.refs += refs
                 sent.created += [ref for ref in refs if id(ref) not in staged]
 
@@ -366,7 +352,7 @@ class Courier:
         for each in done:
             self.pools.release(each.refs)
         if done:
-            self.ack_pipe(done[-1].seq)
+            self.pipe.ack(done[-1].seq)
 
     # -- deaths, forks ----------------------------------------------------------------------
     def link_lost(self) -> None:

@@ -1,5 +1,9 @@
 """The producer side of the socket transport: a delivery pipe to the one host on a socket path.
 
+Over 400 lines, one piece: the Transport a process gets, every method of the Protocol on one
+object; its courier, link, pools, operations, placement and left-overs are collaborators in
+files of their own.
+
 ``emit`` puts the event in the client's :class:`~goggles_io._delivery.pipe.Pipe` (memory, then
 its spool, then a bounded wait, then a counted drop: ADR 0025), so the application does not wait
 on the host. The pipe's worker hands batches to the :class:`Courier`, which frames them onto the
@@ -27,14 +31,15 @@ from goggles_io._bus.transport import FinishReport, HandlerStats
 from goggles_io._delivery.drain import read_finish_stall, wait_while_progressing
 from goggles_io._delivery.losses import KEPT_FOR_LATER, NOT_DELIVERED, UNENCODABLE, LossReport
 from goggles_io._delivery.pipe import Pipe
-from goggles_io._event.messages import Call
-from goggles_io._event.records import Event, Row, ShmRef, approx_nbytes, row_event
-from goggles_io._transport.courier import REPLAYED, Courier, Item, loading_modules
-from goggles_io._transport.leftovers import Leftovers
-from goggles_io._transport.link import HostLink
-from goggles_io._transport.operations import HandlerOperations, Marker
-from goggles_io._transport.placement import LocalHandlers
-from goggles_io._transport.pools import ArrayPools
+from goggles_io._event.messages import REPLAYED, Call
+from goggles_io._event.records import Event, ShmRef
+from goggles_io._event.rows import Row, is_row, nbytes, row_of
+from goggles_io._transport.client.courier import Courier, Item, loading_modules
+from goggles_io._transport.client.leftovers import Leftovers
+from goggles_io._transport.client.link import HostLink
+from goggles_io._transport.client.operations import HandlerOperations, Marker
+from goggles_io._transport.client.placement import LocalHandlers
+from goggles_io._transport.client.pools import ArrayPools
 from goggles_io._transport.settings import (
     SUBSCRIBER_PREFIX,
     TransportSettings,
@@ -48,7 +53,7 @@ if TYPE_CHECKING:
     from goggles_io._delivery.policy import DeliveryPolicy
     from goggles_io._delivery.spool import SpoolRecord
     from goggles_io._event.spilled import SpillEncoder
-    from goggles_io._transport.election import HostElector
+    from goggles_io._transport.client.election import HostElector
 
 __all__ = ["SocketClient", "client_pipe"]
 
@@ -58,7 +63,7 @@ _LAST_WORD_S = 2.0  # how long a finish that gave up still waits for the host's 
 
 
 class _SpillCodec:
-    """Events as spool records; a handler operation never spills (its waiter holds it)."""
+    """Rows as spool records; a handler operation never spills (its waiter holds it)."""
 
     def __init__(self) -> None:
         self._encoder: SpillEncoder | None = None  # made on the first spill (numpy, msgpack)
@@ -70,8 +75,7 @@ class _SpillCodec:
             from goggles_io._event.spilled import SpillEncoder
 
             self._encoder = SpillEncoder()
-        events = [row_event(item) if isinstance(item, tuple) else item for item in items]
-        return self._encoder.encode(events)  # type: ignore[arg-type]
+        return self._encoder.encode(items)  # type: ignore[arg-type]
 
     def decode(self, record: SpoolRecord) -> list[Item]:
         from goggles_io._event.spilled import decode_spilled
@@ -85,7 +89,7 @@ def client_pipe(
     max_items: int,
     max_bytes: int,
 ) -> Pipe[Item]:
-    """The client's pipe to the host: events count one, handler operations none (put forced:
+    """The client's pipe to the host: rows count one, handler operations none (put forced:
     they stay in memory); batches wait for the host's acknowledgement. A function so the
     engine's tests build the pipe exactly as the client does."""
     return Pipe(
@@ -98,7 +102,7 @@ def client_pipe(
         batch_items=_BATCH_EVENTS,
         batch_bytes=_BATCH_BYTES,
         codec=_SpillCodec(),
-        uncounted=Marker,
+        units=is_row,
         name="goggles_io:sender",
     )
 
@@ -155,24 +159,31 @@ class SocketClient:
             on_lost=self._host_died,
             warn_once=self.warn_once,
         )
-        self.courier = Courier(self.link, self.pools, on_unencodable=self._unencodable)
-        self.pipe = client_pipe(
-            self.courier.send, self.policy, self.settings.queue_size, self.settings.queue_bytes
+        # The courier is the pipe's send and holds the pipe (it acknowledges its batches).
+        self.courier = Courier(
+            self.link,
+            self.pools,
+            on_unencodable=self._unencodable,
+            make_pipe=lambda send: client_pipe(
+                send, self.policy, self.settings.queue_size, self.settings.queue_bytes
+            ),
         )
-        self.courier.ack_pipe = self._acked
-        self.courier.more = self.pipe.queued
-        pipe = self.pipe
-        self.courier.generation = lambda: pipe.sending_gen
-        # Where a scalar's row goes: emit_row until started, then (asynchronous) the pipe's put
-        # itself, one call fewer on the logger's hot path.
-        self.put_row: Callable[[Row, int], object] = self.emit_row
+        self.pipe = self.courier.pipe
+        # Where a log call's row goes: _put_first until started, then (asynchronous) the pipe's
+        # put itself, one call fewer on the logger's hot path.
+        self.put_row: Callable[[Row, int], bool] = self._put_first
         self.unencodable = 0
         self._issued: list[Call] = []  # every operation issued here, for a forked child
         self._running = False
 
     def _leftovers(self) -> Leftovers:
         local = self.local
-        return Leftovers(self, kept_counter=local.kept_counter, host_log=self.transport.host_log)
+        return Leftovers(
+            self,
+            producer=lambda: self.courier.producer,
+            kept_counter=local.kept_counter,
+            host_log=self.transport.host_log,
+        )
 
     def warn_once(self, key: str, message: str) -> None:
         """Say ``message`` on stderr the first time ``key`` comes up."""
@@ -183,9 +194,6 @@ class SocketClient:
     def _unencodable(self, exc: Exception) -> None:
         self.unencodable += 1
         self.warn_once("enc", f"an event cannot be sent to the host and is dropped: {exc}")
-
-    def _acked(self, seq: int) -> None:
-        self.pipe.ack(seq)
 
     def _host_died(self) -> None:
         self.courier.link_lost()
@@ -206,7 +214,7 @@ class SocketClient:
     def elector(self) -> HostElector:
         """Who starts a host when none answers, made on first use (by the pipe's worker)."""
         if self._elector is None:
-            from goggles_io._transport.election import HostElector
+            from goggles_io._transport.client.election import HostElector
 
             with self._lock:
                 if self._elector is None:
@@ -215,23 +223,25 @@ class SocketClient:
 
     # -- Transport API ----------------------------------------------------------------------
     def emit(self, event: Event) -> None:
-        """Put ``event`` in the pipe; past its budget it spills, then waits (bounded), then is
-        dropped and counted (its staged slot given back)."""
-        if not self._running:
-            self._start()
-        if not self.pipe.put(event, approx_nbytes(event)) and type(event.payload) is ShmRef:
+        """Put ``event``'s row in the pipe; past its budget it spills, then waits (bounded),
+        then is dropped and counted (its staged slot given back)."""
+        row = row_of(event)
+        if not self.put_row(row, nbytes(row)) and type(event.payload) is ShmRef:
             self.pools.release([event.payload])
-        if not self.settings.async_mode:
-            self.flush(self.settings.shutdown_timeout_s)
 
-    def emit_row(self, row: Row, size: int) -> None:
-        """:meth:`emit` for an event given as a row (``records.Row``: a scalar's), of ``size``
-        bytes against the budget; never a staged array."""
+    def _put_first(self, row: Row, size: int) -> bool:
+        """``put_row`` before the client started, and always in synchronous mode: start, put
+        ``row`` (``size`` bytes against the budget), wait for the host when synchronous."""
         if not self._running:
             self._start()
-        self.pipe.put(row, size)
+        taken = self.pipe.put(row, size)
         if not self.settings.async_mode:
             self.flush(self.settings.shutdown_timeout_s)
+        return taken
+
+    def release_staged(self, ref: ShmRef) -> None:
+        """Give back the slot of a staged array whose row was dropped."""
+        self.pools.release([ref])
 
     def control(self, op: str, args: dict[str, Any]) -> Marker:
         """Send a handler operation after everything put so far (never refused)."""
@@ -244,11 +254,12 @@ class SocketClient:
         return marker
 
     def attach(self, handler: Handler, scopes: Sequence[str]) -> None:
-        """Attach ``handler`` on the host (or here: :mod:`~goggles_io._transport.placement`)."""
+        """Attach ``handler`` on the host (or here: :mod:`~goggles_io._transport.client.placement`)."""
         self.ops.attach(handler, scopes)
 
-    def detach(self, name: str, scope: str) -> None:
-        """Detach ``name`` from ``scope``, in order with the events around it."""
+    def detach(self, name: str, scope: str, *, missing_ok: bool = False) -> None:
+        """Detach ``name`` from ``scope``, in order with the events around it (a name this
+        process did not attach is the host's to look up: never an error here)."""
         self.ops.detach(name, scope)
 
     def replace(self, handler: Handler, scopes: Sequence[str], *, enable: bool) -> None:
@@ -296,7 +307,7 @@ class SocketClient:
         Waits while the host's handlers make progress; gives up after ``GOGGLES_FINISH_STALL``
         seconds in which they took nothing (or at ``timeout_s`` in all, when given, or Ctrl-C),
         and keeps what is left on disk for the next process (``kept for later``:
-        :mod:`~goggles_io._transport.leftovers`). Prints one line with this process's tally.
+        :mod:`~goggles_io._transport.client.leftovers`). Prints one line with this process's tally.
         """
         if not self._running:
             return FinishReport()

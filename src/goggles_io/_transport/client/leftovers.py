@@ -4,21 +4,22 @@ When ``finish()`` gives up (a handler took nothing for ``GOGGLES_FINISH_STALL`` 
 Ctrl-C), the client writes what its pipe still holds, in order, into a folder of its own under
 the spool root, ``leftover-<pid>-<start time>/`` (0700; the spool sweep only ever removes
 ``p<pid>-...`` folders): the handler operations sent so far (``ops.msgpack``: each handler's
-spec, its recorded config and run), the events and the operations among them (``events.bin``;
-staged arrays are read out of the shared memory and disk pools first, since those go at exit),
-and ``manifest.json`` written last. Each record of events keeps its producer's id and its first
-event's sequence (ADR 0057): a batch the hung host was sent keeps the numbers it went with, and
-what was never sent is numbered after it, so a sink that took some of them (a hung handler that
-woke) skips them when the folder is delivered. The tally counts them ``kept for later``, not lost. Those
+spec, its recorded config and run), the events (as rows) and the operations among them
+(``events.bin``; staged arrays are read out of the shared memory and disk pools first, since
+those go at exit), and ``manifest.json`` written last. Each record of events keeps its
+producer's id and its first event's sequence (ADR 0057): a batch the hung host was sent keeps
+the numbers it went with, and what was never sent is numbered after it, so a sink that took some
+of them (a hung handler that woke) skips them when the folder is delivered. The tally counts
+them ``kept for later``, not lost. Those
 the host had not routed yet would also have reached the handlers this process runs itself
 (in-process lanes, fed by the host): nothing else can rebuild those, so for them these events
-are counted lost (:class:`~goggles_io._transport.placement.KeptCounter`).
+are counted lost (:class:`~goggles_io._transport.client.placement.KeptCounter`).
 
-The next :class:`~goggles_io._transport.client.SocketClient` to start on the machine looks at
+The next :class:`~goggles_io._transport.client.socket_client.SocketClient` to start on the machine looks at
 the spool root (names and ``lstat`` only, nothing opened) and, when a dead process left
 folders, starts ``python -m goggles_io.leftovers`` in a session of its own: that deliverer
 replays each folder into the handlers of the run that logged it, never into this process's
-(:mod:`~goggles_io._transport.leftover_delivery`). This process's own events never wait for it.
+(:mod:`~goggles_io._transport.host.leftover_delivery`). This process's own events never wait for it.
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from goggles_io._delivery.spool_space import remove_own_tree, spool_space
-from goggles_io._event.messages import Call
-from goggles_io._event.records import Event, ShmRef, row_event
-from goggles_io._transport.courier import REPLAYED, SEQ_SHIFT, Item, PipeOwner
+from goggles_io._event.messages import REPLAYED, Call
+from goggles_io._event.records import ShmRef
+from goggles_io._event.rows import Row, payload_of, with_payload
+from goggles_io._transport.client.courier import SEQ_SHIFT, Item, PipeOwner
+from goggles_io._transport.client.operations import Marker
 from goggles_io._transport.leftover_folder import (
     EVENTS,
     FORMAT,
@@ -51,13 +52,12 @@ from goggles_io._transport.leftover_folder import (
     leftover_names,
     owner_alive,
 )
-from goggles_io._transport.operations import Marker
 from goggles_io._util.liveness import start_time
 from goggles_io._util.report import report
 
 if TYPE_CHECKING:
     from goggles_io._delivery.waiting import Keep
-    from goggles_io._transport.placement import KeptCounter
+    from goggles_io._transport.client.placement import KeptCounter
 
 __all__ = ["COMMAND", "Leftovers", "spawn_deliverer"]
 
@@ -80,32 +80,33 @@ class _Writer:
 
         self._record(OP, msgpack.packb([call.op, call.args], use_bin_type=True), [])
 
-    def events_of(self, events: list[Event], sent: bool, producer: str, first: int) -> None:
-        """Write ``events``, numbered from ``first`` in ``producer``'s stream."""
+    def rows(self, rows: list[Row], sent: bool, producer: str, first: int) -> None:
+        """Write ``rows``, numbered from ``first`` in ``producer``'s stream."""
         from goggles_io._event.spilled import SpillEncoder
 
         if self._encoder is None:
             self._encoder = SpillEncoder()
-        events = [self._inline(e) for e in events]
+        rows = [self._inline(row) for row in rows]
         try:
-            record, blobs = self._encoder.encode(events, producer, first)
+            record, blobs = self._encoder.encode(rows, producer, first)
         except (TypeError, ValueError, OverflowError):
-            for i, event in enumerate(events):  # the codec refuses one of them: keep the others
+            for i, row in enumerate(rows):  # the codec refuses one of them: keep the others
                 with contextlib.suppress(TypeError, ValueError, OverflowError):
-                    self.events_of_one(event, sent, producer, first + i)
+                    self.one_row(row, sent, producer, first + i)
             return
         self._record(SENT if sent else EVENTS, record, blobs)
-        self.events += len(events)
+        self.events += len(rows)
 
-    def events_of_one(self, event: Event, sent: bool, producer: str, seq: int) -> None:
-        record, blobs = self._encoder.encode([event], producer, seq)
+    def one_row(self, row: Row, sent: bool, producer: str, seq: int) -> None:
+        record, blobs = self._encoder.encode([row], producer, seq)
         self._record(SENT if sent else EVENTS, record, blobs)
         self.events += 1
 
-    def _inline(self, event: Event) -> Event:
-        """The event with its staged arrays copied out of the pools (they go at exit)."""
-        payload = self._copy_out(event.payload)
-        return event if payload is event.payload else attrs.evolve(event, payload=payload)
+    def _inline(self, row: Row) -> Row:
+        """The row with its staged arrays copied out of the pools (they go at exit)."""
+        payload = payload_of(row)
+        copied = self._copy_out(payload)
+        return row if copied is payload else with_payload(row, copied)
 
     def _copy_out(self, value: Any) -> Any:
         if type(value) is ShmRef:
@@ -170,10 +171,14 @@ class Leftovers:
     def __init__(
         self,
         client: PipeOwner,
+        *,
+        producer: Callable[[], str],
         kept_counter: Callable[[], KeptCounter] | None = None,
         host_log: str | None = None,
     ) -> None:
+        """``producer()``: the id the client's events are numbered under now (ADR 0057)."""
         self.client = client
+        self._producer = producer
         self.host_log = host_log
         self.root = spool_space(client.policy).root
         self.written: Path | None = None  # the folder this process kept its events in
@@ -198,7 +203,7 @@ class Leftovers:
         the batches after the last one (no sink has them; the numbers only need to follow)."""
         writer: _Writer | None = None
         counter = None if self._kept_counter is None else self._kept_counter()
-        producer = str(getattr(getattr(self.client, "courier", None), "producer", "") or "")
+        producer = self._producer()
         try:
             folder = self._new_folder()
             writer = _Writer(folder)
@@ -209,13 +214,13 @@ class Leftovers:
                     seq = last + 1
                 last = max(last, seq)
                 base = seq << SEQ_SHIFT
-                run: list[Event] = []
+                run: list[Row] = []
                 first = base
                 for i, item in enumerate(items):
                     if not isinstance(item, Marker):
                         if not run:
                             first = base + i
-                        run.append(row_event(item) if isinstance(item, tuple) else item)
+                        run.append(item)
                         continue
                     _write_run(writer, run, sent, counter, producer, first)
                     run = []
@@ -284,7 +289,7 @@ class Leftovers:
 
 def _write_run(
     writer: _Writer,
-    run: list[Event],
+    run: list[Row],
     sent: bool,
     counter: KeptCounter | None,
     producer: str,
@@ -293,7 +298,7 @@ def _write_run(
     if run:
         if counter is not None:
             counter.add(run)
-        writer.events_of(run, sent, producer, first)
+        writer.rows(run, sent, producer, first)
 
 
 def _waiting(root: Path) -> tuple[list[str], list[str]]:

@@ -2,7 +2,7 @@
 
 They travel through the client's pipe as :class:`Marker` items, in order with the events around
 them, and are replayed on a new host (after a host death, or in a forked child). A handler the
-host cannot build runs here instead (see :mod:`goggles_io._transport.placement`).
+host cannot build runs here instead (see :mod:`goggles_io._transport.client.placement`).
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgpack
 
 from goggles_io._event.messages import Call, Reply
-from goggles_io._transport.placement import runs_in_attaching_process
+from goggles_io._transport.client.placement import runs_in_attaching_process
 from goggles_io.exceptions import InvalidPayloadError, UnknownScopeError
 from goggles_io.handlers.base import Handler, check_remote_method, get_handler_class
 
 if TYPE_CHECKING:
     from goggles_io._bus.settings import Settings
-    from goggles_io._transport.election import HostElector
-    from goggles_io._transport.placement import LocalHandlers
+    from goggles_io._transport.client.election import HostElector
+    from goggles_io._transport.client.placement import LocalHandlers
 
 __all__ = ["HandlerOperations", "Marker"]
 
@@ -55,7 +55,7 @@ class OperationsClient(Protocol):
 
 
 class HandlerOperations:
-    """The handler-facing part of :class:`~goggles_io._transport.client.SocketClient`: what this
+    """The handler-facing part of :class:`~goggles_io._transport.client.socket_client.SocketClient`: what this
     process attached, and the operations it sends (through the client's pipe, in order)."""
 
     def __init__(self, client: OperationsClient) -> None:
@@ -80,7 +80,7 @@ class HandlerOperations:
 
         A handler the host cannot build (its class lives in ``__main__``, a notebook or a
         function, or was never registered) runs here instead, fed by a subscription to the
-        host, so it still sees every process's events (see :mod:`goggles_io._transport.placement`).
+        host, so it still sees every process's events (see :mod:`goggles_io._transport.client.placement`).
         """
         if runs_in_attaching_process(handler):
             self.client.local.attach(handler, scopes)

@@ -1,7 +1,9 @@
 """A live subscription's client side: a bounded buffer fed by the host over its own connection.
 
-See :func:`goggles_io.subscribe` for the public entry point and :mod:`goggles_io._transport.subscriber`
-for the host's side. This module does not import what builds the transport.
+See :func:`goggles_io.subscribe` for the public entry point and :mod:`goggles_io._transport.host.subscriber`
+for the host's side. Rows arrive and wait here as rows; each becomes its :class:`Event` where the
+subscriber reads it (``get``, iteration, the callback: ADR 0071). This module does not import
+what builds the transport.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import check_scope
 from goggles_io._event.codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
-from goggles_io._event.records import Event, Kind, approx_nbytes
+from goggles_io._event.records import Event, Kind
+from goggles_io._event.rows import Row, events_of, nbytes
 from goggles_io._transport.framing import FrameDecoder, encode_frame
 
 __all__ = ["Subscription"]
@@ -40,23 +43,23 @@ class Subscription:
         self,
         scopes: Sequence[str],
         kinds: Sequence[Kind] | None,
-        callback: Callable[[Event], Any] | Callable[[list[Event]], Any] | None,
+        callback: Callable[[Event], Any] | None,
         *,
-        batch_callback: bool = False,
+        on_rows: Callable[[list[Row]], Any] | None = None,
         max_events: int,
         max_bytes: int,
     ) -> None:
         self.scopes = list(scopes)
         self.kinds = None if kinds is None else [Kind(k) for k in kinds]
         self.callback = callback
-        self.batch_callback = batch_callback
+        self.on_rows = on_rows  # a feed that routes rows on (handlers placed here) reads no event
         self.max_events = max_events
         self.max_bytes = max_bytes
         self.host_dropped = 0
         self.local_dropped = 0
         self.received = 0
         self.closed = False
-        self._buffer: deque[tuple[Event, int]] = deque()  # with each event's estimated bytes
+        self._buffer: deque[tuple[Row, int]] = deque()  # with each row's estimated bytes
         self._bytes = 0
         self._cond = threading.Condition()
         self._sock: socket.socket | None = None
@@ -77,25 +80,31 @@ class Subscription:
         return self.host_dropped + self.local_dropped
 
     # -- feeding ----------------------------------------------------------------------------
-    def deliver(self, events: list[Event]) -> None:
-        """Hand events to the callback, or buffer them (dropping and counting past the bound)."""
+    def deliver(self, rows: list[Row]) -> None:
+        """Hand rows to the feed, or their events to the callback, or buffer them (dropping and
+        counting past the bound)."""
+        if self.on_rows is not None:
+            self.on_rows(rows)
+            self.received += len(rows)
+            return
         if self.callback is not None:
-            if self.batch_callback:
-                self.callback(events)  # type: ignore[arg-type]  # batch_callback says which
-            else:
-                for event in events:
-                    self.callback(event)  # type: ignore[arg-type]
-            self.received += len(events)
+            for event in events_of(rows):
+                self.callback(event)
+            self.received += len(rows)
             return
         with self._cond:
-            for event in events:
-                size = approx_nbytes(event)
+            for row in rows:
+                size = nbytes(row)
                 if len(self._buffer) >= self.max_events or self._bytes + size > self.max_bytes:
                     self.local_dropped += 1
                     continue
-                self._buffer.append((event, size))
+                self._buffer.append((row, size))
                 self._bytes += size
             self._cond.notify_all()
+
+    def fed_by(self, bus: Any, name: str) -> None:
+        """``bus`` (this process's own) feeds this subscription through its handler ``name``."""
+        self._inprocess = (bus, name)
 
     # -- reading ----------------------------------------------------------------------------
     def get(self, timeout: float | None = None) -> Event | None:
@@ -109,10 +118,10 @@ class Subscription:
                 if left is not None and left <= 0:
                     return None
                 self._cond.wait(left)
-            event, size = self._buffer.popleft()
+            row, size = self._buffer.popleft()
             self._bytes -= size
             self.received += 1
-            return event
+        return events_of((row,))[0]  # where the subscriber reads it
 
     def __iter__(self) -> Iterator[Event]:
         return self
@@ -243,7 +252,7 @@ class Subscription:
                 for payload in frames.feed(data):
                     msg = decoder.decode(payload)
                     if type(msg) is Batch:
-                        self.deliver(msg.events)
+                        self.deliver(msg.rows)
                     elif type(msg) is Ack:
                         self.host_dropped = max(self.host_dropped, int(msg.dropped))
                     elif type(msg) is Reply:

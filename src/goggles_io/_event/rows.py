@@ -1,0 +1,264 @@
+"""The one shape of an event in flight: a row, and the only ways into and out of it (ADR 0071).
+
+While an event waits or travels (a pipe, a spool, a frame, a left-over folder, a stream entry,
+a lane) it is a :data:`Row`: a flat tuple of the 15 slots below, atomic values wherever the event
+allows (so the garbage collector stops tracking it at its first young collection and never
+rescans or promotes it while it waits for an acknowledgement). An :class:`~.records.Event` is
+built from rows by :func:`events_of` alone, where a handler or a live subscriber is about to read
+it; an event given to the bus becomes a row by :func:`row_of` alone. Only this module indexes a
+row: the others use the getters and the functions here.
+
+=========  ===================================================================================
+slot       holds
+=========  ===================================================================================
+kind       the :class:`~.records.Kind`'s string value (``"metric"``)
+scope      ``str``
+payload    the event's payload, or, when ``value`` is set, a one-value metric's name
+level      ``int`` for ``LOG``, else ``None``
+step       ``int`` or ``None``
+timestamp  ``float``: when it was logged
+logger     ``str``
+pid        ``int``
+filepath   ``str`` or ``None``
+lineno     ``int`` or ``None``
+extra      a ``dict``, or ``None`` for an empty one
+time       ``float`` or ``None`` (robo-goggles' caller-given time)
+value      ``None``, or a one-value metric's number: the payload is then ``{payload: value}``
+producer   who numbered it (ADR 0057), ``""`` for not numbered
+seq        its sequence in that producer's stream, ``0`` for not numbered
+=========  ===================================================================================
+
+A log call builds its row in this order itself (``_api/data.py``, ``_api/loggers.py``: a tuple
+display, the hot path); ``tests/goggles_io/event/test_rows.py`` holds them to :func:`row_of`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from goggles_io._event.records import Event, Kind
+
+__all__ = [
+    "EVENT_OVERHEAD_BYTES",
+    "KINDS",
+    "METRIC_ENTRY_BYTES",
+    "SLOTS",
+    "SLOT_NAMES",
+    "Row",
+    "columns_of",
+    "events_of",
+    "is_row",
+    "kind_of",
+    "level_of",
+    "logger_of",
+    "metric_names",
+    "nbytes",
+    "payload_of",
+    "pid_of",
+    "row_of",
+    "rows_nbytes",
+    "rows_of",
+    "scope_of",
+    "step_of",
+    "timestamp_of",
+    "with_payload",
+]
+
+Row = tuple[Any, ...]
+"""An event in flight: the 15 slots of :data:`SLOT_NAMES`, in that order."""
+
+SLOT_NAMES = (
+    "kind",
+    "scope",
+    "payload",
+    "level",
+    "step",
+    "timestamp",
+    "logger",
+    "pid",
+    "filepath",
+    "lineno",
+    "extra",
+    "time",
+    "value",
+    "producer",
+    "seq",
+)
+SLOTS = len(SLOT_NAMES)
+_PAYLOAD, _VALUE = SLOT_NAMES.index("payload"), SLOT_NAMES.index("value")
+
+KINDS: dict[str, Kind] = {kind.value: kind for kind in Kind}
+"""A row's kind to its :class:`Kind`, one dict lookup."""
+
+EVENT_OVERHEAD_BYTES = 320  # an event in memory (its object or row, its extra) and a timestamp
+METRIC_ENTRY_BYTES = 64  # one name -> number entry of a metric
+
+# The slots others read, as C-level getters (routing, counting, staged arrays).
+kind_of: Callable[[Row], str] = operator.itemgetter(0)
+scope_of: Callable[[Row], str] = operator.itemgetter(1)
+payload_of: Callable[[Row], Any] = operator.itemgetter(_PAYLOAD)
+"""The payload slot: where an array staged at the log call is (a one-value metric's holds its
+name, never an array)."""
+level_of: Callable[[Row], int | None] = operator.itemgetter(3)
+step_of: Callable[[Row], int | None] = operator.itemgetter(4)
+timestamp_of: Callable[[Row], float] = operator.itemgetter(5)
+logger_of: Callable[[Row], str] = operator.itemgetter(6)
+pid_of: Callable[[Row], int] = operator.itemgetter(7)
+_value_of: Callable[[Row], Any] = operator.itemgetter(_VALUE)
+
+is_row: Callable[[object], bool] = tuple.__instancecheck__
+"""Whether an item of a pipe is a row (one C call; ``True`` counts one, so ``units=is_row``
+counts the rows of a list and nothing for the control items beside them)."""
+
+
+def row_of(event: Event) -> Row:
+    """``event`` as a row (its payload as it is; an empty ``extra`` as ``None``)."""
+    kind = event.kind
+    extra = event.extra
+    if extra.__class__ is not dict:
+        extra = dict(extra)
+    return (
+        kind.value if kind.__class__ is Kind else Kind(kind).value,
+        event.scope,
+        event.payload,
+        event.level,
+        event.step,
+        event.timestamp,
+        event.logger,
+        event.pid,
+        event.filepath,
+        event.lineno,
+        extra or None,
+        event.time,
+        None,
+        event.producer,
+        event.seq,
+    )
+
+
+def with_payload(row: Row, payload: Any) -> Row:
+    """``row`` with ``payload`` in its payload slot (an array copied out of a pool)."""
+    return (*row[:_PAYLOAD], payload, *row[_PAYLOAD + 1 :])
+
+
+def metric_names(row: Row) -> tuple[str, ...] | None:
+    """A metric's names (a one-value metric's one), or ``None`` for another payload."""
+    payload = row[_PAYLOAD]
+    if row[_VALUE] is not None:
+        return (payload,)
+    return tuple(payload) if payload.__class__ is dict else None
+
+
+_SMALL = 8  # below this many rows, one loop; above, columns and one ``map``
+
+
+def events_of(rows: Sequence[Row]) -> list[Event]:
+    """The :class:`Event` of each row, in order: each its own payload map (a one-value metric's)
+    and ``extra`` map (an empty one's); a row's non-empty ``extra`` and its payload are shared.
+
+    Raises:
+        Exception: a row of another shape or an unknown kind (``ValueError``, ``KeyError``...);
+            the caller may build the rest one at a time.
+    """
+    kinds = KINDS
+    if len(rows) < _SMALL:
+        out = []
+        for row in rows:
+            (kind, scope, payload, level, step, ts, logger, pid,
+             path, line, extra, when, value, producer, seq) = row  # fmt: skip
+            out.append(
+                Event(
+                    kinds[kind],
+                    scope,
+                    payload if value is None else {payload: value},
+                    level,
+                    step,
+                    ts,
+                    logger,
+                    pid,
+                    path,
+                    line,
+                    extra or {},
+                    when,
+                    producer,
+                    seq,
+                )
+            )
+        return out
+    n = len(rows)
+    if n * SLOTS != sum(map(len, rows)) or min(map(len, rows)) != SLOTS:
+        raise ValueError(f"a row has {SLOTS} slots")
+    (kind_col, scopes, payloads, levels, steps, stamps, loggers, pids,
+     paths, lines, extras, times, values, producers, seqs) = zip(*rows, strict=True)  # fmt: skip
+    if kind_col.count(kind_col[0]) == n:
+        event_kinds: Iterable[Kind] = itertools.repeat(kinds[kind_col[0]], n)
+    else:
+        event_kinds = map(kinds.__getitem__, kind_col)
+    nones = values.count(None)
+    if nones == n:
+        maps: Iterable[Any] = payloads
+    elif not nones:  # every row a one-value metric: {name: value} each, in C
+        maps = map(dict, zip(zip(payloads, values, strict=True)))
+    else:
+        maps = [p if v is None else {p: v} for p, v in zip(payloads, values, strict=True)]
+    if extras.count(None) == n:
+        own: Iterable[Any] = map(dict, itertools.repeat((), n))
+    else:
+        own = [e or {} for e in extras]
+    return list(
+        map(Event, event_kinds, scopes, maps, levels, steps, stamps, loggers, pids,
+            paths, lines, own, times, producers, seqs)
+    )  # fmt: skip
+
+
+def nbytes(row: Row) -> int:
+    """What ``row`` holds in memory, roughly, for byte budgets: cheap, never below its arrays.
+
+    Arrays and bytes count their length, text its length, a metric 64 bytes a value.
+    """
+    if row[_VALUE] is not None:
+        return EVENT_OVERHEAD_BYTES + METRIC_ENTRY_BYTES
+    payload = row[_PAYLOAD]
+    kind = payload.__class__
+    if kind is dict:
+        return EVENT_OVERHEAD_BYTES + METRIC_ENTRY_BYTES * len(payload)
+    if kind is str or kind is bytes:
+        return EVENT_OVERHEAD_BYTES + len(payload)
+    if getattr(payload, "shm_resident", False):
+        return EVENT_OVERHEAD_BYTES + 64  # the array lives in shared memory, in the pool's budget
+    size = getattr(payload, "nbytes", None)
+    if type(size) is int:
+        return EVENT_OVERHEAD_BYTES + size
+    return EVENT_OVERHEAD_BYTES + 256
+
+
+def rows_nbytes(rows: Sequence[Row]) -> int:
+    """``sum(map(nbytes, rows))``, without a Python call per row when every row is a one-value
+    metric (the host's hot case: a client batch of scalars)."""
+    if None not in map(_value_of, rows):
+        return (EVENT_OVERHEAD_BYTES + METRIC_ENTRY_BYTES) * len(rows)
+    return sum(map(nbytes, rows))
+
+
+def columns_of(rows: Sequence[Row]) -> list[list[Any]]:
+    """The rows' slots as :data:`SLOTS` columns (lists), one per slot, in slot order.
+
+    The rows are flattened into one list and each column is a strided slice of it: C-level
+    passes that leave no object per row alive (``zip(*rows)`` held an iterator per row).
+
+    Raises:
+        ValueError: a row of another shape.
+    """
+    flat = list(itertools.chain.from_iterable(rows))
+    if len(flat) != SLOTS * len(rows) or (rows and min(map(len, rows)) != SLOTS):
+        raise ValueError(f"a row has {SLOTS} slots")
+    return [flat[i::SLOTS] for i in range(SLOTS)]
+
+
+def rows_of(columns: Sequence[Iterable[Any]]) -> list[Row]:
+    """The rows whose slots are ``columns`` (:data:`SLOTS` iterables of one length, in slot
+    order: lists, or a value repeated)."""
+    return list(zip(*columns, strict=True))
