@@ -262,13 +262,42 @@ def _plain_metrics(objs: list[dict[str, Any]], rows: MetricRows) -> bool:
         stamps = [_stamp(value) for value in stamps]
     when = np.array(stamps, dtype=np.float64)
     shapes = list(map(tuple, payloads))
-    starts = (
-        [] if shapes.count(shapes[0]) == count  # the usual chunk: one shape throughout
-        else [i for i in range(1, count) if shapes[i] != shapes[i - 1]]
-    )  # fmt: skip
+    if shapes.count(shapes[0]) == count:  # the usual chunk of a dict logged whole: one shape
+        rows.add_block(shapes[0], payloads, step, when)
+        return True
+    kinds = dict.fromkeys(shapes)
+    names = [name for shape in kinds for name in shape]
+    if len(names) == len(set(names)):  # each metric in one shape only: one block per shape
+        _disjoint_blocks(shapes, list(kinds), payloads, step, when, rows)
+        return True
+    starts = [i for i in range(1, count) if shapes[i] != shapes[i - 1]]
     for start, stop in zip([0, *starts], [*starts, count], strict=True):
         rows.add_block(shapes[start], payloads[start:stop], step[start:stop], when[start:stop])
     return True
+
+
+def _disjoint_blocks(
+    shapes: list[tuple[str, ...]],
+    kinds: list[tuple[str, ...]],
+    payloads: list[Any],
+    step: np.ndarray,
+    when: np.ndarray,
+    rows: MetricRows,
+) -> None:
+    """Lines whose shapes share no metric (``logger.scalar``'s one metric a line, metrics taking
+    turns): the lines of each shape gathered into one block, each metric's points in line order.
+
+    Why: cut at every change of shape, such a chunk was one block (and its numpy calls) a line.
+    """
+    code = dict(zip(kinds, range(len(kinds)), strict=True))
+    ids = np.fromiter(map(code.__getitem__, shapes), dtype=np.intp, count=len(shapes))
+    order = np.argsort(ids, kind="stable")
+    bounds = np.searchsorted(ids[order], np.arange(len(kinds) + 1))
+    picked = order.tolist()
+    for k, shape in enumerate(kinds):
+        part = order[bounds[k] : bounds[k + 1]]
+        block = [payloads[i] for i in picked[bounds[k] : bounds[k + 1]]]
+        rows.add_block(shape, block, step[part], when[part])
 
 
 def _metric(obj: dict[str, Any], rows: MetricRows) -> None:

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nonfinite_json
-from goggles_io.runs.lines import Parsed, json_lines
+from goggles_io.runs.lines import Parsed, json_lines, number
 from strategies import metric_line_values
 
 KEYS = st.sampled_from(["loss", "lr", "acc", "q"])
@@ -105,3 +105,36 @@ def test_plain_lines_keep_every_point(payloads: list[dict[str, float]], steps: l
     assert list(parsed.metrics["lr"].step) == [float(i) for i in range(len(payloads))]
     assert list(parsed.metrics["lr"].time) == [1.5 + i for i in range(len(payloads))]
     assert parsed.skipped == 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    turns=st.lists(st.tuples(st.sampled_from(["m0", "m1", "m2"]), VALUES), min_size=1, max_size=60),
+    cuts=st.lists(st.integers(0, 60), max_size=3),
+)
+def test_one_metric_a_line_taking_turns(turns: list[tuple[str, Any]], cuts: list[int]) -> None:
+    """``logger.scalar``'s lines (issue 44): shapes that share no metric are gathered a shape at
+    a time, each metric's points in line order, equal to json.loads line by line."""
+    lines = [
+        nonfinite_json.dumps({"kind": "metric", "scope": "global", "payload": {name: value},
+                              "filepath": "t.py", "lineno": 1, "step": i, "timestamp": 0.5 + i,
+                              "logger": "train", "pid": 1}).encode()
+        for i, (name, value) in enumerate(turns)
+    ]  # fmt: skip
+    reference = json_lines(lines, by_line=True)
+    assert _reading(json_lines(lines)) == _reading(reference)
+    chunked = Parsed()
+    bounds = sorted({0, len(lines), *(c for c in cuts if c <= len(lines))})
+    for start, end in itertools.pairwise(bounds):
+        json_lines(lines[start:end], into=chunked)
+    assert _reading(chunked) == _reading(reference)
+    for name in {name for name, _ in turns}:  # the oracle: json.loads and the documented rule
+        expected = [
+            (float(i), value)
+            for i, line in enumerate(lines)
+            if name in (obj := json.loads(line))["payload"]
+            and (value := number(obj["payload"][name])) is not None
+        ]
+        cols = chunked.metrics.get(name)
+        got = [] if cols is None else list(zip(cols.step, cols.value, strict=True))
+        assert json.dumps(got) == json.dumps(expected)

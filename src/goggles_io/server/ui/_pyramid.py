@@ -5,7 +5,8 @@ million points) and its start wait for a full parse. Here the points stay on dis
 does not depend on their number (ADR 0028)::
 
     x.f64 t.f64 c.f64 y.f64    step, wall time (s), custom x, value: one float64 per point,
-                               in arrival order (NaN where unknown)
+                               in arrival order (NaN where unknown); c.f64 only from the
+                               first custom x on (absent: every point's x is NaN, ADR 0074)
     L1.blk, L2.blk, ...        level l, record j summarises points [j*16**l, (j+1)*16**l):
                                index and value of the minimum and maximum finite value, sum
                                and count of finite values, count of NaN/inf (56 bytes)
@@ -36,6 +37,7 @@ REC = np.dtype(
 )  # fmt: skip
 _CHUNK = 1 << 20  # points (or records) reduced per step when building levels
 _KEEP = 1 << 16  # items of one level kept in memory during a build at most (else read back)
+_LAZY = "c.f64"  # written from the first custom x on: most metrics never have one (ADR 0074)
 
 
 def _reduce_values(y: np.ndarray, k: int, base: int) -> np.ndarray:
@@ -118,7 +120,8 @@ class Pyramid:
         folder.mkdir(parents=True, exist_ok=True)
         self.count = count
         for name in AXES.values():
-            self._cut(folder / name, count * 8)
+            if name != _LAZY or (folder / name).exists():
+                self._cut(folder / name, count * 8)
         self.levels: list[int] = []
         size = count // BASE
         while size:
@@ -140,10 +143,21 @@ class Pyramid:
             return 0
 
     def _cut(self, path: Path, size: int) -> None:
-        if self._size(path) > size:
+        have = self._size(path)
+        if have > size:
             os.truncate(path, size)
         elif not path.exists():
             path.touch()
+        elif have < size and path.name == _LAZY:  # its NaN head torn by a crash: NaN again
+            self._fill_nan(path, have // 8, size // 8)
+            os.truncate(path, size)
+
+    def _fill_nan(self, path: Path, start: int, stop: int) -> None:
+        """Points [start, stop) of a column as NaN, written in bounded pieces."""
+        with open(path, "r+b" if path.exists() else "wb") as fh:
+            fh.seek(start * 8)
+            for at in range(start, stop, _CHUNK):
+                fh.write(np.full(min(_CHUNK, stop - at), np.nan, dtype="<f8").tobytes())
 
     def _level_path(self, level: int) -> Path:
         return self.folder / f"L{level}.blk"
@@ -155,7 +169,12 @@ class Pyramid:
             return
         value = np.ascontiguousarray(value, dtype="<f8")
         for name, column in zip(AXES.values(), (step, time, x, value), strict=True):
-            _append_bytes(self.folder / name, np.ascontiguousarray(column, dtype="<f8").data)
+            path = self.folder / name
+            if name == _LAZY and not path.exists():
+                if np.isnan(column).all():
+                    continue  # no custom x yet: nothing to write (24 bytes a point, not 32)
+                self._fill_nan(path, 0, self.count)  # the points before the first custom x
+            _append_bytes(path, np.ascontiguousarray(column, dtype="<f8").data)
         self._remember(0, self.count, value)
         self.count += len(value)
         self._build()
@@ -214,6 +233,8 @@ class Pyramid:
 
     # -- reading ------------------------------------------------------------------------------
     def _read(self, name: str, start: int, size: int) -> np.ndarray:
+        if name == _LAZY and not (self.folder / name).exists():
+            return np.full(size, np.nan)
         return np.fromfile(self.folder / name, dtype="<f8", count=size, offset=start * 8)
 
     def _records(self, level: int, start: int, size: int) -> np.ndarray:
@@ -229,6 +250,8 @@ class Pyramid:
         """``axis`` at scattered point indexes, through a map closed before returning."""
         if not len(index) or not self.count:
             return np.empty(0)
+        if AXES[axis] == _LAZY and not (self.folder / _LAZY).exists():
+            return np.full(len(index), np.nan)
         with (
             open(self.folder / AXES[axis], "rb") as fh,
             mmap.mmap(fh.fileno(), self.count * 8, access=mmap.ACCESS_READ) as mapped,
@@ -243,6 +266,8 @@ class Pyramid:
         column must be non-decreasing. O(log n) reads of 8 bytes."""
         lo, hi = 0, self.count
         name = AXES[axis]
+        if name == _LAZY and not (self.folder / name).exists():
+            return 0  # every x is NaN: no value is >= anything
         with open(self.folder / name, "rb") as fh:
             while lo < hi:
                 mid = (lo + hi) // 2
