@@ -28,16 +28,6 @@ from runtime_telemetry._schema import (
 from runtime_telemetry._subscriber import Subscriber, receives
 from runtime_telemetry._threaded import ThreadedSubscriber
 
-if TYPE_CHECKING:
-    from runtime_telemetry._codec import (
-        from_dict,
-        from_json,
-        read_jsonl,
-        to_dict,
-        to_json,
-        write_jsonl,
-    )
-
 if TYPE_CHECKING:  # what the lazy names are, for type checkers (imported on first use)
     from runtime_telemetry._codec import (
         from_dict,

@@ -101,11 +101,8 @@ class TelemetryEmitter:
             SchemaTypeError: (a ``TypeError``) ``event`` is not a ``TelemetryEvent``.
         """
         logger = self._events
-        if not logger.isEnabledFor(level):
-            return
-        if not isinstance(event, TelemetryEvent):
-            raise _wrong_type("emit", "event", event, TelemetryEvent)
-        _handle(logger, level, event, sys._getframe(stacklevel))
+        if logger.isEnabledFor(level):
+            _publish(logger, level, event, TelemetryEvent, "emit", "event", stacklevel + 1)
 
     def snapshot(
         self, snapshot: TelemetrySnapshot, level: int = TRACE, stacklevel: int = 1
@@ -116,11 +113,26 @@ class TelemetryEmitter:
             SchemaTypeError: (a ``TypeError``) ``snapshot`` is not a ``TelemetrySnapshot``.
         """
         logger = self._snapshots
-        if not logger.isEnabledFor(level):
-            return
-        if not isinstance(snapshot, TelemetrySnapshot):
-            raise _wrong_type("snapshot", "snapshot", snapshot, TelemetrySnapshot)
-        _handle(logger, level, snapshot, sys._getframe(stacklevel))
+        if logger.isEnabledFor(level):
+            _publish(
+                logger, level, snapshot, TelemetrySnapshot, "snapshot", "snapshot", stacklevel + 1
+            )
+
+
+def _publish(
+    logger: logging.Logger,
+    level: int,
+    schema: object,
+    expected: type,
+    method: str,
+    param: str,
+    stacklevel: int,
+) -> None:
+    """``schema`` checked to be an ``expected``, then handed to ``logger`` from the frame
+    ``stacklevel`` above this one (``emit`` and ``snapshot``, once their level is on)."""
+    if not isinstance(schema, expected):
+        raise _wrong_type(method, param, schema, expected)
+    _handle(logger, level, schema, sys._getframe(stacklevel))
 
 
 def _handle(logger: logging.Logger, level: int, schema: object, frame: FrameType) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
 from runtime_telemetry._emitter import EVENTS_ROOT, SNAPSHOTS_ROOT
@@ -83,12 +82,7 @@ class Subscriber(logging.Handler):
     def __enter__(self: _S) -> _S:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def on_event(self, schema: TelemetrySchema) -> None:

@@ -25,27 +25,28 @@ class OneLineParser(argparse.ArgumentParser):
 
 def port(text: str) -> int:
     """A TCP port: 0 (any free one) to 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        msg = f"port must be a whole number from 0 to 65535 (got {text!r})"
-        raise argparse.ArgumentTypeError(msg) from None
-    if not 0 <= value <= 65535:
-        msg = f"port must be from 0 (any free port) to 65535 (got {value})"
-        raise argparse.ArgumentTypeError(msg)
-    return value
+    return _whole_number(
+        text,
+        0,
+        65535,
+        "port must be a whole number from 0 to 65535",
+        "port must be from 0 (any free port) to 65535",
+    )
 
 
 def non_negative(text: str) -> int:
     """A count: a whole number >= 0."""
+    return _whole_number(text, 0, None, "must be a whole number >= 0", "must be >= 0")
+
+
+def _whole_number(text: str, low: int, high: int | None, not_whole: str, outside: str) -> int:
+    """``text`` as an int from ``low`` to ``high`` (``None``: no top); the messages say why not."""
     try:
         value = int(text)
     except ValueError:
-        msg = f"must be a whole number >= 0 (got {text!r})"
-        raise argparse.ArgumentTypeError(msg) from None
-    if value < 0:
-        msg = f"must be >= 0 (got {value})"
-        raise argparse.ArgumentTypeError(msg)
+        raise argparse.ArgumentTypeError(f"{not_whole} (got {text!r})") from None
+    if value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f"{outside} (got {value})")
     return value
 
 

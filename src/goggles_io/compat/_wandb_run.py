@@ -16,7 +16,6 @@ import secrets
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from goggles_io._api.functions import attach as _attach
@@ -283,12 +282,8 @@ class Run:
     def __enter__(self) -> Run:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
+        exc = exc_info[1]  # (type, exception, traceback): only the exception matters here
         self.finish(exit_code=0 if exc is None else 1)
 
 

@@ -180,11 +180,7 @@ class SummaryWriter:
         dataformats: str = "CHW",
     ) -> None:
         """Log an image given in TensorBoard's layout (``CHW`` by default; float in [0, 1])."""
-        self._check_open()
-        pixels = tv.image_hwc(img_tensor, dataformats)
-        self._log.image(pixels, tv.to_step(global_step), name=tag, time=walltime)
-        if self._mirror is not None:
-            self._mirror.add_image(tag, img_tensor, global_step, walltime, dataformats)
+        self._image(tag, img_tensor, global_step, walltime, dataformats, batch=False)
 
     def add_images(
         self,
@@ -195,11 +191,25 @@ class SummaryWriter:
         dataformats: str = "NCHW",
     ) -> None:
         """Log a batch of images as one grid image, as TensorBoard shows it."""
+        self._image(tag, img_tensor, global_step, walltime, dataformats, batch=True)
+
+    def _image(
+        self,
+        tag: str,
+        img: Any,
+        step: Any,
+        walltime: float | None,
+        dataformats: str,
+        *,
+        batch: bool,
+    ) -> None:
+        """One image (a batch: its grid) logged here, and the same call made on the mirror."""
         self._check_open()
-        pixels = tv.image_hwc(img_tensor, dataformats)
-        self._log.image(pixels, tv.to_step(global_step), name=tag, time=walltime)
+        pixels = tv.image_hwc(img, dataformats)
+        self._log.image(pixels, tv.to_step(step), name=tag, time=walltime)
         if self._mirror is not None:
-            self._mirror.add_images(tag, img_tensor, global_step, walltime, dataformats)
+            mirrored = self._mirror.add_images if batch else self._mirror.add_image
+            mirrored(tag, img, step, walltime, dataformats)
 
     def add_figure(
         self,
@@ -331,12 +341,8 @@ class SummaryWriter:
     def __enter__(self) -> SummaryWriter:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
+        exc = exc_info[1]  # (type, exception, traceback): only the exception matters here
         self.close(RunStatus.DONE if exc is None else RunStatus.FAILED)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from goggles_io._delivery.policy import read_delivery_policy
 from goggles_io._delivery.spool_space import default_spool_root
+from goggles_io._util.ticks import next_tick
 from goggles_io.handlers._remote_outbox import Outbox, SavedPoint, outbox_path
 from goggles_io.handlers._sender import Message
 
@@ -126,12 +127,8 @@ class DurablePoints:
     def _run(self) -> None:
         while True:
             with self._cond:
-                if self._closed:
+                if not next_tick(self._cond, lambda: self._closed, self._waiting, _TICK_S):
                     return
-                if not self._waiting:
-                    self._cond.wait()
-                    continue
-                self._cond.wait(_TICK_S)
             self._step(time.monotonic(), save=True)
 
     def _step(self, now: float, *, save: bool) -> None:

@@ -30,8 +30,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from goggles_io._util.append_file import SAFE_FLAGS, json_line, write_all
+from goggles_io._util.append_file import SAFE_FLAGS, AppendLog, json_line, replace_whole, write_all
 from goggles_io._util.report import report
+from goggles_io._util.ticks import next_tick
 from goggles_io.handlers._wandb_log import HistoryCounter, count_history
 
 __all__ = ["DurableRows", "Ledger"]
@@ -42,7 +43,7 @@ _TICK_S = 0.1
 _WRITERS_GONE_S = 30.0  # how long recovery waits for a dead host's W&B core to let go
 
 
-class Ledger:
+class Ledger(AppendLog):
     """The ledger of one handler's rows (made on the first write).
 
     Args:
@@ -51,12 +52,9 @@ class Ledger:
     """
 
     def __init__(self, path: Path, owner: str) -> None:
-        self.path = Path(path)
-        self.owner = owner
+        super().__init__(Path(path), owner, "events its W&B runs hold", "W&B may get them twice")
         self.marks: dict[str, int] = {}  # folded: rows confirmed written
         self._entries: list[dict[str, Any]] = []  # since the last fold
-        self._fd: int | None = None
-        self._failed = False
 
     def recover(self) -> dict[str, int]:
         """The marks of every row W&B wrote, from the ledger and the transaction logs it
@@ -141,35 +139,12 @@ class Ledger:
     def _rewrite(self) -> None:
         """Replace the ledger by the folded marks and the entries still open."""
         self.close()
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        data = json_line({"all": self.marks}) + b"".join(map(json_line, self._entries))
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | SAFE_FLAGS, 0o644)
-            try:
-                data = json_line({"all": self.marks}) + b"".join(map(json_line, self._entries))
-                write_all(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | SAFE_FLAGS)
+            self._fd = replace_whole(self.path, data)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             self._fail(exc)
-
-    def _fail(self, exc: OSError) -> None:
-        self.close()
-        if not self._failed:
-            self._failed = True
-            report(
-                f"{self.owner}: cannot record which events its W&B runs hold in {self.path} "
-                f"({exc.strerror or exc}); after a host's death W&B may get them twice"
-            )
-
-    def close(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
 
 
 class DurableRows:
@@ -216,12 +191,8 @@ class DurableRows:
     def _run(self) -> None:
         while True:
             with self._cond:
-                if self._closed:
+                if not next_tick(self._cond, lambda: self._closed, self._waiting, _TICK_S):
                     return
-                if not self._waiting:
-                    self._cond.wait()
-                    continue
-                self._cond.wait(_TICK_S)
                 counters = {log: self._counters[log] for log in self._waiting[0][0]}
             for counter in counters.values():
                 counter.read()

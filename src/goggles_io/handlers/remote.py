@@ -321,16 +321,14 @@ class RemoteHandler(BaseHandler):
         if self.server_url is None:
             return
         with self._lock:
-            if self._pending:
-                self._flush_locked()
+            self._flush_locked()
 
     def close(self) -> None:
         """Flush, send the finish, drain within ``close_timeout_s``, join, print the tally."""
         if self.server_url is None:
             return
         with self._lock:
-            if self._pending:
-                self._flush_locked()
+            self._flush_locked()
             delivery, self._delivery = self._delivery, None
             if delivery is not None:
                 summary: dict[str, Any] = {"points_logged": self._logged}
@@ -418,6 +416,9 @@ class RemoteHandler(BaseHandler):
             durable.when_durable(callback)
 
     def _flush_locked(self) -> None:
+        """Queue the pending points as one batch (none pending: nothing)."""
+        if not self._pending:
+            return
         if not self._run.registered:
             self._run.register_locked()  # lazy registration on the first flush
         batch, self._pending = self._pending, []  # tuples: the sender thread encodes them

@@ -19,7 +19,6 @@ redelivery reaches (Kafka's idempotent producer; Flink's two-phase-commit sinks)
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -28,7 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from goggles_io._event.records import Event
-from goggles_io._util.append_file import SAFE_FLAGS, json_line, open_regular_fd, write_all
+from goggles_io._util.append_file import (
+    SAFE_FLAGS,
+    AppendLog,
+    json_line,
+    open_regular_fd,
+    replace_whole,
+    write_all,
+)
 from goggles_io._util.report import report
 
 __all__ = ["MAX_PRODUCERS", "SequenceLog", "Sequences", "sequence_log_path"]
@@ -71,7 +77,7 @@ def sequence_log_path(data: Path) -> Path:
     return data.with_name(f".{data.name}.seq")
 
 
-class SequenceLog:
+class SequenceLog(AppendLog):
     """The producers' last sequences an append-only file holds, written ahead of its data.
 
     Use: open the data file for appending, :meth:`recover` with its descriptor (the marks it
@@ -85,13 +91,15 @@ class SequenceLog:
 
     def __init__(self, data: Path, owner: str) -> None:
         self.data = Path(data)
-        self.path = sequence_log_path(self.data)
-        self.owner = owner
+        super().__init__(
+            sequence_log_path(self.data),
+            owner,
+            f"events {self.data} holds",
+            "its events may be written twice",
+        )
         self.marks: dict[str, int] = {}
-        self._fd: int | None = None
         self._ino = 0
         self._records = 0
-        self._failed = False
 
     # -- open ---------------------------------------------------------------------------------
     def recover(self, fd: int) -> dict[str, int]:
@@ -163,18 +171,9 @@ class SequenceLog:
         if len(marks) > MAX_PRODUCERS:
             self.marks = marks = dict(list(marks.items())[-MAX_PRODUCERS:])
         line = json_line({"ino": self._ino, "at": size, "end": size, "seq": marks, "all": True})
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
-            fd = open_regular_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            try:
-                write_all(fd, line)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
-            self._fd = open_regular_fd(self.path, os.O_WRONLY | os.O_APPEND)
+            self._fd = replace_whole(self.path, line)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             self._fail(exc)
         self._records = 0
 
@@ -235,21 +234,6 @@ class SequenceLog:
         self.intend(at, at + len(data), marks)
         write_all(fd, data)
         self.landed(marks, at + len(data))
-
-    def close(self) -> None:
-        """Close the log (the marks stay; :meth:`recover` reads them again)."""
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
-
-    def _fail(self, exc: OSError) -> None:
-        self.close()
-        if not self._failed:
-            self._failed = True
-            report(
-                f"{self.owner}: cannot record which events {self.data} holds in {self.path} "
-                f"({exc.strerror or exc}); after a host's death its events may be written twice"
-            )
 
 
 def _well_formed(record: Any) -> bool:

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any
 
 from goggles_io._api.functions import call_handler, is_attached
@@ -345,12 +345,8 @@ class RunContext:
             self._prev_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
+        exc = exc_info[1]  # (type, exception, traceback): only the exception matters here
         if self._prev_sigterm is not None:
             signal.signal(signal.SIGTERM, self._prev_sigterm)
             self._prev_sigterm = None
