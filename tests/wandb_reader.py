@@ -110,17 +110,20 @@ def _start_time(path: Path) -> float:
     return float("inf")
 
 
-def read_resumed_history(root: Path, run_id: str) -> list[dict[str, Any]]:
+def read_resumed_history(root: Path, run_id: str, expect: int = 1) -> list[dict[str, Any]]:
     """The history of W&B run ``run_id`` across every offline folder written for it (a host
     that died leaves one, incomplete; the one that resumed the run, another), in the order they
-    were started: what ``wandb sync`` uploads into that one run. Waits until the last is
-    complete (its ``exit`` record written)."""
+    were started: what ``wandb sync`` uploads into that one run. Waits until ``expect`` folders
+    have begun the run (wandb-core writes after ``finish()`` returns) and the last is complete
+    (its ``exit`` record written)."""
 
     def files() -> list[Path]:
         found = sorted(root.glob(f"wandb/offline-run-*/run-{run_id}.wandb"))
         started = sorted((t, p) for p in found if (t := _start_time(p)) != float("inf"))
         # A host killed as it began a run leaves a file with no run record: nothing in it.
-        return [p for _, p in started] if started and _complete(started[-1][1]) else []
+        if len(started) < expect or not _complete(started[-1][1]):
+            return []
+        return [p for _, p in started]
 
     history: list[dict[str, Any]] = []
     for path in wait_until(files, timeout_s=180, what=f"offline W&B run {run_id} complete"):

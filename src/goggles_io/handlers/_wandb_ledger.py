@@ -14,7 +14,8 @@ more: the dead host's W&B core writes until it exits). The marks are those of th
 an event whose row W&B kept is skipped when sent again, one whose row it lost is taken again.
 Neither a gap nor a duplicate, provided the host acknowledges a batch only once its rows are in
 the transaction log (:class:`DurableRows`, the ``when_durable`` hook), so that a row W&B lost
-always comes again.
+always comes again. A row ``run.log`` refused takes no index: :meth:`Ledger.refused` voids what
+was recorded from its index on, before the rows after it are recorded again and handed.
 """
 
 from __future__ import annotations
@@ -63,18 +64,19 @@ class Ledger(AppendLog):
         if not records:
             return {}
         marks: dict[str, int] = {}
-        written: dict[str, int] = {}
+        placed: dict[str, list[Mapping[str, int]]] = {}  # each log's rows by index
         for record in records:
             if "all" in record:
                 _merge(marks, record["all"])
                 continue
-            log = record["log"]
-            if log not in written:
-                _writers_gone(log, self.owner)
-                written[log] = count_history(log)
-            for i, row in enumerate(record["rows"]):
-                if record["at"] + i < written[log]:
-                    _merge(marks, row)
+            rows, at = placed.setdefault(record["log"], []), record["at"]
+            del rows[at:]  # an entry says what goes from its index on (see refused())
+            rows += [{}] * (at - len(rows))
+            rows += record["rows"]
+        for log, rows in placed.items():
+            _writers_gone(log, self.owner)
+            for row in rows[: count_history(log)]:
+                _merge(marks, row)
         self.marks = marks
         self._entries = []
         self._rewrite()
@@ -119,6 +121,26 @@ class Ledger(AppendLog):
             self._fail(exc)
             return
         self._entries.append(entry)
+
+    def refused(self, log: str, at: int) -> None:
+        """W&B refused the row recorded at index ``at`` of ``log``: it holds no row there, so
+        what was recorded from ``at`` on is void (the rows after it land one index earlier and
+        are recorded again, before they are handed). Written before the next row is handed."""
+        if self._failed:
+            return
+        keep = []
+        for entry in self._entries:
+            if entry["log"] == log and entry["at"] + len(entry["rows"]) > at:
+                entry["rows"] = entry["rows"][: max(at - entry["at"], 0)]
+            if entry["rows"]:
+                keep.append(entry)
+        self._entries = keep
+        if self._fd is None:
+            return  # nothing recorded since the ledger was read: nothing to void
+        try:
+            write_all(self._fd, json_line({"log": log, "at": at, "rows": []}))
+        except OSError as exc:
+            self._fail(exc)
 
     def fold(self, written: Mapping[str, int]) -> None:
         """Every so many entries: fold those whose rows W&B has written (``written``: rows per

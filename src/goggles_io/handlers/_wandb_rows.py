@@ -99,17 +99,29 @@ class Rows:
         ready, state.ready = state.ready, []
         if not ready:
             return
-        if state.log is not None and self.ledger is not None:
-            self.ledger.intend(state.log, state.handed, [marks for _, marks in ready])
-        for row, _ in ready:
+        ledger = self.ledger if state.log is not None else None
+        while ready:
+            if ledger is not None and state.log is not None:
+                ledger.intend(state.log, state.handed, [marks for _, marks in ready])
+            ready = self._log(state, ready)
+        if state.log is not None:
+            self.durable.handed(state.log, state.handed)
+
+    def _log(
+        self, state: RunState, rows: list[tuple[dict[str, Any], dict[str, int]]]
+    ) -> list[tuple[dict[str, Any], dict[str, int]]]:
+        """Hand ``rows`` to W&B up to one it refuses; the rows after that one (each lands an
+        index earlier than the ledger says, so they are recorded again first)."""
+        for i, (row, _) in enumerate(rows):
             try:
                 state.run.log(row)
             except Exception as exc:  # a W&B failure loses this row, counted; the run goes on
                 self._failed(exc)
-                continue
+                if self.ledger is not None and state.log is not None:
+                    self.ledger.refused(state.log, state.handed)  # never claimed as kept
+                return rows[i + 1 :]
             state.handed += 1
-        if state.log is not None:
-            self.durable.handed(state.log, state.handed)
+        return []
 
     def fold(self) -> None:
         """Keep the ledger small (the rows W&B wrote fold into one line)."""

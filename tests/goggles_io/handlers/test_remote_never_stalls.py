@@ -186,15 +186,21 @@ class TestFileAndWandBLosses:
         """A row W&B refuses is dropped and counted in losses(), the next rows still logged."""
         pytest.importorskip("wandb")
         from goggles_io.handlers.wandb import WandBHandler
+        from wandb_reader import read_offline_runs
 
         handler = WandBHandler(project="p", mode="offline", dir=str(tmp_path))
         handler.handle(Event(kind=Kind.METRIC, scope="global", payload={"loss": 1.0}, step=0))
+        handler.flush()  # rows go to W&B at flush (ADR 0070): this one is logged
         state = handler._runs["global"]
         real_log = state.run.log
         state.run.log = None  # the W&B run itself fails (e.g. its service died): log is unusable
         handler.handle(Event(kind=Kind.METRIC, scope="global", payload={"loss": 2.0}, step=1))
         handler.handle(Event(kind=Kind.METRIC, scope="global", payload={"loss": 3.0}, step=2))
+        handler.flush()  # while log is broken: both rows refused
         state.run.log = real_log
+        handler.handle(Event(kind=Kind.METRIC, scope="global", payload={"loss": 4.0}, step=3))
         handler.close()
 
         assert {"log_failed": 2} == handler.losses()
+        (run,) = read_offline_runs(tmp_path).values()
+        assert [(0, 1.0), (3, 4.0)] == [(row["step"], row["loss"]) for row in run["history"]]
