@@ -233,11 +233,7 @@ class Lane:
         if pipe is not None:
             self._offer_one()
             pipe.put(row, nbytes)
-            return
-        self.tally.offer()
-        if self.broken:
-            self._drop("handler could not be opened")
-        else:
+        elif self._taken_now():
             with self._lock:
                 self._calls.rows((row,))
 
@@ -247,13 +243,18 @@ class Lane:
         if self._pipe is not None:
             row = row_of(event)
             self.offer(row, nbytes(row))
-            return
+        elif self._taken_now():
+            with self._lock:
+                self._calls.one(event)
+
+    def _taken_now(self) -> bool:
+        """Count one offer to a synchronous lane; ``False`` (dropped, counted) if the handler
+        could not be opened, else the caller hands it over now."""
         self.tally.offer()
         if self.broken:
             self._drop("handler could not be opened")
-        else:
-            with self._lock:
-                self._calls.one(event)
+            return False
+        return True
 
     def backlog(self) -> int:
         """Events offered and not yet handled (queued, spilled or in the handler's hands);

@@ -19,7 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from goggles_io._delivery.policy import DeliveryPolicy
-from goggles_io._delivery.spool_space import remove_own_tree, spool_space
+from goggles_io._delivery.spool_space import (
+    create_segment_file,
+    remove_own_tree,
+    remove_segment_file,
+    spool_space,
+)
 
 __all__ = ["Blob", "Spool", "SpoolRecord"]
 
@@ -58,16 +63,13 @@ class _Segment:
 
     def __init__(self, path: Path, reserved: int) -> None:
         self.path = path
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        self.fd = create_segment_file(path)
         self.reserved = reserved
         self.size = 0
         self.read_at = 0
 
     def remove(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        remove_segment_file(self.fd, self.path)
 
 
 class Spool:
@@ -126,10 +128,8 @@ class Spool:
                 self._dir = folder / f"{self.label}-{self._space.next_id()}"
                 self._dir.mkdir(mode=0o700)
                 self._space.opened_one()
-            wanted = max(_SEGMENT_BYTES, need)
-            grant = self._space.reserve(wanted, self._dir)
-            if grant < need:
-                self._space.release(grant)
+            grant = self._space.reserve_segment(need, _SEGMENT_BYTES, self._dir)
+            if grant is None:
                 self.failure = (
                     f"spool budget full ({self._space.used} of {self._space.limit_bytes} bytes, "
                     f"at most a quarter of the free space)"

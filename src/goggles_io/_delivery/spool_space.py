@@ -24,9 +24,11 @@ from goggles_io._util.report import report
 
 __all__ = [
     "SpoolSpace",
+    "create_segment_file",
     "default_spool_root",
     "list_spools",
     "remove_own_tree",
+    "remove_segment_file",
     "spool_space",
     "sweep_dead_spools",
 ]
@@ -219,6 +221,15 @@ class SpoolSpace:
             self.used += grant
             return grant
 
+    def reserve_segment(self, need: int, size: int, at: Path) -> int | None:
+        """Reserve a segment of ``max(size, need)`` bytes in ``at`` (:meth:`reserve`); ``None``,
+        with nothing kept, when the grant is smaller than ``need``."""
+        grant = self.reserve(max(size, need), at)
+        if grant < need:
+            self.release(grant)
+            return None
+        return grant
+
     def release(self, n: int) -> None:
         """Give back what a removed segment had reserved."""
         with self._lock:
@@ -255,3 +266,17 @@ def spool_space(policy: DeliveryPolicy) -> SpoolSpace:
         if space is None:
             space = _SPACES[key] = SpoolSpace(root, policy.spool_bytes)
         return space
+
+
+def create_segment_file(path: Path) -> int:
+    """Open a new segment file of a spool or disk pool for read and write: 0600, and never a
+    file that is already there (``O_EXCL``: a planted one is refused, not written into)."""
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+
+
+def remove_segment_file(fd: int, path: Path) -> None:
+    """Close and unlink a segment file; either step may already be done."""
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(path)

@@ -214,11 +214,8 @@ def to_image(image: object, copy: bool = True) -> np.ndarray:
     arr = _array(image, "image", copy)
     ok = arr.ndim == 2 or (arr.ndim == 3 and arr.shape[-1] in _CHANNELS)
     if not ok or arr.size == 0:
-        msg = (
-            f"image must have shape (H, W) or (H, W, C) with C in {_CHANNELS} "
-            f"(got shape {arr.shape}); transpose CHW images with image.transpose(1, 2, 0)."
-        )
-        raise InvalidPayloadError(msg, value=image)
+        hint = "; transpose CHW images with image.transpose(1, 2, 0)"
+        raise _bad_shape("image", "(H, W) or (H, W, C)", arr.shape, image, hint)
     _check_pixels(arr, "image", image)
     return arr
 
@@ -231,13 +228,18 @@ def to_video(video: object, copy: bool = True) -> np.ndarray:
     elif arr.ndim == 4 and arr.shape[1] not in _CHANNELS and arr.shape[-1] in _CHANNELS:
         arr = arr.transpose(0, 3, 1, 2).copy()
     if arr.ndim != 4 or arr.shape[1] not in _CHANNELS or arr.size == 0:
-        msg = (
-            f"video must have shape (T, C, H, W), (T, H, W, C) or (T, H, W) with C in "
-            f"{_CHANNELS} (got shape {getattr(video, 'shape', arr.shape)})."
-        )
-        raise InvalidPayloadError(msg, value=video)
+        got = getattr(video, "shape", arr.shape)
+        raise _bad_shape("video", "(T, C, H, W), (T, H, W, C) or (T, H, W)", got, video)
     _check_pixels(arr, "video", video)
     return arr
+
+
+def _bad_shape(
+    name: str, shapes: str, got: object, value: object, hint: str = ""
+) -> InvalidPayloadError:
+    """The error for pixels of the wrong shape: what ``name`` accepts, and what it got."""
+    msg = f"{name} must have shape {shapes} with C in {_CHANNELS} (got shape {got}){hint}."
+    return InvalidPayloadError(msg, value=value)
 
 
 IMAGE_FORMATS = ("png", "jpg", "jpeg", "bmp", "gif", "tiff", "webp")

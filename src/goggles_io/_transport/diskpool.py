@@ -21,9 +21,14 @@ from pathlib import Path
 import numpy as np
 
 from goggles_io._delivery.policy import DeliveryPolicy
-from goggles_io._delivery.spool_space import remove_own_tree, spool_space
+from goggles_io._delivery.spool_space import (
+    create_segment_file,
+    remove_own_tree,
+    remove_segment_file,
+    spool_space,
+)
 from goggles_io._event.records import ShmRef
-from goggles_io._transport.ring import Ring
+from goggles_io._transport.ring import Ring, release_slot
 from goggles_io.exceptions import FrameError
 
 __all__ = ["DiskPool", "DiskReader"]
@@ -37,13 +42,10 @@ class _DiskSegment(Ring):
     def __init__(self, path: Path, size: int) -> None:
         super().__init__(size)
         self.path = path
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        self.fd = create_segment_file(path)
 
     def remove(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        remove_segment_file(self.fd, self.path)
 
 
 class DiskPool:
@@ -126,10 +128,8 @@ class DiskPool:
                 self._dir = self._space.folder() / f"diskpool-{self._space.next_id()}"
                 self._dir.mkdir(mode=0o700)
                 self._space.opened_one()
-            size = max(_SEGMENT_BYTES, need)
-            grant = self._space.reserve(size, self._dir)
-            if grant < need:
-                self._space.release(grant)
+            grant = self._space.reserve_segment(need, _SEGMENT_BYTES, self._dir)
+            if grant is None:
                 return None, None
             seg = _DiskSegment(self._dir / f"{next(self._counter)}.seg", grant)
         except OSError:
@@ -141,11 +141,8 @@ class DiskPool:
     def release(self, segment: str, offset: int) -> None:
         """Free the slot the host has read (or whose event was dropped)."""
         with self._lock:
-            seg = self._segments.get(segment)
-            if seg is None:
-                return
-            seg.release(offset)
-            if not seg.live and len(self._segments) > 1:
+            seg = release_slot(self._segments, segment, offset)
+            if seg is not None and not seg.live and len(self._segments) > 1:
                 del self._segments[segment]  # keep one segment; give the others back
                 seg.remove()
                 self._space.release(seg.size)

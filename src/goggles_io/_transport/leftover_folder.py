@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from goggles_io._delivery.spool_space import remove_own_tree
-from goggles_io._util.liveness import pid_alive
+from goggles_io._util.liveness import pid_alive, proc_stat
 
 __all__ = [
     "EVENTS",
@@ -89,14 +89,11 @@ def owner_alive(name: str) -> bool:
     pid = int(parts[0])
     if not pid_alive(pid):
         return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[-1].split()
-    except OSError:
+    stat = proc_stat(pid)
+    if stat is None:
         return True
-    if fields[0] in (b"Z", b"X"):  # exited, not yet reaped by its parent
-        return False
-    return fields[19].decode() == parts[1]
+    exited, started = stat
+    return not exited and started == parts[1]
 
 
 def _kind(mode: int) -> str:

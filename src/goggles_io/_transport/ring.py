@@ -7,9 +7,10 @@ Used by the shared-memory pool and the disk pool alike.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
-__all__ = ["Ring"]
+__all__ = ["Ring", "release_slot"]
 
 
 class Ring:
@@ -53,3 +54,15 @@ class Ring:
         while self.live and self.live[0][1]:
             self.live.popleft()
         return True
+
+
+R = TypeVar("R", bound=Ring)
+
+
+def release_slot(segments: Mapping[str, R], segment: str, offset: int) -> R | None:
+    """Free the slot at ``offset`` of ``segments[segment]`` (under the pool's lock): the
+    segment, for the pool to decide whether to give it back, or ``None`` if it is gone."""
+    seg = segments.get(segment)
+    if seg is not None:
+        seg.release(offset)
+    return seg

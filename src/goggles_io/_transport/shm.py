@@ -23,7 +23,7 @@ import numpy as np
 
 from goggles_io._event.records import ShmRef
 from goggles_io._transport.diskpool import DiskReader
-from goggles_io._transport.ring import Ring
+from goggles_io._transport.ring import Ring, release_slot
 from goggles_io._util.liveness import pid_alive
 from goggles_io.exceptions import FrameError
 
@@ -218,11 +218,8 @@ class ShmPool:
     def release(self, segment: str, offset: int) -> None:
         """Free the slot the host has copied out (or whose event was dropped)."""
         with self._lock:
-            seg = self._segments.get(segment)
-            if seg is None:
-                return
-            seg.release(offset)
-            if segment in self._oneoff and not seg.live:
+            seg = release_slot(self._segments, segment, offset)
+            if seg is not None and segment in self._oneoff and not seg.live:
                 self._oneoff.discard(segment)
                 del self._segments[segment]
                 seg.close(unlink=True)

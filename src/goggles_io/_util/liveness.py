@@ -13,7 +13,7 @@ import os
 import socket
 from typing import Any
 
-__all__ = ["pid_alive", "process_gone", "process_identity", "start_time"]
+__all__ = ["pid_alive", "proc_stat", "process_gone", "process_identity", "start_time"]
 
 
 def pid_alive(pid: int) -> bool:
@@ -29,12 +29,21 @@ def pid_alive(pid: int) -> bool:
 
 def start_time(pid: int) -> str | None:
     """The process's start time (clock ticks since boot) from ``/proc``; ``None`` if unknown."""
+    stat = proc_stat(pid)
+    return None if stat is None else stat[1]
+
+
+def proc_stat(pid: int) -> tuple[bool, str] | None:
+    """``(exited, start time)`` from ``/proc/<pid>/stat``; ``None`` if it cannot be read.
+
+    ``exited``: a zombie, not yet reaped by its parent (its pid still answers ``kill(pid, 0)``).
+    """
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
+            fields = fh.read().rsplit(b")", 1)[-1].split()
     except OSError:
         return None
-    return stat.rsplit(b")", 1)[-1].split()[19].decode()
+    return fields[0] in (b"Z", b"X"), fields[19].decode()
 
 
 @functools.lru_cache(maxsize=1)
@@ -77,14 +86,13 @@ def process_gone(identity: Any) -> bool:
             return False
         if not pid_alive(pid):
             return True
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[-1].split()
-        except OSError:
+        stat = proc_stat(pid)
+        if stat is None:
             return not pid_alive(pid)
-        if fields[0] in (b"Z", b"X"):  # exited, not yet reaped by its parent
+        exited, started_now = stat
+        if exited:
             return True
         started = identity.get("start")
-        return started is not None and fields[19].decode() != started
+        return started is not None and started_now != started
     same_host = identity.get("machine") is None and identity.get("host") == socket.gethostname()
     return same_host and not pid_alive(pid)

@@ -11,13 +11,12 @@ from __future__ import annotations
 import math
 import os
 import subprocess
-import sys
 import threading
 import time
-from typing import Any
 
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.settings import Settings
+from goggles_io._transport.client.spawn import spawn_detached
 from goggles_io._transport.host import Host
 from goggles_io._transport.identity import acquire_host_lock
 from goggles_io._transport.settings import TransportSettings
@@ -119,37 +118,16 @@ class HostElector:
         self.host = host
 
     def _spawn(self) -> None:
-        env = dict(os.environ)
-        # Set by wandb in a process that started a run: it points at that process's own W&B
-        # service, which dies with it. The shared host must start its own.
-        env.pop("WANDB_SERVICE", None)
-        paths = [p for p in sys.path if isinstance(p, str) and p]
-        env["PYTHONPATH"] = os.pathsep.join(paths)
-        log = self.transport.host_log
-        stderr: Any = None
-        if log:
-            stderr = open(log, "ab")
-        try:
-            self._spawned = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "goggles_io._transport.host",
-                    "--socket",
-                    self.socket_path,
-                    "--idle-timeout",
-                    repr(self.transport.host_idle_timeout_s),
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-                env=env,
-                start_new_session=True,
-                close_fds=True,
-            )
-        finally:
-            if stderr is not None:
-                stderr.close()
+        self._spawned = spawn_detached(
+            [
+                "goggles_io._transport.host",
+                "--socket",
+                self.socket_path,
+                "--idle-timeout",
+                repr(self.transport.host_idle_timeout_s),
+            ],
+            self.transport.host_log,
+        )
         self._spawned_at = time.monotonic()
 
     def close(self, timeout_s: float) -> None:

@@ -30,7 +30,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,6 +41,7 @@ from goggles_io._event.records import ShmRef
 from goggles_io._event.rows import Row, payload_of, with_payload
 from goggles_io._transport.client.courier import SEQ_SHIFT, Item, PipeOwner
 from goggles_io._transport.client.operations import Marker
+from goggles_io._transport.client.spawn import spawn_detached
 from goggles_io._transport.leftover_folder import (
     EVENTS,
     FORMAT,
@@ -322,20 +322,4 @@ def _waiting(root: Path) -> tuple[list[str], list[str]]:
 def spawn_deliverer(host_log: str | None) -> subprocess.Popen[bytes]:
     """``python -m goggles_io.leftovers`` in a session of its own (as the host is spawned): its
     lines go to ``GOGGLES_HOST_LOG`` when set, else to our stderr."""
-    env = dict(os.environ)
-    env.pop("WANDB_SERVICE", None)  # the spawner's own W&B service dies with it
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if isinstance(p, str) and p)
-    stderr: Any = open(host_log, "ab") if host_log else None
-    try:
-        return subprocess.Popen(
-            [sys.executable, "-m", "goggles_io.leftovers", "--quiet"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
-    finally:
-        if stderr is not None:
-            stderr.close()
+    return spawn_detached(["goggles_io.leftovers", "--quiet"], host_log)

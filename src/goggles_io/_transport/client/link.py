@@ -19,19 +19,34 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from goggles_io._event.messages import Ack, Call, Hello, Reply
+from goggles_io._event.messages import Ack, Call, Hello, Message, Reply
 from goggles_io._transport.framing import FrameDecoder, encode_frame
 from goggles_io._util.report import report
 
 if TYPE_CHECKING:
     from goggles_io._transport.client.election import HostElector
 
-__all__ = ["HostLink", "LinkLost"]
+__all__ = ["HostLink", "LinkLost", "received"]
 
 _MAX_BACKOFF_S = 0.25
+
+
+def received(sock: socket.socket, bufsize: int) -> Iterator[Message]:
+    """Each message the peer sends on ``sock``, decoded, until it closes; a read or decode
+    error ends the feed in the reader's hands."""
+    from goggles_io._event.codec import Decoder
+
+    frames = FrameDecoder()
+    decoder = Decoder()
+    while True:
+        data = sock.recv(bufsize)
+        if not data:
+            return
+        for payload in frames.feed(data):
+            yield decoder.decode(payload)
 
 
 class LinkLost(OSError):
@@ -189,23 +204,14 @@ class HostLink:
             self._on_lost()
 
     def _receive(self, sock: socket.socket, gen: int) -> None:
-        from goggles_io._event.codec import Decoder
-
-        frames = FrameDecoder()
-        decoder = Decoder()
         try:
-            while True:
-                data = sock.recv(1 << 16)
-                if not data:
-                    break
-                for payload in frames.feed(data):
-                    msg = decoder.decode(payload)
-                    if type(msg) is Ack:
-                        self._on_ack(msg)
-                    elif type(msg) is Reply:
-                        if not msg.ok:
-                            self._warn_once(f"call:{msg.result}", f"host refused: {msg.result}")
-                        self._on_reply(msg)
+            for msg in received(sock, 1 << 16):
+                if type(msg) is Ack:
+                    self._on_ack(msg)
+                elif type(msg) is Reply:
+                    if not msg.ok:
+                        self._warn_once(f"call:{msg.result}", f"host refused: {msg.result}")
+                    self._on_reply(msg)
         except (OSError, ValueError):
             pass
         if gen == self._gen:

@@ -20,10 +20,11 @@ from typing import Any
 
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import check_scope
-from goggles_io._event.codec import Ack, Batch, Call, Decoder, Encoder, Hello, Reply
+from goggles_io._event.codec import Ack, Batch, Call, Encoder, Hello, Reply
 from goggles_io._event.records import Event, Kind
 from goggles_io._event.rows import Row, events_of, nbytes
-from goggles_io._transport.framing import FrameDecoder, encode_frame
+from goggles_io._transport.client.link import received
+from goggles_io._transport.framing import encode_frame
 
 __all__ = ["Subscription"]
 
@@ -242,24 +243,17 @@ class Subscription:
         return box[0] if box else None
 
     def _read(self, sock: socket.socket) -> None:
-        frames = FrameDecoder()
-        decoder = Decoder()
         try:
-            while True:
-                data = sock.recv(1 << 20)
-                if not data:
-                    break
-                for payload in frames.feed(data):
-                    msg = decoder.decode(payload)
-                    if type(msg) is Batch:
-                        self.deliver(msg.rows)
-                    elif type(msg) is Ack:
-                        self.host_dropped = max(self.host_dropped, int(msg.dropped))
-                    elif type(msg) is Reply:
-                        waiting = self._replies.get(msg.token)
-                        if waiting is not None:
-                            waiting[1].append(msg)
-                            waiting[0].set()
+            for msg in received(sock, 1 << 20):
+                if type(msg) is Batch:
+                    self.deliver(msg.rows)
+                elif type(msg) is Ack:
+                    self.host_dropped = max(self.host_dropped, int(msg.dropped))
+                elif type(msg) is Reply:
+                    waiting = self._replies.get(msg.token)
+                    if waiting is not None:
+                        waiting[1].append(msg)
+                        waiting[0].set()
         except Exception:  # a broken or closed connection ends the feed
             pass
         for done, _ in list(self._replies.values()):
