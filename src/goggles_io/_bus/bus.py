@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import os
 import threading
 import time
@@ -47,6 +48,7 @@ from goggles_io.handlers.base import Handler, check_remote_method, handler_from_
 __all__ = ["EventBus"]
 
 _SUBSCRIBERS = itertools.count(1)
+_scope_and_kind = operator.itemgetter(1, 0)  # a row's (scope, kind), in C
 
 
 class EventBus:
@@ -76,7 +78,8 @@ class EventBus:
         self.policy = policy or read_delivery_policy()
         self._lock = threading.RLock()
         self._lanes: dict[str, Lane] = {}
-        self._routes: dict[str, tuple[Lane, ...]] = {}
+        # a scope's lanes, and (scope, kind)'s for rows; emptied whenever the lanes change
+        self._routes: dict[str | tuple[str, str], tuple[Lane, ...]] = {}
         self._finished = False
         self._warned: set[tuple[str, str]] = set()
         self._retired: dict[str, HandlerStats] = {}  # detached since the last finish
@@ -216,15 +219,15 @@ class EventBus:
         its handler's own at its doorstep. Always ``True``: a lane counts what it drops."""
         if self._finished:
             self._reopen()
-        scope = scope_of(row)
-        lanes = self._routes.get(scope)
+        key = _scope_and_kind(row)
+        lanes = self._routes.get(key)  # the lanes of a (scope, kind), cached beside scopes'
         if lanes is None:
-            lanes = self._resolve(scope)
-        if not lanes and self._lanes:
-            self.unrouted(scope)
-        kind, level = kind_of(row), level_of(row)
+            lanes = self._resolve_kind(key)
+        if not lanes and self._lanes and not self._routes.get(key[0]):
+            self.unrouted(key[0])
+        level = level_of(row)
         for lane in lanes:
-            if kind in lane.kinds and (level is None or level >= lane.level):
+            if level is None or level >= lane.level:
                 lane.offer(row, nbytes)
         return True
 
@@ -387,6 +390,17 @@ class EventBus:
                 if any(scope_matches(scope, s) for s in lane.scopes)
             )
             self._routes[scope] = lanes
+            return lanes
+
+    def _resolve_kind(self, key: tuple[str, str]) -> tuple[Lane, ...]:
+        """The lanes of ``key``'s scope whose handler takes its kind (cached like scopes)."""
+        scope, kind = key
+        by_scope = self._routes.get(scope)
+        if by_scope is None:
+            by_scope = self._resolve(scope)
+        with self._lock:
+            lanes = tuple(lane for lane in by_scope if kind in lane.kinds)
+            self._routes[key] = lanes
             return lanes
 
     # -- shutdown ---------------------------------------------------------------------------

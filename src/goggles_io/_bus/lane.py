@@ -389,7 +389,7 @@ class Lane:
         is handled. Its events count as not handled in time (unless a give-up counted them);
         its tickets settle and its flushes end (what they wait for is counted)."""
         rest = items[first:]
-        n = sum(map(lane_units, rest))
+        n = lane_units(rest)
         if n and not (self._calls.orphans and self._calls.orphaned()):
             self.tally.lose(n, not_in_time=True)
         for item in rest:

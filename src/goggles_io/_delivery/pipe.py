@@ -54,9 +54,9 @@ class Pipe(Generic[T]):
         max_bytes: bytes (as given to ``put``) in memory, waiting or kept, at most.
         batch_items, batch_bytes: the most one batch holds (and one spool record).
         codec: encodes a list of items for the spool; without one, nothing spills.
-        units: what an item counts for in ``losses()``, ``delivered`` and ``left()``
-            (default: one each); a batch counts ``sum(map(units, items))``, so a C-level
-            callable (``rows.is_row``: a row one, a control item none) costs no Python call.
+        units: what a list of items counts for in ``losses()``, ``delivered`` and ``left()``
+            (default: its length); called once per batch, so a user counts in C where it
+            can (``rows.count_rows``: a row one, a control item none).
         max_unacked: batches sent and not acknowledged at most (``None``: bytes only).
         ack_on_return: a ``send`` that returns acknowledges its batch (synchronous sinks).
         on_idle: called by the worker before it sleeps; returns how long it may sleep
@@ -76,7 +76,7 @@ class Pipe(Generic[T]):
         batch_items: int = 512,
         batch_bytes: int = 1 << 20,
         codec: PipeCodec[T] | None = None,
-        units: Callable[[T], int] | None = None,
+        units: Callable[[list[T]], int] | None = None,
         max_unacked: int | None = None,
         ack_on_return: bool = False,
         on_idle: Callable[[], float | None] | None = None,
@@ -216,7 +216,7 @@ class Pipe(Generic[T]):
                 self._tally.lose_locked(UNENCODABLE, self._count([bad]), repr(bad)[:200])
             if not sealed and not force:
                 return SPOOL_FULL
-        waiting.add(item, size, 1 if self._units is None else self._units(item), force)
+        waiting.add(item, size, 1 if self._units is None else self._units([item]), force)
         return ""
 
     def _charge_locked(self, nbytes: int, force: bool) -> bool:
@@ -348,7 +348,7 @@ class Pipe(Generic[T]):
             self._kept.add(items, part.units, part.nbytes)
 
     def _count(self, items: list[T]) -> int:
-        return len(items) if self._units is None else sum(map(self._units, items))
+        return len(items) if self._units is None else self._units(items)
 
     @property
     def delivered(self) -> int:

@@ -49,6 +49,7 @@ __all__ = [
     "SLOT_NAMES",
     "Row",
     "columns_of",
+    "count_rows",
     "events_of",
     "is_row",
     "kind_of",
@@ -112,6 +113,11 @@ _value_of: Callable[[Row], Any] = operator.itemgetter(_VALUE)
 is_row: Callable[[object], bool] = tuple.__instancecheck__
 """Whether an item of a pipe is a row (one C call; ``True`` counts one, so ``units=is_row``
 counts the rows of a list and nothing for the control items beside them)."""
+
+
+def count_rows(items: list[Any]) -> int:
+    """How many of a pipe's ``items`` are rows (one C pass): a pipe's ``units``."""
+    return sum(map(is_row, items))
 
 
 def row_of(event: Event) -> Row:

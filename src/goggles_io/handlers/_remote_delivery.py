@@ -62,8 +62,9 @@ class MessageCodec:
         return [(m[0], m[1], m[2], m[3]) for m in found]
 
 
-def _points(message: Message) -> int:
-    return message[3]
+def _points_in(messages: list[Message]) -> int:
+    """The points a list of messages holds: the remote pipe counts in points."""
+    return sum(message[3] for message in messages)
 
 
 def message_bytes(message: Message) -> int:
@@ -91,7 +92,7 @@ def remote_pipe(
         batch_items=64,
         batch_bytes=_COALESCE_POINTS * POINT_BYTES,
         codec=MessageCodec(),
-        units=_points,
+        units=_points_in,
         ack_on_return=True,
         on_idle=on_idle,
         on_loss=on_loss,

@@ -461,7 +461,13 @@ class TestLosses:
 
     def test_units_count_what_an_item_holds(self, sink: Sink, tmp_path: Path) -> None:
         """With ``units``, losses, left() and delivered count points, not messages."""
-        pipe = make_pipe(sink, tmp_path, units=len, when_full=WhenFull.DROP, max_bytes=20)
+        pipe = make_pipe(
+            sink,
+            tmp_path,
+            units=lambda items: sum(map(len, items)),
+            when_full=WhenFull.DROP,
+            max_bytes=20,
+        )
         sink.alive = False
         pipe.link_lost()
         for _ in range(5):

@@ -33,7 +33,7 @@ from goggles_io._delivery.losses import KEPT_FOR_LATER, NOT_DELIVERED, UNENCODAB
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._event.messages import REPLAYED, Call
 from goggles_io._event.records import Event, ShmRef
-from goggles_io._event.rows import Row, is_row, nbytes, row_of
+from goggles_io._event.rows import Row, count_rows, nbytes, row_of
 from goggles_io._transport.client.courier import Courier, Item, loading_modules
 from goggles_io._transport.client.leftovers import Leftovers
 from goggles_io._transport.client.link import HostLink
@@ -102,7 +102,7 @@ def client_pipe(
         batch_items=_BATCH_EVENTS,
         batch_bytes=_BATCH_BYTES,
         codec=_SpillCodec(),
-        units=is_row,
+        units=count_rows,
         name="goggles_io:sender",
     )
 
