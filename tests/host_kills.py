@@ -25,7 +25,7 @@ def alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    with contextlib.suppress(FileNotFoundError, IndexError):
+    with contextlib.suppress(OSError, IndexError):  # ESRCH if it ends while read
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     return False
 

@@ -62,7 +62,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    with contextlib.suppress(FileNotFoundError):
+    with contextlib.suppress(OSError, IndexError):  # ESRCH if it ends while read
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     return False
 

@@ -78,7 +78,7 @@ class Bus:
             os.kill(pid, 0)
         except ProcessLookupError:
             return False
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError, IndexError):  # ESRCH if it ends while read
             if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
                 return False
         return True
