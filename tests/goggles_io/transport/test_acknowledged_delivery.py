@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from goggles_io.runs import read_kv
+from host_kills import alive as _alive
 from support import wait_until
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -97,16 +98,6 @@ def _kill_host(bus: Any, not_pid: int | None = None) -> int:
     os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not _alive(pid), timeout_s=30, what=f"host {pid} gone")
     return int(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(OSError, IndexError):  # ESRCH if it ends while read
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    return False
 
 
 def _clean_report(report: dict[str, Any], stderr: str) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from goggles_io._transport.settings import bindable_socket_path
+from host_kills import alive as _alive
 from support import wait_until
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -34,16 +35,6 @@ def _host_pid(socket_path: str) -> int | None:
     with contextlib.suppress(FileNotFoundError, ValueError):
         return int(Path(socket_path + ".lock").read_text().strip())
     return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(OSError, IndexError):  # ESRCH if it ends while read
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    return False
 
 
 def _produce(root: Path, env: dict[str, str], stand_in: str) -> tuple[list[str], str]:

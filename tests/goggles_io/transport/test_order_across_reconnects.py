@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from host_kills import alive as _alive
 from support import wait_until
 
 _FIRST, _THEN = 2_000, 1_000
@@ -44,16 +45,6 @@ def _records(path: Path) -> list[dict[str, Any]]:
         text = path.read_text()
         return [json.loads(line) for line in text.splitlines()[: text.count("\n")]]
     return []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(OSError, IndexError):  # ESRCH if it ends while read
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    return False
 
 
 @pytest.mark.slow
