@@ -54,7 +54,7 @@ return {1, tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')}
 def _rows(items: list[Any]) -> list[Row]:
     """The rows of a batch of rows and lists of rows, in order."""
     if len(items) == 1 and isinstance(items[0], list):
-        return items[0]  # type: ignore[no-any-return]
+        return items[0]
     if not any(isinstance(item, list) for item in items):
         return items
     rows: list[Row] = []
