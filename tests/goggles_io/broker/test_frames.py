@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from goggles_io._broker.consumer import BrokerConsumer
-from goggles_io._broker.entries import decode_entry
+from goggles_io._broker.entries import decode_entry, encode_entry
 from goggles_io._broker.forwarder import BrokerForwarder
 from goggles_io._broker.frames import FrameTable
 from goggles_io._broker.settings import BrokerSettings
@@ -88,7 +88,9 @@ class TestFramesReadBack:
     @settings(max_examples=50, deadline=None)
     @given(
         values=st.lists(st.floats(allow_nan=False), min_size=1, max_size=40),
-        extra=st.dictionaries(st.sampled_from(["name", "fps", "k"]), st.integers(), max_size=2),
+        extra=st.dictionaries(
+            st.sampled_from(["name", "fps", "k"]), st.integers(-(2**63), 2**63 - 1), max_size=2
+        ),
         redelivered=st.booleans(),
     )
     def test_a_forwarded_frame_reads_back_as_the_rows_the_host_decoded(
@@ -106,14 +108,17 @@ class TestFramesReadBack:
         fields = {b"p": b"host:1:abc", b"s": b"12", b"d": frame}
         producer, seq, got = decode_entry(Decoder(), fields)
 
+        encoded = encode_entry(Encoder(), "host:1:abc", 12, host)["d"]  # the way before
+        before = decode_entry(Decoder(), {**fields, b"d": encoded})[2]
+
         assert ("host:1:abc", 12) == (producer, seq)
-        assert len(host) == len(got)
-        for a, b in zip(host, got, strict=True):
-            assert a[:2] == b[:2] and a[3:] == b[3:]
+        assert len(host) == len(got) == len(before)
+        for a, b, c in zip(host, got, before, strict=True):
+            assert a[:2] == b[:2] == c[:2] and a[3:] == b[3:] == c[3:]
             if isinstance(a[2], np.ndarray):
-                assert np.array_equal(a[2], b[2])
+                assert np.array_equal(a[2], b[2]) and np.array_equal(a[2], c[2])
             else:
-                assert a[2] == b[2]
+                assert a[2] == b[2] == c[2]
 
     def test_the_host_knows_a_frame_that_refers_to_shared_memory(self) -> None:
         """A frame with a shared-memory reference is local to its machine: the decoder counts
