@@ -73,6 +73,17 @@ if hasattr(pipe, "put_many"):
     per("forwarder: pipe.put_many", lambda: pipe.put_many(events, sizes), 1024)
 pipe.close(join_s=5)
 per("forwarder: encode entry", lambda: encode_entry(enc, "p", 1, events), 1024)
+frame = enc.encode(__import__("goggles_io._event.codec", fromlist=["Batch"]).Batch(1, events, False, "7-ab", 1))
+per("host: decode a client batch", lambda: dec.decode(frame), 1024)
+try:  # ADR 0079: the entry is the client's batch as it came
+    from goggles_io._broker.frames import FrameTable
+    table = FrameTable()
+    def note_take():
+        table.note(events, memoryview(frame))
+        table.take([events])
+    per("forwarder: note + take the client's frame (ADR 0079)", note_take, 1024)
+except ImportError:
+    pass
 fields = {b"p": b"host:1:abcdef", b"s": b"1", b"d": encode_entry(enc, "p", 1, events)["d"]}
 per("consumer: decode entry", lambda: decode_entry(dec, fields), 1024)
 bus = EventBus(async_mode=False)

@@ -4,7 +4,8 @@ Attached on every scope (``"*"``) when ``GOGGLES_BROKER`` is set (or ``configure
 so it runs in each machine's host. It carries rows on (``handle_rows``: no event is built for
 it) and they wait in a :class:`~goggles_io._delivery.pipe.Pipe`
 (``GOGGLES_BROKER_BYTES`` in memory, then the spool on disk, in order); its worker gathers what
-waits while Redis is busy into one numbered batch (at most 1024 events) and
+waits while Redis is busy into one numbered batch (whole client batches, about 1,024 scalars'
+bytes; a full client batch is a batch of its own and goes as the client encoded it, ADR 0079) and
 :class:`~goggles_io._broker.stream.StreamWriter` adds it as one stream entry (``XADD <stream>
 MAXLEN ~ N``; :mod:`goggles_io._broker.entries`), numbered per producer so consumers
 de-duplicate. The pipe keeps each entry after the ``XADD`` until the consumer group has recorded
@@ -25,10 +26,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from goggles_io._broker.frames import FrameTable
 from goggles_io._broker.outbox import Outbox
 from goggles_io._broker.preflight import redis_missing
 from goggles_io._broker.settings import check_url, read_broker_settings, seen_key, stream_name
 from goggles_io._broker.stream import StreamWriter
+from goggles_io._bus.items import LaneItem, lane_units
+from goggles_io._bus.spilled_items import LaneCodec
 from goggles_io._delivery.losses import (
     LOST_BY_SINK,
     NO_CLIENT,
@@ -44,10 +48,15 @@ from goggles_io._delivery.policy import (
     check_when_full,
     read_delivery_policy,
 )
-from goggles_io._delivery.spool import SpoolRecord
 from goggles_io._event.records import Event
-from goggles_io._event.rows import Row, nbytes, row_of
-from goggles_io._event.spilled import SpillEncoder, decode_spilled
+from goggles_io._event.rows import (
+    EVENT_OVERHEAD_BYTES,
+    METRIC_ENTRY_BYTES,
+    Row,
+    nbytes,
+    row_of,
+    rows_nbytes,
+)
 from goggles_io._util.report import report
 from goggles_io._util.secret import Secret
 from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
@@ -55,32 +64,23 @@ from goggles_io.handlers.base import ALL_KINDS, BaseHandler, register_handler
 __all__ = ["BROKER_HANDLER_NAME", "BrokerForwarder", "broker_pipe"]
 
 BROKER_HANDLER_NAME = "goggles_io.broker"
-_ENTRY_EVENTS = 1024  # events in one stream entry at most
-_ENTRY_BYTES = 4 << 20  # ... and about this many bytes (one spool record too)
-
-
-class _RowCodec:
-    """Rows as spool records (the wire codec, big arrays beside it)."""
-
-    def __init__(self) -> None:
-        self._encoder = SpillEncoder()
-
-    def encode(self, items: list[Row]) -> tuple[bytes, list[memoryview]]:
-        return self._encoder.encode(items)
-
-    def decode(self, record: SpoolRecord) -> list[Row]:
-        return decode_spilled(record)
+_ENTRY_EVENTS = 1024  # items (rows, or lists of up to this many rows) in one stream entry at most
+# ... and about this many bytes (one spool record too): a batch ends at the item that reaches
+# it, so a full client batch of scalars is a batch of its own, sent as it came (ADR 0079), and
+# smaller lists are gathered into entries of about 1,024 scalars (at most ~2,300 rows).
+_ENTRY_BYTES = _ENTRY_EVENTS * (EVENT_OVERHEAD_BYTES + METRIC_ENTRY_BYTES)
 
 
 def broker_pipe(
-    send: Callable[[int, list[Row], bool], object],
+    send: Callable[[int, list[LaneItem], bool], object],
     policy: DeliveryPolicy,
     buffer_bytes: int,
     on_idle: Callable[[], float | None] | None,
     on_loss: Callable[[str, int, str], object] | None,
-) -> Pipe[Row]:
+) -> Pipe[LaneItem]:
     """The forwarder's pipe: one batch is one stream entry, kept until the consumer group's
-    mark passes it. A function so the engine's tests build the pipe as the forwarder does."""
+    mark passes it. Its items are rows and the host's lists of rows, counted and spilled as a
+    handler lane's are. A function so the engine's tests build the pipe as the forwarder does."""
     return Pipe(
         send,
         label="broker",
@@ -88,7 +88,8 @@ def broker_pipe(
         max_bytes=buffer_bytes,
         batch_items=_ENTRY_EVENTS,
         batch_bytes=_ENTRY_BYTES,
-        codec=_RowCodec(),
+        codec=LaneCodec(),
+        units=lane_units,
         on_idle=on_idle,
         on_loss=on_loss,
         name="goggles_io:broker",
@@ -136,13 +137,14 @@ class BrokerForwarder(BaseHandler):
         self.stream = stream_name(self.run)
         self.group = settings.group
         self._no_client: str | None = None
-        self._pipe: Pipe[Row] | None = None
+        self._pipe: Pipe[LaneItem] | None = None
         self._writer: StreamWriter | None = None
         self._own: dict[str, int] = {}  # losses outside the pipe, by reason
         self._final: dict[str, int] | None = None  # every loss, once closed
         self._said: set[str] = set()
         self._gave_up = False
         self._outbox = Outbox(self.buffer_bytes // 2)
+        self._frames: FrameTable | None = None
 
     def config(self) -> dict[str, Any]:
         """Spec data; the URL travels under ``secrets``."""
@@ -188,6 +190,7 @@ class BrokerForwarder(BaseHandler):
             self._outbox,
             self.buffer_bytes,
         )
+        writer.frames = self._frames = FrameTable()
         self._writer = writer
         policy = read_delivery_policy().stricter(check_when_full(self.when_full))
         self._pipe = writer.pipe = broker_pipe(
@@ -201,11 +204,28 @@ class BrokerForwarder(BaseHandler):
         if pipe is None:  # no redis package (or not open)
             self._count(NO_CLIENT if self._no_client else NOT_DELIVERED, len(rows))
             return
-        pipe.put_many(rows, list(map(nbytes, rows)))
+        if len(rows) <= _ENTRY_EVENTS:
+            pipe.put(rows, rows_nbytes(rows))  # one item: a whole client batch (ADR 0079)
+            return
+        for at in range(0, len(rows), _ENTRY_EVENTS):  # a long list (a left-over's record)
+            part = rows[at : at + _ENTRY_EVENTS]
+            pipe.put(part, rows_nbytes(part))
+
+    def note_frame(self, rows: list[Row], frame: bytes | memoryview) -> None:
+        """The host decoded ``rows`` from client message ``frame`` (no shared memory in it):
+        a pipe batch of exactly these rows is sent as ``frame`` (ADR 0079)."""
+        frames = self._frames
+        if frames is not None:
+            frames.note(rows, frame)
 
     def handle(self, event: Event) -> None:
-        """An event a synchronous bus handed over itself: a batch of one row."""
-        self.handle_rows([row_of(event)])
+        """An event a synchronous bus handed over itself: one row."""
+        pipe = self._pipe
+        if pipe is None:
+            self.handle_rows([row_of(event)])  # counted there
+            return
+        row = row_of(event)
+        pipe.put(row, nbytes(row))
 
     def _count(self, reason: str, n: int) -> None:
         if n > 0:
@@ -270,6 +290,7 @@ class BrokerForwarder(BaseHandler):
         self._count(LOST_BY_SINK, left.lost)
         self._final = _merged(pipe.losses(), self._own)
         self._pipe = self._writer = None
+        self._frames = None
         if unsent:
             report(f"broker: {unsent} events were not sent to {self.stream!r} before close")
         if left.lost:

@@ -79,11 +79,12 @@ def _first_unhandled(client: Any, stream: str, groups: list[dict[str, Any]]) -> 
     oldest: str | None = None
     for group in groups:
         name = _text(group["name"])
-        if int(group.get("pending") or 0):
-            summary = client.xpending(stream, name)
-            needed = _text(summary["min"])
-        else:
-            needed = _next_id(_text(group["last-delivered-id"]))
+        # The group's view is read first: another consumer may acknowledge its last pending
+        # entry before XPENDING answers (no ``min`` then), which left "None" for XTRIM (an
+        # error reply that ended the consumer's reading thread). The delivered id read first
+        # is never past what the group still needs.
+        low = client.xpending(stream, name)["min"] if int(group.get("pending") or 0) else None
+        needed = _next_id(_text(group["last-delivered-id"])) if low is None else _text(low)
         if oldest is None or _older(needed, oldest):
             oldest = needed
     return oldest

@@ -17,6 +17,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from goggles_io._broker.entries import encode_entry
+from goggles_io._broker.frames import FrameTable
 from goggles_io._broker.housekeeping import MARKER_TTL_S, release_run
 from goggles_io._broker.outbox import Outbox
 from goggles_io._event.codec import Encoder
@@ -48,6 +49,21 @@ for i = 4, #ARGV, 2 do
 end
 return {1, tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')}
 """.replace("MARKER_TTL_S", str(MARKER_TTL_S))
+
+
+def _rows(items: list[Any]) -> list[Row]:
+    """The rows of a batch of rows and lists of rows, in order."""
+    if len(items) == 1 and isinstance(items[0], list):
+        return items[0]
+    if not any(isinstance(item, list) for item in items):
+        return items
+    rows: list[Row] = []
+    for item in items:
+        if isinstance(item, list):
+            rows += item
+        else:
+            rows.append(item)
+    return rows
 
 
 class Closed(Exception):
@@ -86,7 +102,8 @@ class StreamWriter:
         self.maxlen = maxlen
         self.outbox = outbox
         self.budget_bytes = budget_bytes
-        self.pipe: Pipe[Row] | None = None  # set by the forwarder once made
+        self.pipe: Pipe[Any] | None = None  # set by the forwarder once made
+        self.frames: FrameTable | None = None  # client frames a batch may be sent as (ADR 0079)
         self.unencodable = 0
         self._keys = [f"{stream}:producer:{producer}", stream, seen]
         self._encoder = Encoder()
@@ -99,9 +116,13 @@ class StreamWriter:
         self._report_once = ReportOnce()
 
     # -- on the pipe's worker ---------------------------------------------------------------
-    def send(self, seq: int, events: list[Row], redelivered: bool) -> None:
-        """Add entry ``seq`` (``redelivered``: it may be there already; consumers skip it)."""
-        payload = self._encode(seq, events)
+    def send(self, seq: int, items: list[Any], redelivered: bool) -> None:
+        """Add entry ``seq`` (``redelivered``: it may be there already; consumers skip it).
+
+        ``items``: rows and lists of rows (the host's client batches), in order."""
+        frame = None if self.frames is None else self.frames.take(items)
+        events = _rows(items)
+        payload = self._encode(seq, events) if frame is None else frame
         with self._lock:
             if self._closed:
                 raise Closed

@@ -259,14 +259,21 @@ class EventBus:
         ]
 
     def put_rows(
-        self, rows: list[Row], *, ticket: Ticket | None = None, redelivered: bool = False
+        self,
+        rows: list[Row],
+        *,
+        ticket: Ticket | None = None,
+        redelivered: bool = False,
+        frame: bytes | memoryview | None = None,
     ) -> int:
         """Route a whole batch of rows (the socket host's path): each lane gets one list.
 
         ``ticket`` follows the lists through every lane that got one and takes part in the
         host's backpressure (not a live subscriber's), so the host can acknowledge the batch
-        once those handlers took it (ADR 0030). Returns the number of (row, handler)
-        deliveries dropped for want of queue room.
+        once those handlers took it (ADR 0030). ``frame``: the client message the rows were
+        decoded from, told to a handler that can send it on as it came (``note_frame``: the
+        broker forwarder, ADR 0079) when its lane gets every row. Returns the number of
+        (row, handler) deliveries dropped for want of queue room.
         """
         if self._finished:
             self._reopen()
@@ -276,6 +283,10 @@ class EventBus:
         dropped = 0
         for lane, batch in per_lane.items():
             n = len(batch)
+            if frame is not None and n == len(rows):
+                note = getattr(lane.handler, "note_frame", None)
+                if note is not None:
+                    note(batch, frame)
             refused = lane.offer_rows(batch, rows_nbytes(batch), redelivered=redelivered)
             dropped += refused
             if ticket is not None and lane.backpressure:

@@ -187,11 +187,13 @@ class Decoder:
 
     def __init__(self, shm: ArrayReader | None = None) -> None:
         self.shm = shm
+        self.shm_refs = 0  # shared-memory references decoded so far (a frame with one is local)
 
     def _ext_hook(self, code: int, data: bytes) -> Any:
         if code == _EXT_INLINE or code == _EXT_SCALAR:
             return _array_from(data, scalar=code == _EXT_SCALAR)
         if code == _EXT_SHM:
+            self.shm_refs += 1
             if self.shm is None:
                 msg = "shared-memory array reference received where none is accepted"
                 raise FrameError(msg, value=code)

@@ -45,6 +45,30 @@ class TestTrim:
         assert 4 == trim_handled(client, stream, exact=True)
         assert 6 == client.xlen(stream)  # 2 pending + 4 unread
 
+    def test_a_group_whose_last_pending_entry_is_acked_meanwhile(self, redis_server) -> None:
+        """Another consumer acknowledges the last pending entry between the group's view and
+        XPENDING (two consumers, each trimming every second): the trim keeps what the group
+        had not been given, and does not fail (it sent XTRIM "None", which ended the reading
+        thread with an error reply)."""
+        client = redis_server.client()
+        stream = _stream(client, "race", 6, group=True)
+        got = client.xreadgroup("goggles_io", "c", {stream: ">"}, count=4)
+        ids = [entry_id for entry_id, _ in got[0][1]]
+        seen = client.xinfo_groups(stream)  # 4 pending, as the trimming consumer saw it
+        client.xack(stream, "goggles_io", *ids)  # the other consumer, meanwhile
+
+        class Late:
+            """The client as the trim used it: the group's view read before the ack."""
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(client, name)
+
+            def xinfo_groups(self, name: str) -> Any:
+                return seen
+
+        assert 4 == trim_handled(Late(), stream, exact=True)
+        assert 2 == client.xlen(stream)  # the two never read
+
     def test_a_stream_no_group_reads_is_kept_whole(self, redis_server) -> None:
         """No consumer group yet: one may come later, so nothing is trimmed."""
         client = redis_server.client()

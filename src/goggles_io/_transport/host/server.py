@@ -240,13 +240,18 @@ class Host:
                     # on a connection of its own) is answered however full the lanes are.
                     if bytes(payload[:2]) not in _NOT_BATCHES:
                         self._wait_for_room(_BATCH_ROOM)
+                    refs = decoder.shm_refs
                     msg = decoder.decode(payload)
                     if type(msg) is Batch:
                         unfinished = True
-                        # Acknowledged once its handlers took it, not now (ADR 0030).
+                        # Acknowledged once its handlers took it, not now (ADR 0030). A frame
+                        # without shared memory may travel on as it came (ADR 0079).
                         ticket = acks.ticket(msg.seq)
                         ticket.dropped = self.bus.put_rows(
-                            msg.rows, ticket=ticket, redelivered=msg.redelivered
+                            msg.rows,
+                            ticket=ticket,
+                            redelivered=msg.redelivered,
+                            frame=payload if decoder.shm_refs == refs else None,
                         )
                         ticket.settle()
                     elif type(msg) is Call:
