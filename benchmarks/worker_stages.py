@@ -26,16 +26,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _workers import _context, use_private_bus  # noqa: E402
+from _workers import _context, use_private_bus
 
 use_private_bus()
 
-import goggles_io  # noqa: E402
-import runtime_telemetry as rt  # noqa: E402
-from _worker_runtime import episode_events  # noqa: E402
-from experiment_telemetry.aggregators.standard import make_aggregators  # noqa: E402
-from experiment_telemetry.workers import EventForwarder, replay_episode  # noqa: E402
-from experiment_telemetry.workers.inbox import EpisodeEvents  # noqa: E402
+from _worker_runtime import episode_events
+
+import goggles_io
+import runtime_telemetry as rt
+from experiment_telemetry.aggregators.standard import make_aggregators
+from experiment_telemetry.workers import EventForwarder, replay_episode
+from experiment_telemetry.workers.inbox import EpisodeEvents
 
 _NAME = "bench.worker_runtime"
 

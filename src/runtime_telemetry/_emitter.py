@@ -95,8 +95,9 @@ class TelemetryEmitter:
 
         The level is checked first, so a disabled call costs one cached lookup and the type is
         only checked once the event would be delivered. Handlers that only want the schema (a
-        ``Subscriber``) get it without a ``LogRecord``; the others get a record (ADR 0078). Raise ``stacklevel`` when calling from
-        a helper, so the record points at the helper's caller.
+        ``Subscriber``) get it without a ``LogRecord``; the others get a record (ADR 0078).
+        Raise ``stacklevel`` when calling from a helper, so the record points at the helper's
+        caller.
 
         Raises:
             SchemaTypeError: (a ``TypeError``) ``event`` is not a ``TelemetryEvent``.

@@ -159,7 +159,8 @@ class Subscriber(logging.Handler):
     def receive(self, schema: TelemetrySchema) -> None:
         """Hand ``schema`` to its receiver under the handler's lock, as ``emit`` would, without
         a ``LogRecord`` (replaying events decoded elsewhere). Levels and filters are the
-        caller's to honour; a subclass that overrides ``emit`` must be given records instead."""
+        caller's to honour; a subclass that overrides ``emit`` or ``emit_schema`` must be given
+        records instead."""
         with self.lock:
             self._deliver(schema)
 

@@ -37,6 +37,8 @@ def _plain(handler: logging.Handler) -> bool:
     return (
         isinstance(handler, Subscriber)
         and cls.emit is Subscriber.emit
+        and cls.emit_schema is Subscriber.emit_schema  # not a queue or a forwarder (ADR 0078)
+        and cls._deliver is Subscriber._deliver
         and cls.handle is logging.Handler.handle
         and not handler.filters
     )
