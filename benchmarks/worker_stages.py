@@ -5,12 +5,15 @@ Run: ``python3 benchmarks/worker_stages.py [--steps 120] [--episodes 40] [--repe
 One process, no worker processes: each stage is timed alone over the stream of
 ``_worker_runtime.episode_events`` (1,444 events an episode at 120 steps), the median of
 ``--repeats``. Worker side: the emit to a logger with only the roots' ``NullHandler``
-(level check, record, handler walk), the stdlib record alone (``makeRecord``), the emit to an
-``EventForwarder`` (what a worker pays; chunks go to a private goggles bus, whose sender
-thread runs alongside), and the forwarder's row and pack alone. Experiment side: decoding the
-chunks, replaying the decoded events to the standard aggregators and scoring them
-(``post_episode``), and, for comparison, the in-process path (emit straight to the
-aggregators, then scoring). A measurement, not a test.
+(level check, handler walk, and a record where the code makes one), the stdlib record alone
+(``makeRecord``), the emit to an ``EventForwarder`` an episode at a time (what a worker pays;
+chunks go to a private goggles bus, whose sender thread runs alongside), and the forwarder's
+row and pack alone. Experiment side, an episode at a time as the harness does: decoding the
+chunks, replaying them to the standard aggregators and scoring them (``post_episode``), with
+the garbage collector on and off, then each part alone; and, for comparison, the in-process
+path (emit straight to the aggregators, then scoring). Run it with ``PYTHONPATH`` naming
+another checkout's ``src`` to profile that code (``benchmarks/_revision.py`` unpacks one).
+A measurement, not a test.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -83,22 +87,27 @@ def main() -> None:
 
     rows.append(("worker", "  of which makeRecord", _per_event(records, count, args.repeats)))
 
-    chunks: list[tuple[bytes, int]] = []
+    per_episode = len(stream) // args.episodes
+    chunks: list[list[tuple[bytes, int]]] = []
     forwarder = EventForwarder("bench.stages", 0).subscribe("telemetry")
     bus_emit = forwarder._emit
 
     def keep(event: goggles_io.Event) -> None:
         if event.payload:
-            chunks.append((event.payload, int(event.extra["c"])))
+            chunks[-1].append((event.payload, int(event.extra["c"])))
         bus_emit(event)
 
     forwarder._emit = keep  # type: ignore[method-assign]
 
     def forwarded() -> None:
         chunks.clear()
-        forwarder.begin(0)
-        emit_all()
-        forwarder.end()
+        emit = emitter.emit
+        for e in range(args.episodes):
+            chunks.append([])
+            forwarder.begin(e)
+            for event in stream[e * per_episode : (e + 1) * per_episode]:
+                emit(event)
+            forwarder.end()
 
     def flush() -> None:
         goggles_io.flush(30.0)
@@ -115,6 +124,7 @@ def main() -> None:
     rec = _Rec()
 
     def forward_only() -> None:
+        chunks.append([])
         forwarder.begin(0)
         femit = forwarder.emit
         for event in stream:
@@ -127,36 +137,51 @@ def main() -> None:
     forwarder.close()
     goggles_io.flush(30.0)
 
-    def decoded() -> list:
+    def decoded(e: int) -> list[Any]:
         entry = EpisodeEvents()
-        for payload, c in forwarded_chunks:
+        for payload, c in forwarded_chunks[e]:
             entry.chunks.append(payload)
             entry.rows.append(True)
             entry.received += c
         return entry.decode()
 
-    rows.append(("experiment", "decode rows", _per_event(decoded, count, args.repeats)))
-    gc.disable()
-    rows.append(("experiment", "  decode rows, gc off", _per_event(decoded, count, args.repeats)))
-    gc.enable()
-    events = decoded()
     aggregators = [a.subscribe("telemetry.bench") for a in make_aggregators({"watch.enabled": 1})]
-    per_episode = len(stream) // args.episodes
 
-    def replay_and_score() -> None:
+    def whole() -> None:
         for e in range(args.episodes):
-            replay_episode(events[e * per_episode : (e + 1) * per_episode], 0)
+            replay_episode(decoded(e), 0)
             for aggregator in aggregators:
                 aggregator.post_episode(_context(e))
 
-    rows.append(("experiment", "replay + score", _per_event(replay_and_score, count, args.repeats)))
+    rows.append(("experiment", "decode, replay, score (an episode at a time)", 0.0))
+    rows[-1] = (*rows[-1][:2], _per_event(whole, count, args.repeats))
+    gc.disable()
+    rows.append(("experiment", "  the same, gc off", _per_event(whole, count, args.repeats)))
+    gc.enable()
+
+    def decode_only() -> None:
+        for e in range(args.episodes):
+            decoded(e)
+
+    rows.append(("experiment", "  of which decode rows", 0.0))
+    rows[-1] = (*rows[-1][:2], _per_event(decode_only, count, args.repeats))
+    events = [decoded(e) for e in range(args.episodes)]
+
+    def replay_and_score() -> None:
+        for e in range(args.episodes):
+            replay_episode(events[e], 0)
+            for aggregator in aggregators:
+                aggregator.post_episode(_context(e))
+
+    rows.append(("experiment", "  of which replay + score", 0.0))
+    rows[-1] = (*rows[-1][:2], _per_event(replay_and_score, count, args.repeats))
 
     def score_only() -> None:
         for e in range(args.episodes):
             for aggregator in aggregators:
                 aggregator.post_episode(_context(e))
 
-    rows.append(("experiment", "  of which post_episode", 0.0))
+    rows.append(("experiment", "    of which post_episode", 0.0))
     rows[-1] = (*rows[-1][:2], _per_event(score_only, count, args.repeats))
 
     def in_process() -> None:
