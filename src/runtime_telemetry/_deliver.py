@@ -28,7 +28,7 @@ import logging
 import sys
 from typing import Any
 
-__all__ = ["send"]
+__all__ = ["register_base", "send"]
 
 _NONE, _DIRECT, _RECORD = 0, 1, 2
 _kinds: dict[type, int] = {}
@@ -38,13 +38,23 @@ _LogRecord = logging.LogRecord
 _record_factory = logging.getLogRecordFactory
 
 
-def _classify(cls: type) -> int:
-    from runtime_telemetry._subscriber import Subscriber  # here: it imports this package's roots
+_base: list[type] = []
+"""``Subscriber``, put here by ``_subscriber.py`` (which imports this module's importer)."""
 
+
+def register_base(subscriber: type) -> None:
+    """Name the class whose stock ``emit`` takes schemas without a record (``Subscriber``)."""
+    _base[:] = [subscriber]
+    _kinds.clear()
+
+
+def _classify(cls: type) -> int:
+    Subscriber: Any = _base[0] if _base else None
     if cls is logging.NullHandler:
         kind = _NONE
     elif (
-        issubclass(cls, Subscriber)
+        Subscriber is not None
+        and issubclass(cls, Subscriber)
         and getattr(cls, "emit", None) is Subscriber.emit
         and getattr(cls, "handle", None) is logging.Handler.handle
         and getattr(cls, "filter", None) is logging.Filterer.filter

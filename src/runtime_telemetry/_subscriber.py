@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
+from runtime_telemetry._deliver import register_base
 from runtime_telemetry._emitter import EVENTS_ROOT, SNAPSHOTS_ROOT
 from runtime_telemetry._schema import TelemetrySchema
 from runtime_telemetry.exceptions import TelemetryTypeError, TelemetryValueError
@@ -221,3 +222,6 @@ class Subscriber(logging.Handler):
     def _report_summary(self) -> None:
         if self.errors > 1 and not self._closed_flag():
             _logger.warning("%r: %d callbacks raised in total", self, self.errors)
+
+
+register_base(Subscriber)
