@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from types import FrameType
 
+from runtime_telemetry._deliver import send
 from runtime_telemetry._schema import TelemetryEvent, TelemetrySnapshot
 from runtime_telemetry.exceptions import SchemaTypeError, TelemetryTypeError
 
@@ -94,15 +94,19 @@ class TelemetryEmitter:
         """Publish ``event`` on ``telemetry.<name>`` at ``level``.
 
         The level is checked first, so a disabled call costs one cached lookup and the type is
-        only checked once the event would be delivered. Raise ``stacklevel`` when calling from
-        a helper, so the record points at the helper's caller.
+        only checked once the event would be delivered. Handlers that only want the schema (a
+        ``Subscriber``) get it without a ``LogRecord``; the others get a record (ADR 0078).
+        Raise ``stacklevel`` when calling from a helper, so the record points at the helper's
+        caller.
 
         Raises:
             SchemaTypeError: (a ``TypeError``) ``event`` is not a ``TelemetryEvent``.
         """
         logger = self._events
         if logger.isEnabledFor(level):
-            _publish(logger, level, event, TelemetryEvent, "emit", "event", stacklevel + 1)
+            if not isinstance(event, TelemetryEvent):
+                raise _wrong_type("emit", "event", event, TelemetryEvent)
+            send(logger, level, event, stacklevel + 1)
 
     def snapshot(
         self, snapshot: TelemetrySnapshot, level: int = TRACE, stacklevel: int = 1
@@ -114,35 +118,9 @@ class TelemetryEmitter:
         """
         logger = self._snapshots
         if logger.isEnabledFor(level):
-            _publish(
-                logger, level, snapshot, TelemetrySnapshot, "snapshot", "snapshot", stacklevel + 1
-            )
-
-
-def _publish(
-    logger: logging.Logger,
-    level: int,
-    schema: object,
-    expected: type,
-    method: str,
-    param: str,
-    stacklevel: int,
-) -> None:
-    """``schema`` checked to be an ``expected``, then handed to ``logger`` from the frame
-    ``stacklevel`` above this one (``emit`` and ``snapshot``, once their level is on)."""
-    if not isinstance(schema, expected):
-        raise _wrong_type(method, param, schema, expected)
-    _handle(logger, level, schema, sys._getframe(stacklevel))
-
-
-def _handle(logger: logging.Logger, level: int, schema: object, frame: FrameType) -> None:
-    """Hand ``schema`` to ``logger`` as the record's ``msg``, located at ``frame`` (the caller)."""
-    code = frame.f_code
-    logger.handle(
-        logger.makeRecord(
-            logger.name, level, code.co_filename, frame.f_lineno, schema, (), None, code.co_name
-        )
-    )
+            if not isinstance(snapshot, TelemetrySnapshot):
+                raise _wrong_type("snapshot", "snapshot", snapshot, TelemetrySnapshot)
+            send(logger, level, snapshot, stacklevel + 1)
 
 
 def _wrong_type(method: str, param: str, value: object, expected: type) -> SchemaTypeError:

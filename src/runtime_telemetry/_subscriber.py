@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
+from runtime_telemetry._deliver import register_base
 from runtime_telemetry._emitter import EVENTS_ROOT, SNAPSHOTS_ROOT
 from runtime_telemetry._schema import TelemetrySchema
 from runtime_telemetry.exceptions import TelemetryTypeError, TelemetryValueError
@@ -44,6 +45,10 @@ def receives(*schema_types: type[TelemetrySchema]) -> Callable[[_F], _F]:
         return method
 
     return mark
+
+
+def _ignore(schema: TelemetrySchema) -> None:
+    """The route of a schema only the default ``on_event`` receives (it does nothing)."""
 
 
 class Subscriber(logging.Handler):
@@ -119,15 +124,44 @@ class Subscriber(logging.Handler):
         return self
 
     def emit(self, record: logging.LogRecord) -> None:
-        """Deliver the record's schema to its receiver (``logging.Handler`` override)."""
+        """Pass the record's schema to ``emit_schema`` (``logging.Handler`` override).
+
+        Override ``emit_schema`` instead: a class with its own ``emit`` is handed a
+        ``LogRecord`` built for every event, where the others get the schema without one.
+        """
         schema = record.msg
         if isinstance(schema, TelemetrySchema):
-            self._deliver(schema)
+            self.emit_schema(record.name, record.levelno, schema)
+
+    def emit_schema(self, name: str, level: int, schema: TelemetrySchema) -> None:
+        """Take one schema emitted on logger ``name`` at ``level``, under the handler's lock
+        (from ``emit``, or from the emitter without a record: ADR 0078); the default
+        delivers it to its receiver."""
+        self._deliver(schema)
+
+    def _direct(self, name: str, level: int, schema: TelemetrySchema) -> None:
+        """What ``Handler.handle`` does with a record of ``schema`` when there are no filters
+        (``runtime_telemetry._deliver``): ``emit_schema`` under the lock. A schema only the
+        default ``on_event`` would receive is skipped, lock and all (nothing to do)."""
+        cls = type(self)
+        if cls.emit_schema is Subscriber.emit_schema and cls._deliver is Subscriber._deliver:
+            route = self._routes.get(type(schema)) or self._route(type(schema))
+            if route is _ignore:
+                return
+            with self.lock:
+                try:
+                    route(schema)
+                except Exception:
+                    self._report_error(schema)
+            return
+        with self.lock:
+            self.emit_schema(name, level, schema)
 
     def receive(self, schema: TelemetrySchema) -> None:
         """Hand ``schema`` to its receiver under the handler's lock, as ``emit`` would, without
         a ``LogRecord`` (replaying events decoded elsewhere). Levels and filters are the
-        caller's to honour; a subclass that overrides ``emit`` must be given records instead."""
+        caller's to honour; a subclass that overrides ``emit`` or ``emit_schema`` must be given
+        records instead."""
         with self.lock:
             self._deliver(schema)
 
@@ -136,7 +170,7 @@ class Subscriber(logging.Handler):
         an overridden ``on_event``): a replay may skip this subscriber for the others, which
         the default ``on_event`` ignores."""
         route = self._routes.get(schema_type) or self._route(schema_type)
-        return getattr(route, "__func__", None) is not Subscriber.on_event
+        return route is not _ignore
 
     def handleError(self, record: logging.LogRecord) -> None:
         """Count and report once, instead of printing to stderr for every record."""
@@ -170,6 +204,8 @@ class Subscriber(logging.Handler):
         receivers = self._receivers
         name = next((receivers[k] for k in schema_type.__mro__ if k in receivers), "on_event")
         route: Callable[[Any], object] = getattr(self, name)
+        if getattr(route, "__func__", None) is Subscriber.on_event:
+            route = _ignore  # the default on_event: nothing to call
         self._routes[schema_type] = route
         return route
 
@@ -186,3 +222,6 @@ class Subscriber(logging.Handler):
     def _report_summary(self) -> None:
         if self.errors > 1 and not self._closed_flag():
             _logger.warning("%r: %d callbacks raised in total", self, self.errors)
+
+
+register_base(Subscriber)

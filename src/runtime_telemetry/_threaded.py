@@ -75,11 +75,8 @@ class ThreadedSubscriber(Subscriber):
         )
         self._worker.start()
 
-    def emit(self, record: logging.LogRecord) -> None:
-        """Queue the record's schema, or drop and count it when the queue is full or closed."""
-        schema = record.msg
-        if not isinstance(schema, TelemetrySchema):
-            return
+    def emit_schema(self, name: str, level: int, schema: TelemetrySchema) -> None:
+        """Queue the schema, or drop and count it when the queue is full or closed."""
         queue = self._queue
         if len(queue) >= self.queue_size or self._closing:
             self._drop()

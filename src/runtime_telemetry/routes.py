@@ -33,10 +33,13 @@ _new = object.__new__
 
 def _plain(handler: logging.Handler) -> bool:
     """Whether ``handler`` is a ``Subscriber`` that would only pass the schema on."""
+    if not isinstance(handler, Subscriber):
+        return False
     cls = type(handler)
     return (
-        isinstance(handler, Subscriber)
-        and cls.emit is Subscriber.emit
+        cls.emit is Subscriber.emit
+        and cls.emit_schema is Subscriber.emit_schema  # not a queue or a forwarder (ADR 0078)
+        and cls._deliver is Subscriber._deliver
         and cls.handle is logging.Handler.handle
         and not handler.filters
     )

@@ -63,10 +63,20 @@ class _Picky(_Plain):
         self.seen.append((self.tag, event))
 
 
+class _Named(_Plain):
+    """Overrides ``emit_schema`` (as the forwarder and ``ThreadedSubscriber`` do): a route
+    must not take it for a plain subscriber (``receive`` would skip its ``emit_schema``)."""
+
+    def emit_schema(self, name: str, level: int, schema: TelemetrySchema) -> None:
+        self.seen.append((self.tag, "named", name, level, schema))
+
+
 def _handler(kind: str, tag: int, level: int, seen: Seen) -> logging.Handler:
     handler: logging.Handler
     if kind == "records":
         handler = _Records(tag, seen)
+    elif kind == "named":
+        handler = _Named(tag, seen)
     elif kind == "null":
         handler = logging.NullHandler()
     elif kind == "picky":
@@ -83,7 +93,7 @@ def _handler(kind: str, tag: int, level: int, seen: Seen) -> logging.Handler:
 
 _handlers = st.lists(
     st.tuples(
-        st.sampled_from(["records", "plain", "picky", "passing", "refusing", "null"]),
+        st.sampled_from(["records", "plain", "picky", "named", "passing", "refusing", "null"]),
         st.sampled_from(_LEVELS),
     ),
     max_size=3,

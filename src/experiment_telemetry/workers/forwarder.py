@@ -110,12 +110,10 @@ class EventForwarder(Subscriber):
             self.sent = 0
         return sent
 
-    def emit(self, record: logging.LogRecord) -> None:
-        """Encode the record's schema and queue it for the bus (``logging.Handler`` override)."""
-        schema = record.msg
-        if not isinstance(schema, TelemetrySchema):
-            return
-        key = (record.name, record.levelno, type(schema))
+    def emit_schema(self, name: str, level: int, schema: TelemetrySchema) -> None:
+        """Encode the schema and queue it for the bus (``Subscriber`` override; with or
+        without a ``LogRecord``, ADR 0078)."""
+        key = (name, level, type(schema))
         layout = self._index.get(key)
         if layout is None:
             layout = self._layout(key)

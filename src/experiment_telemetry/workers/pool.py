@@ -59,6 +59,8 @@ class _Worker(WorkerChannel):
         self.flushing: deque[Slot] = deque()
         """Episodes it ran whose ``done`` (the flush after them) has not come yet, in order."""
         self.replies: deque[dict[str, Any]] = deque()
+        self.last = -1
+        """When it was last sent an episode (the pool's dispatch count then; -1: never)."""
 
 
 class WorkerPool:
@@ -95,6 +97,8 @@ class WorkerPool:
         self.report = WorkerReport(num_workers=num_workers)
         self._cond = threading.Condition()
         self._version = 0
+        self._sent = 0
+        """Episodes sent so far (stamps each worker's last dispatch)."""
         self._workers: list[_Worker] = []
         self._inbox: EpisodeInbox | None = None
         self._completion: EpisodeCompletion | None = None
@@ -253,7 +257,8 @@ class WorkerPool:
         return self._learner
 
     def _dispatch(self, todo: deque[Slot]) -> None:
-        """Send episodes in plan order while a suitable worker is idle."""
+        """Send episodes in plan order while a suitable worker is idle (a parallel episode to
+        the free worker idle the longest)."""
         while todo:
             slot = todo[0]
             if slot.task.learns:
@@ -264,9 +269,12 @@ class WorkerPool:
             else:
                 if self._dirty and not self._share_memory():
                     return
-                worker = next((w for w in self._workers if w.alive and w.slot is None), None)
-                if worker is None:
+                # The free worker idle the longest: an episode that ends before the next is
+                # sent (a fast runtime) must not keep the queue on one worker while the rest idle.
+                free = [w for w in self._workers if w.alive and w.slot is None]
+                if not free:
                     return
+                worker = min(free, key=lambda w: w.last)
             message = {
                 "op": "episode",
                 "episode": slot.task.context.episode,
@@ -276,6 +284,8 @@ class WorkerPool:
             with self._cond:
                 worker.slot = slot
                 slot.worker = worker
+            self._sent += 1
+            worker.last = self._sent
             todo.popleft()
             worker.send(message)  # a dead pipe shows as the worker's death: the slot is lost
 
