@@ -49,6 +49,9 @@ FRAME_BUDGET_BYTES = DEFAULT_MAX_FRAME_BYTES
 FRAME_STALL_S = 30.0
 MAX_CONNECTIONS = 1024  # beyond this many at once, a new connection is refused (one line)
 _BACKPRESSURE_MAX_S = 2.0
+# The longest sleep between looks at a full lane: a lane of 1 MiB images frees half its bytes
+# every millisecond or so, and a 10 ms sleep left the host idle most of a burst (issue 44).
+_ROOM_POLL_S = 0.0005
 _BATCH_ROOM = 1024  # events a client batch holds at most: the room kept free in handler queues
 # A message is msgpack ``[tag, body]`` (0x92, then the tag as a positive fixint): the second
 # byte of a Hello (0) or Call (3) frame. Anything else waits for room as a batch would.
@@ -313,10 +316,10 @@ class Host:
         # The producers keep what the host has not acknowledged (ADR 0030): waiting here loses
         # nothing, so the host waits as long as it takes; a producer whose own buffers fill
         # spills, then blocks, then drops and counts, under its own policy.
-        delay = 0.0005
+        delay = 0.0001
         while congested(n) and not self._closing.is_set():
             time.sleep(delay)
-            delay = min(delay * 2, 0.01)
+            delay = min(delay * 2, _ROOM_POLL_S)
 
     def _wait_as_before(self, n: int) -> None:
         backlog = self.bus.backlog
