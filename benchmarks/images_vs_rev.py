@@ -54,8 +54,10 @@ def main() -> None:
               f"| {m['call'] / m['ring']:.2f} | {m['worst']}/{args.n} |")  # fmt: skip
     rg = med["robo-goggles"]["rate"]
     for side in (s for s in med if s != "robo-goggles"):
-        print(f"- {side}: GB/s / robo-goggles' {med[side]['rate'] / rg:.2f}x (goal >= 5x), "
-              f"call / ring {med[side]['call'] / med[side]['ring']:.2f}x (goal <= 2x)")
+        print(
+            f"- {side}: GB/s / robo-goggles' {med[side]['rate'] / rg:.2f}x (goal >= 5x), "
+            f"call / ring {med[side]['call'] / med[side]['ring']:.2f}x (goal <= 2x)"
+        )
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from goggles_io._transport.host.departures import says_goodbye, tell_producer_lo
 from goggles_io._transport.host.specs import build_handler, positive_bound
 from goggles_io._transport.host.subscriber import ConnWriter, SubscriberSink
 from goggles_io._transport.identity import acquire_host_lock, peer_credentials
+from goggles_io._transport.lending import SlotLeases
 from goggles_io._transport.settings import SUBSCRIBER_PREFIX, prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
 from goggles_io._util.report import ReportOnce, host_name, report
@@ -99,6 +100,7 @@ class Host:
         self._closing = threading.Event()
         self._thread: threading.Thread | None = None
         self._inode = -1
+        self.leases = SlotLeases()  # what handlers hold of producers' shared memory (ADR 0077)
         if hasattr(bus, "producers_keep"):
             bus.producers_keep = True  # clients keep each batch until its handlers took it
 
@@ -223,10 +225,10 @@ class Host:
         with self._lock:
             self._conns.add(conn)
             self._ever_connected = True
-        reader = ShmReader()
+        reader = ShmReader(lend=self.leases)  # handlers get read-only views (ADR 0077)
         decoder = Decoder(reader)
         writer = ConnWriter(conn)
-        acks = BatchAcks(writer)
+        acks = BatchAcks(writer, self.leases)
         frames = FrameDecoder(budget=self.frame_budget)
         peer = creds[0] if creds else "?"
         subscribed: list[str] = []  # names of this connection's subscriber sinks
@@ -238,19 +240,23 @@ class Host:
                 if payloads is None:
                     break
                 for payload in payloads:
-                    # Wait before decoding: decoding copies the batch's arrays out of shm. Only
-                    # a batch waits: an operation (a finish that gave up on a hung handler,
-                    # on a connection of its own) is answered however full the lanes are.
+                    # Wait before decoding: decoding reads the batch's disk-pool arrays into
+                    # memory. Only a batch waits: an operation (a finish that gave up on a hung
+                    # handler, on a connection of its own) is answered however full the lanes are.
                     if bytes(payload[:2]) not in _NOT_BATCHES:
                         self._wait_for_room(_BATCH_ROOM)
+                    reader.lent = []
                     msg = decoder.decode(payload)
                     if type(msg) is Batch:
+                        if not unfinished and type(peer) is int:
+                            acks.serve(peer)  # this producer's slot releases come here
                         unfinished = True
                         # Acknowledged once its handlers took it, not now (ADR 0030).
-                        ticket = acks.ticket(msg.seq)
+                        ticket = acks.ticket(msg.seq, reader.lent)
                         ticket.dropped = self.bus.put_rows(
                             msg.rows, ticket=ticket, redelivered=msg.redelivered
                         )
+                        del msg  # the lanes hold its rows: a lent view ends with them
                         ticket.settle()
                     elif type(msg) is Call:
                         if says_goodbye(msg):
