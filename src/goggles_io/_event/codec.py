@@ -183,7 +183,8 @@ class Encoder:
 
 
 class Decoder:
-    """Decode messages from untrusted bytes; shared-memory arrays are copied out via ``shm``."""
+    """Decode messages from untrusted bytes; shared-memory arrays are read via ``shm`` (a copy, or
+    a lent read-only view in the host: ADR 0077)."""
 
     def __init__(self, shm: ArrayReader | None = None) -> None:
         self.shm = shm

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from goggles_io._util.liveness import pid_alive
+
 __all__ = ["Slot", "SlotLeases"]
 
 Slot = tuple[str, int]  # (segment name, offset): one slot of a producer's pool
@@ -123,6 +125,8 @@ class SlotLeases:
         with self._lock:
             if self._wakers.get(pid) is wake:
                 del self._wakers[pid]
+            if not pid_alive(pid):  # its releases have nobody to go to, ever
+                self._released.pop(pid, None)
 
     def live(self) -> int:
         """Leases alive now (for tests and the host's own checks)."""

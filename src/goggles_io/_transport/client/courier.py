@@ -245,7 +245,7 @@ class Courier:
         """Frame runs of events between operations, a run ending early at 4 MiB of staged arrays;
         each run numbered from its first event's index in the batch (``base`` + index)."""
         events: list[Row] = []
-        held = 0  # bytes of staged arrays the host will copy out for ``events``
+        held = 0  # bytes of staged arrays the host will read for ``events``
         again = redelivered or self._again
         first = 0  # the number of events[0] (0: unnumbered)
         for i, item in enumerate(items):

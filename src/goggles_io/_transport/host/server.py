@@ -305,9 +305,10 @@ class Host:
         The host's handler lanes do not spill (the producers keep every unacknowledged batch,
         ADR 0030), so a full lane makes the host stop reading until it has room, however long:
         the producer's own buffers take the burst. Waiting happens before decoding, since
-        decoding copies the batch's arrays out of shared memory. With ``GOGGLES_WHEN_FULL=drop``
-        a nearly full lane (within one batch of its bound, or past half its bytes) holds each
-        batch up to 2 s, as before ADR 0025. Subscriber lanes never count here.
+        decoding reads the batch's disk-pool arrays into memory (and lends its shared memory).
+        With ``GOGGLES_WHEN_FULL=drop`` a nearly full lane (within one batch of its bound, or
+        past half its bytes) holds each batch up to 2 s, as before ADR 0025. Subscriber lanes
+        never count here.
         """
         bus = self.bus
         congested = getattr(bus, "congested", None)
