@@ -11,7 +11,7 @@ A slot stays the producer's until the host acknowledged its batch (ADR 0030: the
 it again to the next host) *and* no reader holds it. :class:`SlotLeases` counts live leases per
 slot, host-wide (a batch sent again to the same host, on a new connection, makes a second lease
 of the same slot); the acknowledgement names the slots that still have one (``Ack.pinned``), and
-when the last one ends a ``Release`` names them again, sent on the producer's current
+when the last one ends a ``Release`` names them again, sent on the producer's latest
 connection. A handler that keeps an array therefore keeps its slot: its bytes never change, and
 the producer, short of slots, goes on in its disk pool (ADR 0025).
 """
@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -63,14 +64,21 @@ class _Lease:
 
 
 class SlotLeases:
-    """Live leases per slot, for the whole host; which slots to pin and which to release."""
+    """Live leases per slot, for the whole host; which slots to pin and which to release.
+
+    A lease's end may come from the cyclic garbage collector, at any allocation of any thread,
+    even one inside this object's lock or inside a ``threading.Event``: so it only appends to a
+    deque (atomic, no lock), and the next call that takes the lock counts it. The acks thread
+    looks every 2 ms while a pinned slot waits (:meth:`waiting`).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._live: dict[Slot, int] = {}
+        self._ended: deque[Slot] = deque()  # leases ended, not yet counted
         self._pinned: set[Slot] = set()  # named in an Ack while a lease of them lived
         self._released: dict[int, list[Slot]] = {}  # per producer pid: to send in a Release
-        self._wakers: dict[int, Callable[[], None]] = {}  # per producer pid: its connection's
+        self._owners: dict[int, object] = {}  # per producer pid: the connection releases go to
 
     def lend(
         self, slot: Slot, base: Any, address: int, dtype: np.dtype[Any], shape: tuple[int, ...]
@@ -79,56 +87,66 @@ class SlotLeases:
         segment's mapping), lent until its last view dies."""
         lease = _Lease(self, slot, base, address, dtype, shape)
         with self._lock:
+            self._count_ended_locked()
             self._live[slot] = self._live.get(slot, 0) + 1
         return np.asarray(lease)
 
     def returned(self, slot: Slot) -> None:
-        """The last view of one lease of ``slot`` died."""
-        wake = None
-        with self._lock:
-            left = self._live.get(slot, 0) - 1
+        """The last view of one lease of ``slot`` died (any thread, any moment: no lock)."""
+        self._ended.append(slot)
+
+    def _count_ended_locked(self) -> None:
+        ended, live = self._ended, self._live
+        while ended:
+            slot = ended.popleft()
+            left = live.get(slot, 0) - 1
             if left > 0:
-                self._live[slot] = left
-                return
-            self._live.pop(slot, None)
+                live[slot] = left
+                continue
+            live.pop(slot, None)
             if slot in self._pinned:
                 self._pinned.discard(slot)
-                pid = owner_pid(slot[0])
-                self._released.setdefault(pid, []).append(slot)
-                wake = self._wakers.get(pid)
-        if wake is not None:
-            wake()
+                self._released.setdefault(owner_pid(slot[0]), []).append(slot)
 
     def pin_live(self, slots: Iterable[Slot]) -> list[Slot]:
         """Of ``slots`` (of batches acknowledged now), those a reader still holds: the Ack pins
         them, and each goes in a later Release once its last lease ended."""
         with self._lock:
+            self._count_ended_locked()
             live = self._live
             held = [slot for slot in slots if slot in live]
             self._pinned.update(held)
         return held
 
-    def take_released(self, pid: int) -> list[Slot]:
-        """The pinned slots of producer ``pid`` whose last reader is done, to release now."""
+    def take_released(self, pid: int, owner: object) -> list[Slot]:
+        """The pinned slots of producer ``pid`` whose last reader is done, to release now; only
+        for ``owner``, the connection that serves it."""
         with self._lock:
+            self._count_ended_locked()
+            if self._owners.get(pid) is not owner:
+                return []
             return self._released.pop(pid, [])
 
-    def serve(self, pid: int, wake: Callable[[], None]) -> None:
-        """Releases for producer ``pid`` go to the connection that ``wake`` wakes (its latest
-        connection that sent batches)."""
-        with self._lock:
-            self._wakers[pid] = wake
-        wake()  # releases left for it while it had no connection
+    def waiting(self) -> bool:
+        """Whether a pinned slot still waits for its last reader (read without the lock)."""
+        return bool(self._pinned)
 
-    def leave(self, pid: int, wake: Callable[[], None]) -> None:
+    def serve(self, pid: int, owner: object) -> None:
+        """Releases for producer ``pid`` go to ``owner`` (its latest connection that sent
+        batches), including those left while it had none."""
+        with self._lock:
+            self._owners[pid] = owner
+
+    def leave(self, pid: int, owner: object) -> None:
         """That connection ended (a newer one of ``pid`` may have taken over already)."""
         with self._lock:
-            if self._wakers.get(pid) is wake:
-                del self._wakers[pid]
+            if self._owners.get(pid) is owner:
+                del self._owners[pid]
             if not pid_alive(pid):  # its releases have nobody to go to, ever
                 self._released.pop(pid, None)
 
     def live(self) -> int:
         """Leases alive now (for tests and the host's own checks)."""
         with self._lock:
+            self._count_ended_locked()
             return sum(self._live.values())

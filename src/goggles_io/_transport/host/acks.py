@@ -27,6 +27,7 @@ from goggles_io._transport.lending import Slot, SlotLeases
 __all__ = ["BatchAcks"]
 
 _IDLE_WAIT_S = 0.5
+_RELEASE_POLL_S = 0.002
 
 
 class BatchAcks:
@@ -60,7 +61,8 @@ class BatchAcks:
             self._producer = pid
             if self._thread is None:
                 self._start_locked()
-        self._leases.serve(pid, self._wake.set)
+        self._leases.serve(pid, self)
+        self._wake.set()  # releases left for it while it had no connection
 
     def _start_locked(self) -> None:
         self._thread = threading.Thread(target=self._run, name="goggles_io:host-acks", daemon=True)
@@ -90,7 +92,7 @@ class BatchAcks:
                     self._writer.send(Ack(last.seq, dropped, taken, pinned))
                 if self._producer is not None and self._leases is not None:
                     # After the Ack that pinned them (same lock): the client knows them.
-                    released = self._leases.take_released(self._producer)
+                    released = self._leases.take_released(self._producer, self)
                     if released:
                         self._writer.send(Release(released))
             except OSError:
@@ -101,11 +103,15 @@ class BatchAcks:
         releases wait for the producer's next connection)."""
         self._closed = True
         if self._producer is not None and self._leases is not None:
-            self._leases.leave(self._producer, self._wake.set)
+            self._leases.leave(self._producer, self)
         self._wake.set()
 
     def _run(self) -> None:
+        leases = self._leases
         while not self._closed:
-            self._wake.wait(_IDLE_WAIT_S)
+            # A lease's end wakes nobody (it may come from the garbage collector anywhere):
+            # while a pinned slot waits, look every few ms.
+            waiting = leases is not None and self._producer is not None and leases.waiting()
+            self._wake.wait(_RELEASE_POLL_S if waiting else _IDLE_WAIT_S)
             self._wake.clear()
             self.send_ready()
