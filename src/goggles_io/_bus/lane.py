@@ -292,7 +292,13 @@ class Lane:
         pipe = self._pipe
         if pipe is not None:
             item = Redelivered(rows) if redelivered else rows
-            return 0 if pipe.put(item, nbytes) else n
+            if not pipe.put(item, nbytes):
+                return n
+            if pipe.memory_bytes() > self.queue_bytes // 2:
+                # Past the half that makes the socket host wait (congested): the worker must
+                # not linger for more, the host is about to wait on it (issue 44).
+                pipe.nudge()
+            return 0
         if self.broken:
             self._drop("handler could not be opened", n)
             return n

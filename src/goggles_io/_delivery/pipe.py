@@ -162,6 +162,10 @@ class Pipe(Generic[T]):
         put = self.put
         return sum(not put(item, size) for item, size in zip(items, sizes, strict=True))
 
+    def nudge(self) -> None:
+        """Wake the worker now, even while it lingers for more items: someone waits for room."""
+        self._wake.set()
+
     def _put_slow(self, item: T, size: int, force: bool) -> bool:
         with self._lock:
             if self._closed:

@@ -27,11 +27,11 @@ from cattrs import UnstructureStrategy
 from cattrs.preconf.msgpack import make_converter
 
 from goggles_io._event.columns import batch_body, read_batch
-from goggles_io._event.messages import Ack, Batch, Call, Hello, Message, Reply
+from goggles_io._event.messages import Ack, Batch, Call, Hello, Message, Release, Reply
 from goggles_io._event.records import ArrayPool, ArrayReader, Kind, ShmRef
 from goggles_io.exceptions import FrameError
 
-__all__ = ["Ack", "Batch", "Call", "Decoder", "Encoder", "Hello", "Message", "Reply"]
+__all__ = ["Ack", "Batch", "Call", "Decoder", "Encoder", "Hello", "Message", "Release", "Reply"]
 
 _EXT_INLINE = 1
 _EXT_SHM = 2
@@ -48,7 +48,7 @@ def _tables() -> tuple[
     """Each message class's tag and body encoder, and each tag's body decoder: made once."""
     conv = make_converter(unstruct_strat=UnstructureStrategy.AS_TUPLE)
     conv.register_structure_hook(Any, lambda v, _: v)
-    classes: tuple[type, ...] = (Hello, Batch, Ack, Call, Reply)
+    classes: tuple[type, ...] = (Hello, Batch, Ack, Call, Reply, Release)
     encoders: dict[type, tuple[int, Callable[[Any], Any]]] = {}
     decoders: dict[int, Callable[[Any], Any]] = {}
     for tag, cls in enumerate(classes):
@@ -183,7 +183,8 @@ class Encoder:
 
 
 class Decoder:
-    """Decode messages from untrusted bytes; shared-memory arrays are copied out via ``shm``."""
+    """Decode messages from untrusted bytes; shared-memory arrays are read via ``shm`` (a copy, or
+    a lent read-only view in the host: ADR 0077)."""
 
     def __init__(self, shm: ArrayReader | None = None) -> None:
         self.shm = shm

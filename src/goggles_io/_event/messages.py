@@ -13,7 +13,17 @@ import attrs
 
 from goggles_io._event.rows import Row
 
-__all__ = ["MAX_BATCH_EVENTS", "REPLAYED", "Ack", "Batch", "Call", "Hello", "Message", "Reply"]
+__all__ = [
+    "MAX_BATCH_EVENTS",
+    "REPLAYED",
+    "Ack",
+    "Batch",
+    "Call",
+    "Hello",
+    "Message",
+    "Release",
+    "Reply",
+]
 
 # The most events one batch message may claim; a decoder refuses a larger count before it builds
 # anything (ADR 0062). What this package sends holds far fewer: a client batch 1,024, a broker
@@ -63,6 +73,9 @@ class Ack:
     seq: int
     dropped: int = 0
     taken: list[tuple[int, dict[str, int]]] = attrs.field(factory=list)
+    # Shared-memory slots (segment, offset) of these batches that a reader on the host still
+    # holds: the client keeps each until a Release names it (ADR 0077).
+    pinned: list[tuple[str, int]] = attrs.field(factory=list)
 
 
 @attrs.frozen
@@ -83,7 +96,18 @@ class Reply:
     result: Any = None
 
 
-for _cls in (Hello, Batch, Ack, Call, Reply):
+@attrs.frozen
+class Release:
+    """Host -> client: the last reader of each slot an :class:`Ack` pinned is done with it.
+
+    Apart from the acknowledgement (ADR 0077): the host lends handlers read-only views of the
+    producer's shared memory, and one that keeps an array holds its slot past the ack.
+    """
+
+    slots: list[tuple[str, int]]
+
+
+for _cls in (Hello, Batch, Ack, Call, Reply, Release):
     attrs.resolve_types(_cls, globals(), locals())
 
-Message = Union[Hello, Batch, Ack, Call, Reply]  # noqa: UP007 (a runtime object on 3.10)
+Message = Union[Hello, Batch, Ack, Call, Reply, Release]  # noqa: UP007 (a runtime object on 3.10)

@@ -101,7 +101,8 @@ class ArrayReader(Protocol):
     """How the decoder reads an array another process put in shared memory."""
 
     def read(self, ref: ShmRef) -> np.ndarray:
-        """Copy the array at ``ref`` out (raising :class:`FrameError` for a bad reference)."""
+        """The array at ``ref``, copied out or lent read-only (:class:`FrameError` for a bad
+        reference)."""
 
 
 def _payload_eq(a: Any, b: Any) -> bool:

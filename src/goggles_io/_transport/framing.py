@@ -45,7 +45,9 @@ __all__ = [
 ]
 
 MAGIC = 0xC7
-VERSION = 3  # 2: batches as columns (ADR 0013); 3: one batch form, rows of 15 slots (ADR 0071)
+# 2: batches as columns (ADR 0013); 3: one batch form, rows of 15 slots (ADR 0071); 4: the host
+# lends shared memory, an Ack pins slots and a Release gives them back (ADR 0077)
+VERSION = 4
 _HEADER = struct.Struct(">BBI")
 HEADER_BYTES = _HEADER.size
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024

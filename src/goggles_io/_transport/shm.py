@@ -3,8 +3,8 @@
 Segments are plain files in ``/dev/shm`` (or a private per-user directory when there is none)
 mapped with :mod:`mmap`; see ADR 0011 for why not :mod:`multiprocessing.shared_memory`. A name
 is ``goggles_io-<uid>-<owner pid>-<n>``, so any later start can unlink the segments of an owner
-that is no longer alive. The producer copies an array into a slot exactly once; the host copies
-it out when it decodes the frame and acknowledges the batch, which frees the slot.
+that is no longer alive. The producer copies an array into a slot exactly once; the dedicated host
+lends handlers read-only views of it (``lending.py``, ADR 0077), anyone else copies it out.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import re
 import stat
 import tempfile
 import threading
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from goggles_io._transport.diskpool import DiskReader
 from goggles_io._transport.ring import Ring, release_slot
 from goggles_io._util.liveness import pid_alive
 from goggles_io.exceptions import FrameError
+
+if TYPE_CHECKING:
+    from goggles_io._transport.lending import Slot, SlotLeases
 
 __all__ = [
     "SEGMENT_PREFIX",
@@ -143,6 +147,8 @@ class ShmPool:
         self._oneoff: set[str] = set()
         self._counter = itertools.count()
         self._closed = False
+        self._held: dict[tuple[str, int], int] = {}  # bytes of each slot in use
+        self.held_bytes = 0  # in all, read without the lock (a hint: more than half in use?)
 
     @classmethod
     def with_budget(cls, nbytes: int) -> ShmPool:
@@ -211,6 +217,8 @@ class ShmPool:
                     offset = seg.allocate(need)
             assert seg is not None and offset is not None
             mm = seg.map
+            self._held[(seg.name, offset)] = need
+            self.held_bytes += need
         dest = np.ndarray(array.shape, dtype=array.dtype, buffer=mm, offset=offset)
         np.copyto(dest, array, casting="no")
         return ShmRef(seg.name, offset, nbytes, array.dtype.str, tuple(array.shape))
@@ -218,11 +226,17 @@ class ShmPool:
     def release(self, segment: str, offset: int) -> None:
         """Free the slot the host has copied out (or whose event was dropped)."""
         with self._lock:
+            self.held_bytes -= self._held.pop((segment, offset), 0)
             seg = release_slot(self._segments, segment, offset)
             if seg is not None and segment in self._oneoff and not seg.live:
                 self._oneoff.discard(segment)
                 del self._segments[segment]
                 seg.close(unlink=True)
+
+    @property
+    def filling(self) -> bool:
+        """Whether more than half of the regular segments' bytes are in use (read unlocked)."""
+        return self.held_bytes * 2 > self.segment_bytes * self.max_segments
 
     @property
     def segment_names(self) -> list[str]:
@@ -239,16 +253,23 @@ class ShmPool:
                 seg.close(unlink=owner)
             self._segments.clear()
             self._oneoff.clear()
+            self._held.clear()
+            self.held_bytes = 0
 
 
 class ShmReader:
-    """Host-side view of the segments one client uses: validates references, copies arrays out."""
+    """Host-side view of the segments one client uses: validates references, copies arrays out
+    or, given ``lend`` (the dedicated host's :class:`~goggles_io._transport.lending.SlotLeases`),
+    lends read-only views of them; ``lent`` lists the slots lent since the caller emptied it."""
 
-    def __init__(self, shm_dir: str | None = None) -> None:
+    def __init__(self, shm_dir: str | None = None, lend: SlotLeases | None = None) -> None:
         self.dir = shm_dir or get_shm_dir()
         self._maps: dict[str, mmap.mmap] = {}
         self._uid = str(os.getuid())
         self._disks = DiskReader()
+        self._lend = lend
+        self._bases: dict[str, tuple[Any, int]] = {}  # per segment lent from: its bytes, address
+        self.lent: list[Slot] = []
 
     def _map(self, name: str) -> mmap.mmap:
         mm = self._maps.get(name) or _OWN_MAPS.get(name)
@@ -281,7 +302,8 @@ class ShmReader:
         return mm
 
     def read(self, ref: ShmRef) -> np.ndarray:
-        """Return an owned copy of the array ``ref`` points at; bad references raise FrameError.
+        """Return an owned copy of the array ``ref`` points at (a lent read-only view when
+        lending); bad references raise FrameError.
 
         A segment named by an absolute path is a producer's disk pool (its spool folder): the
         array is read from it with ``preadv``, straight into the new array.
@@ -298,6 +320,14 @@ class ShmReader:
         ):
             msg = f"shared-memory reference {ref!r} is out of bounds for segment size {len(mm)!r}"
             raise FrameError(msg, value=ref)
+        if self._lend is not None:
+            base = self._bases.get(ref.segment)
+            if base is None:
+                whole = np.frombuffer(mm, dtype=np.uint8)
+                base = self._bases[ref.segment] = (whole, whole.ctypes.data)
+            slot = (ref.segment, ref.offset)
+            self.lent.append(slot)
+            return self._lend.lend(slot, base[0], base[1] + ref.offset, dtype, tuple(ref.shape))
         flat = np.frombuffer(mm, dtype=dtype, count=count, offset=ref.offset)
         array: np.ndarray = flat.reshape(ref.shape).copy()
         return array
@@ -305,8 +335,9 @@ class ShmReader:
     def forget(self, name: str) -> None:
         """Unmap a segment whose one-off slot was released."""
         mm = self._maps.pop(name, None)
+        self._bases.pop(name, None)  # lent views keep it (and so the mapping) alive
         if mm is not None:
-            with contextlib.suppress(BufferError):
+            with contextlib.suppress(BufferError):  # a view still lent: unmapped when it dies
                 mm.close()
 
     def close(self) -> None:

@@ -36,6 +36,10 @@ Contract for handler authors:
   :class:`~goggles_io.handlers.sequences.SequenceLog`; ``LocalStorageHandler`` and
   ``CsvHandler`` do). It must have written what it took when ``flush()`` returns: the host
   acknowledges a batch after that.
+* Arrays: a big array (``GOGGLES_SHM_THRESHOLD``) that came through the socket host's shared
+  memory is a **read-only view** of the producer's slot (ADR 0077): copy it before changing it
+  (``np.array(event.payload)``). Keeping it is safe: its bytes never change, and its slot stays
+  the producer's until the last view of it is gone.
 * ``handle_redelivered(events)`` (optional) takes such a resent list, marked redelivered
   (issue 29); without it, the lane calls ``handle_batch`` or ``handle`` as usual. There is no
   default here on purpose: a handler without the hook keeps its own ``handle_batch`` path and

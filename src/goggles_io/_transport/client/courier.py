@@ -5,8 +5,11 @@ logged. Runs of rows go as numbered batch frames (:mod:`goggles_io._transport.cl
 each operation as its own ``Call`` frame, all in one write. The host acknowledges event frames
 once its handlers took them (``Ack(seq)``, cumulative; ADR 0030) and answers each operation
 (``Reply``); the pipe batch is acknowledged when every frame of it was, in order, and only then
-are its shared-memory slots given back. After a host's death the pipe sends its kept batches
-again, marked redelivered; the slots the encoder made for the dead host are given back then.
+are its shared-memory slots given back, except those the Ack pinned: a reader on the host still
+holds them (a lent view, ADR 0077), and they come back with the ``Release`` that names them.
+After a lost link the pipe sends its kept batches again, marked redelivered; the slots the
+encoder made for them stay out of use until the pool closes (a host that is still alive may
+still lend them; the batches are encoded again into new ones).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from goggles_io._event.messages import REPLAYED, Ack, Call, Reply
+from goggles_io._event.messages import REPLAYED, Ack, Call, Release, Reply
 from goggles_io._event.records import ShmRef
 from goggles_io._event.rows import Row, is_row, payload_of
 from goggles_io._transport.client.link import HostLink, LinkLost
@@ -242,7 +245,7 @@ class Courier:
         """Frame runs of events between operations, a run ending early at 4 MiB of staged arrays;
         each run numbered from its first event's index in the batch (``base`` + index)."""
         events: list[Row] = []
-        held = 0  # bytes of staged arrays the host will copy out for ``events``
+        held = 0  # bytes of staged arrays the host will read for ``events``
         again = redelivered or self._again
         first = 0  # the number of events[0] (0: unnumbered)
         for i, item in enumerate(items):
@@ -315,6 +318,8 @@ class Courier:
         """The host's handlers took every event frame up to ``ack.seq``."""
         if type(ack.dropped) is int and ack.dropped > 0:
             self.host_dropped += ack.dropped
+        if ack.pinned:
+            self.pools.pin(ack.pinned)  # before the batches they belong to are given back
         with self._lock:
             self._acked_frame = max(self._acked_frame, ack.seq)
             frames = self._frames
@@ -334,8 +339,13 @@ class Courier:
             marker.done.set()
         self._settle()
 
+    def on_release(self, release: Release) -> None:
+        """The last reader on the host of each slot named is done (ADR 0077)."""
+        self.pools.unpin(release.slots)
+
     def _settle(self) -> None:
-        """Acknowledge, in order, every pipe batch whose frames were all acknowledged."""
+        """Acknowledge, in order, every pipe batch whose frames were all acknowledged; give
+        back their slots but those a host reader still holds."""
         done: list[_Sent] = []
         with self._lock:
             sent = self._sent
@@ -350,30 +360,31 @@ class Courier:
                 _add(self.taken, head.taken)
                 self._again_before.pop(head.seq, None)
         for each in done:
-            self.pools.release(each.refs)
+            self.pools.give_back(each.refs)
         if done:
             self.pipe.ack(done[-1].seq)
 
     # -- deaths, forks ----------------------------------------------------------------------
     def link_lost(self) -> None:
-        """The host died: what was sent is the pipe's to send again; the encoder's slots go."""
+        """The host died: what was sent is the pipe's to send again. The slots the encoder made
+        for it are not given back: a host that is still alive may have lent them to a handler
+        (ADR 0077); the batches are encoded again into new slots."""
         with self._lock:
-            lost, self._sent = list(self._sent), deque()
+            self._sent = deque()
             self._unwritten, self._unwritten_bytes = [], 0  # the pipe sends them all again
             self._answered.clear()
             _add(self.taken_before, self.taken)  # the dead host's handlers took these for good
             self.taken = {}  # a batch acknowledged in part goes again: the next host counts it
             self._frames.clear()
-        for each in lost:
-            self.pools.release(each.created)
 
     def _forget(self, sent: _Sent) -> None:
+        """A write of ``sent`` failed: it goes again. Its encoder's slots stay out of use (the
+        host may have read part of it and lent them, ADR 0077)."""
         with self._lock:
             if sent in self._sent:
                 self._sent.remove(sent)
             for frame in sent.frames:
                 self._frames.pop(frame, None)
-        self.pools.release(sent.created)
 
     def replay(self) -> list[Call]:
         """The operations to replay on a new host, in the order they were sent."""

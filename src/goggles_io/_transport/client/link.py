@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from goggles_io._event.messages import Ack, Call, Hello, Message, Reply
+from goggles_io._event.messages import Ack, Call, Hello, Message, Release, Reply
 from goggles_io._transport.framing import FrameDecoder, encode_frame
 from goggles_io._util.report import report
 
@@ -64,6 +64,7 @@ class HostLink:
         replay: Callable[[], list[Call]],
         on_ack: Callable[[Ack], None],
         on_reply: Callable[[Reply], None],
+        on_release: Callable[[Release], None] | None = None,
         on_lost: Callable[[], None],
         warn_once: Callable[[str, str], None],
     ) -> None:
@@ -72,6 +73,7 @@ class HostLink:
         self._replay = replay
         self._on_ack = on_ack
         self._on_reply = on_reply
+        self._on_release = on_release
         self._on_lost = on_lost
         self._warn_once = warn_once
         self._sock: socket.socket | None = None
@@ -212,6 +214,8 @@ class HostLink:
                     if not msg.ok:
                         self._warn_once(f"call:{msg.result}", f"host refused: {msg.result}")
                     self._on_reply(msg)
+                elif type(msg) is Release and self._on_release is not None:
+                    self._on_release(msg)
         except (OSError, ValueError):
             pass
         if gen == self._gen:

@@ -4,7 +4,8 @@ An array of at least ``GOGGLES_SHM_THRESHOLD`` bytes is copied once, at the log 
 pre-faulted shared-memory slot (the event then carries only its :class:`ShmRef`); when the pool
 is full it is ``pwrite``-n into the disk pool (ADR 0025). A slot is held until the host's
 handlers took the batch that refers to it (ADR 0030), so a batch sent again to the next host
-still finds its arrays. Both pools are made on first use, so scalar-only processes never
+still finds its arrays, and past that while a reader on the host holds a view of it: the Ack
+pins it, a Release gives it back (ADR 0077). Both pools are made on first use, so scalar-only processes never
 allocate them.
 """
 
@@ -37,6 +38,11 @@ class ArrayPools:
         self._prewarmed = False
         self._shm_failed = False
         self._lock = threading.Lock()
+        # Slots a host reader holds (pins not yet released, ADR 0077), and those of them whose
+        # batch is acknowledged: given back at their last release.
+        self._pinned: dict[tuple[str, int], int] = {}
+        self._parked: dict[tuple[str, int], ShmRef] = {}
+        self._pin_lock = threading.Lock()
 
     def stage(self, array: Any) -> ShmRef | None:
         """Copy ``array`` into a slot now; ``None`` (the caller keeps a heap copy) when it is
@@ -55,6 +61,12 @@ class ArrayPools:
         if ref is None and self._policy.spills:
             ref = self.disk().put(array)  # the shm pool is full: the disk pool (ADR 0025)
         return ref
+
+    def filling(self) -> bool:
+        """Whether the shared-memory pool is more than half in use (its slots come back only at
+        acknowledgements: the sender should not linger then)."""
+        shm = self._shm
+        return shm is not None and shm.filling
 
     def shm(self) -> ShmPool | None:
         """The shared-memory pool (made on first use; ``None`` where shm is unavailable)."""
@@ -81,6 +93,49 @@ class ArrayPools:
                 disk = self._disk = self._disk or DiskPool(self._policy)
         return disk
 
+    def pin(self, slots: Iterable[tuple[str, int]]) -> None:
+        """An Ack says a reader on the host still holds these ``(segment, offset)`` slots."""
+        with self._pin_lock:
+            pinned = self._pinned
+            for segment, offset in slots:
+                key = (segment, offset)
+                pinned[key] = pinned.get(key, 0) + 1
+
+    def unpin(self, slots: Iterable[tuple[str, int]]) -> None:
+        """A Release says their last reader is done: a slot whose batch is acknowledged goes
+        back now. A slot not pinned here (its Ack went on a connection since lost) stays."""
+        free: list[ShmRef] = []
+        with self._pin_lock:
+            pinned, parked = self._pinned, self._parked
+            for segment, offset in slots:
+                key = (segment, offset)
+                left = pinned.get(key, 0) - 1
+                if left > 0:
+                    pinned[key] = left
+                elif left == 0:
+                    del pinned[key]
+                    ref = parked.pop(key, None)
+                    if ref is not None:
+                        free.append(ref)
+        if free:
+            self.release(free)
+
+    def give_back(self, refs: list[ShmRef]) -> None:
+        """The batch that ``refs`` belong to is acknowledged: give them back, but keep the
+        pinned ones until their release."""
+        if self._pinned:
+            free: list[ShmRef] = []
+            with self._pin_lock:
+                pinned, parked = self._pinned, self._parked
+                for ref in refs:
+                    key = (ref.segment, ref.offset)
+                    if key in pinned:
+                        parked[key] = ref
+                    else:
+                        free.append(ref)
+            refs = free
+        self.release(refs)
+
     def release(self, refs: Iterable[ShmRef]) -> None:
         """Give the slots back: the host's handlers took what refers to them, or it was lost."""
         shm, disk = self._shm, self._disk
@@ -96,6 +151,9 @@ class ArrayPools:
         shm, self._shm = self._shm, None
         disk, self._disk = self._disk, None
         self._prewarmed = False
+        with self._pin_lock:
+            self._pinned.clear()
+            self._parked.clear()
         if shm is not None:
             shm.close()
         if disk is not None:
@@ -107,3 +165,6 @@ class ArrayPools:
         self._disk = None
         self._prewarmed = False
         self._lock = threading.Lock()
+        self._pin_lock = threading.Lock()
+        self._pinned.clear()
+        self._parked.clear()

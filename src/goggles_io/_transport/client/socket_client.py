@@ -156,6 +156,7 @@ class SocketClient:
             replay=lambda: self.courier.replay(),
             on_ack=lambda ack: self.courier.on_ack(ack),
             on_reply=lambda reply: self.courier.on_reply(reply),
+            on_release=lambda release: self.courier.on_release(release),
             on_lost=self._host_died,
             warn_once=self.warn_once,
         )
@@ -286,8 +287,16 @@ class SocketClient:
         self.ops.open_subscription(sub)
 
     def stage_array(self, array: Any) -> ShmRef | None:
-        """Copy a big array into the shared-memory (or disk) pool at the log call."""
-        return self.pools.stage(array)
+        """Copy a big array into the shared-memory (or disk) pool at the log call.
+
+        Once the pool is more than half in use, the sender is woken out of its linger: a slot
+        comes back only once the host acknowledged it, so the row should go at once, not with
+        the next ones 2 ms later (a burst of 1 MiB images ran out of slots and spilled to the
+        disk pool). Below that it lingers and batches, which costs the burst less."""
+        ref = self.pools.stage(array)
+        if ref is not None and self.pools.filling():
+            self.pipe.nudge()
+        return ref
 
     def undelivered(self) -> int:
         """Events logged here that the host's handlers have not taken yet."""

@@ -33,6 +33,7 @@ from goggles_io._transport.host.departures import says_goodbye, tell_producer_lo
 from goggles_io._transport.host.specs import build_handler, positive_bound
 from goggles_io._transport.host.subscriber import ConnWriter, SubscriberSink
 from goggles_io._transport.identity import acquire_host_lock, peer_credentials
+from goggles_io._transport.lending import SlotLeases
 from goggles_io._transport.settings import SUBSCRIBER_PREFIX, prepare_socket_dir
 from goggles_io._transport.shm import ShmReader, sweep_dead_segments
 from goggles_io._util.report import ReportOnce, host_name, report
@@ -49,6 +50,9 @@ FRAME_BUDGET_BYTES = DEFAULT_MAX_FRAME_BYTES
 FRAME_STALL_S = 30.0
 MAX_CONNECTIONS = 1024  # beyond this many at once, a new connection is refused (one line)
 _BACKPRESSURE_MAX_S = 2.0
+# The longest sleep between looks at a full lane: a lane of 1 MiB images frees half its bytes
+# every millisecond or so, and a 10 ms sleep left the host idle most of a burst (issue 44).
+_ROOM_POLL_S = 0.0005
 _BATCH_ROOM = 1024  # events a client batch holds at most: the room kept free in handler queues
 # A message is msgpack ``[tag, body]`` (0x92, then the tag as a positive fixint): the second
 # byte of a Hello (0) or Call (3) frame. Anything else waits for room as a batch would.
@@ -96,6 +100,7 @@ class Host:
         self._closing = threading.Event()
         self._thread: threading.Thread | None = None
         self._inode = -1
+        self.leases = SlotLeases()  # what handlers hold of producers' shared memory (ADR 0077)
         if hasattr(bus, "producers_keep"):
             bus.producers_keep = True  # clients keep each batch until its handlers took it
 
@@ -220,10 +225,10 @@ class Host:
         with self._lock:
             self._conns.add(conn)
             self._ever_connected = True
-        reader = ShmReader()
+        reader = ShmReader(lend=self.leases)  # handlers get read-only views (ADR 0077)
         decoder = Decoder(reader)
         writer = ConnWriter(conn)
-        acks = BatchAcks(writer)
+        acks = BatchAcks(writer, self.leases)
         frames = FrameDecoder(budget=self.frame_budget)
         peer = creds[0] if creds else "?"
         subscribed: list[str] = []  # names of this connection's subscriber sinks
@@ -235,24 +240,28 @@ class Host:
                 if payloads is None:
                     break
                 for payload in payloads:
-                    # Wait before decoding: decoding copies the batch's arrays out of shm. Only
-                    # a batch waits: an operation (a finish that gave up on a hung handler,
-                    # on a connection of its own) is answered however full the lanes are.
+                    # Wait before decoding: decoding reads the batch's disk-pool arrays into
+                    # memory. Only a batch waits: an operation (a finish that gave up on a hung
+                    # handler, on a connection of its own) is answered however full the lanes are.
                     if bytes(payload[:2]) not in _NOT_BATCHES:
                         self._wait_for_room(_BATCH_ROOM)
                     refs = decoder.shm_refs
+                    reader.lent = []
                     msg = decoder.decode(payload)
                     if type(msg) is Batch:
+                        if not unfinished and type(peer) is int:
+                            acks.serve(peer)  # this producer's slot releases come here
                         unfinished = True
                         # Acknowledged once its handlers took it, not now (ADR 0030). A frame
                         # without shared memory may travel on as it came (ADR 0079).
-                        ticket = acks.ticket(msg.seq)
+                        ticket = acks.ticket(msg.seq, reader.lent)
                         ticket.dropped = self.bus.put_rows(
                             msg.rows,
                             ticket=ticket,
                             redelivered=msg.redelivered,
                             frame=payload if decoder.shm_refs == refs else None,
                         )
+                        del msg  # the lanes hold its rows: a lent view ends with them
                         ticket.settle()
                     elif type(msg) is Call:
                         if says_goodbye(msg):
@@ -301,9 +310,10 @@ class Host:
         The host's handler lanes do not spill (the producers keep every unacknowledged batch,
         ADR 0030), so a full lane makes the host stop reading until it has room, however long:
         the producer's own buffers take the burst. Waiting happens before decoding, since
-        decoding copies the batch's arrays out of shared memory. With ``GOGGLES_WHEN_FULL=drop``
-        a nearly full lane (within one batch of its bound, or past half its bytes) holds each
-        batch up to 2 s, as before ADR 0025. Subscriber lanes never count here.
+        decoding reads the batch's disk-pool arrays into memory (and lends its shared memory).
+        With ``GOGGLES_WHEN_FULL=drop`` a nearly full lane (within one batch of its bound, or
+        past half its bytes) holds each batch up to 2 s, as before ADR 0025. Subscriber lanes
+        never count here.
         """
         bus = self.bus
         congested = getattr(bus, "congested", None)
@@ -318,10 +328,10 @@ class Host:
         # The producers keep what the host has not acknowledged (ADR 0030): waiting here loses
         # nothing, so the host waits as long as it takes; a producer whose own buffers fill
         # spills, then blocks, then drops and counts, under its own policy.
-        delay = 0.0005
+        delay = 0.0001
         while congested(n) and not self._closing.is_set():
             time.sleep(delay)
-            delay = min(delay * 2, 0.01)
+            delay = min(delay * 2, _ROOM_POLL_S)
 
     def _wait_as_before(self, n: int) -> None:
         backlog = self.bus.backlog
