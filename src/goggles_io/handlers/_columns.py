@@ -1,0 +1,298 @@
+"""Columns a JSONL sink keeps beside its file, so that the dashboard indexes a run without
+parsing its text (ADR 0080).
+
+Parsing ``log.jsonl`` costs the dashboard ~1 µs a point for ``logger.scalar``'s one metric a
+line (ADR 0074); the sink that writes the line already holds each point's name, step, time and
+value. Beside ``log.jsonl`` it also appends::
+
+    .log.jsonl.pts      one 28-byte record a point: metric id (u4), step, time, value (f8)
+    .log.jsonl.names    the metric names, one JSON string a line (the id is the line number)
+    .log.jsonl.chunks   a 32-byte header (magic, the log's inode), then one 40-byte record a
+                        write of the log: its bytes [start, end), the points and names it ends
+                        with, and the CRC-32 of its last 256 bytes
+
+A chunk is written after its text, its points and its names: it is the commit. Only writes whose
+every line is a plain metric (a dict of int/float values, no custom x axis, no caller-given time)
+or a log line get a chunk; any other write is a gap the reader parses as text. The text stays
+the source of truth: on open, after the log's own recovery (a torn line cut, a write the
+sequence log says did not land), chunks that reach past the log's end are cut, and points and
+names past the last chunk with them. The reader (``server/ui/_sidecar.py``) checks everything
+again and falls back to the text for whatever does not hold.
+
+One writer at a time keeps columns: it holds an ``flock`` on the chunks file; another sink
+writing the same log (a second process) writes text only, its lines are gaps. A chunk records
+where its write landed (the descriptor's offset after one ``O_APPEND`` write), never where it
+was expected to land.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import zlib
+from array import array
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from goggles_io._event.records import Event, Kind
+from goggles_io._util.append_file import open_regular_fd, write_all
+from goggles_io._util.report import report
+
+__all__ = [
+    "CHUNK",
+    "HEADER_BYTES",
+    "MAGIC",
+    "MAX_NAMES_BYTES",
+    "POINT",
+    "TAIL_BYTES",
+    "ColumnWriter",
+    "column_paths",
+]
+
+MAGIC = b"STCOLS01"
+HEADER = np.dtype([("magic", "S8"), ("ino", "<u8"), ("reserved", "<u8", (2,))])
+HEADER_BYTES = HEADER.itemsize  # 32
+CHUNK = np.dtype(
+    [("start", "<u8"), ("end", "<u8"), ("pts", "<u8"), ("names", "<u8"), ("crc", "<u4"),
+     ("reserved", "<u4")]
+)  # fmt: skip
+POINT = np.dtype([("id", "<u4"), ("step", "<f8"), ("time", "<f8"), ("value", "<f8")], align=False)
+TAIL_BYTES = 256  # the bytes of a chunk's end its CRC covers: a stale chunk does not match
+MAX_NAMES_BYTES = 64 << 20  # a longer names file is not ours
+MAX_CHUNKS_BYTES = 256 << 20  # 40 bytes a write of >= 64 KiB: a 400 GB log
+_INT_LIMIT = 1 << 63  # beyond 64 bits the text reader takes an int point by point
+_NAN = math.nan
+
+
+def column_paths(data: Path) -> tuple[Path, Path, Path]:
+    """``(points, names, chunks)`` beside ``data``."""
+    return tuple(data.with_name(f".{data.name}.{ext}") for ext in ("pts", "names", "chunks"))  # type: ignore[return-value]
+
+
+class ColumnWriter:
+    """The columns of one JSONL file, written with its writes (see the module doc).
+
+    Use: :meth:`open` after the log's recovery, :meth:`add` for each event before its line is
+    buffered, :meth:`landed` after a write of the log, :meth:`discard` after a failed one.
+    Failures of the column files are reported once and turn the columns off: the text is whole.
+    """
+
+    def __init__(self, data: Path, owner: str) -> None:
+        self.data = data
+        self.owner = owner
+        self.pts_path, self.names_path, self.chunks_path = column_paths(data)
+        self.active = False
+        self._fds: tuple[int, int, int] | None = None
+        self._ids: dict[str, int] = {}
+        self._pts = 0  # points in the points file
+        self._new_names: list[bytes] = []
+        self._dirty = False
+        self._point_ids: array[int] = array("I")
+        self._values: array[float] = array("d")
+        self._axes: array[float] = array("d")  # step, time of each event with points
+        self._counts: array[int] = array("I")  # points of each event
+
+    # -- open / close -------------------------------------------------------------------------
+    def open(self, data_fd: int) -> None:
+        """Take the columns' lock and make them hold no more than the log (open as ``data_fd``)."""
+        self.close()
+        try:
+            fds = tuple(
+                open_regular_fd(p, os.O_RDWR | os.O_CREAT)
+                for p in (self.pts_path, self.names_path, self.chunks_path)
+            )
+        except OSError as exc:
+            self._off(f"cannot open its column files ({exc.strerror or exc})")
+            return
+        try:
+            fcntl.flock(fds[2], fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another writer keeps them: our lines are text only
+            for fd in fds:
+                os.close(fd)
+            return
+        self._fds = fds  # type: ignore[assignment]
+        try:
+            self._recover(os.fstat(data_fd))
+        except OSError as exc:
+            self._off(f"cannot recover its column files ({exc.strerror or exc})")
+            return
+        self.active = True
+
+    def _recover(self, info: os.stat_result) -> None:
+        assert self._fds is not None
+        pts_fd, names_fd, chunks_fd = self._fds
+        head = os.pread(chunks_fd, HEADER_BYTES, 0)
+        header = np.frombuffer(head, HEADER) if len(head) == HEADER_BYTES else None
+        if header is None or header["magic"][0] != MAGIC or int(header["ino"][0]) != info.st_ino:
+            self._reset(info.st_ino)  # absent, foreign, or another log's (the log was replaced)
+            return
+        size = os.fstat(chunks_fd).st_size - HEADER_BYTES
+        if size > MAX_CHUNKS_BYTES:
+            self._reset(info.st_ino)
+            return
+        records = size // CHUNK.itemsize
+        chunks = np.frombuffer(os.pread(chunks_fd, records * CHUNK.itemsize, HEADER_BYTES), CHUNK)
+        try:
+            names = self._read_names(names_fd)
+            ids = {json.loads(n): i for i, n in enumerate(names)}
+        except ValueError:  # not ours, or damaged: the columns start again from here
+            self._reset(info.st_ino)
+            return
+        if len(ids) != len(names) or not all(type(n) is str for n in ids):
+            self._reset(info.st_ino)
+            return
+        keep, last_end, pts, have_names = 0, 0, 0, 0
+        pts_size = os.fstat(pts_fd).st_size // POINT.itemsize
+        for rec in chunks.tolist():
+            start, end, rec_pts, rec_names = rec[0], rec[1], rec[2], rec[3]
+            if not (last_end <= start < end <= info.st_size and pts <= rec_pts <= pts_size
+                    and have_names <= rec_names <= len(names)):  # fmt: skip
+                break
+            keep, last_end, pts, have_names = keep + 1, end, rec_pts, rec_names
+        os.ftruncate(chunks_fd, HEADER_BYTES + keep * CHUNK.itemsize)
+        os.ftruncate(pts_fd, pts * POINT.itemsize)
+        names = names[:have_names]
+        os.ftruncate(names_fd, sum(len(n) for n in names))
+        self._ids = {n: i for n, i in ids.items() if i < have_names}
+        self._pts = pts
+
+    def _read_names(self, fd: int) -> list[bytes]:
+        size = os.fstat(fd).st_size
+        if size > MAX_NAMES_BYTES:
+            raise ValueError("the names file is too long to be ours")
+        data = os.pread(fd, size, 0)
+        lines = data.split(b"\n")[:-1]  # the last piece is empty or torn
+        return [line + b"\n" for line in lines]
+
+    def _reset(self, ino: int) -> None:
+        assert self._fds is not None
+        for fd in self._fds:
+            os.ftruncate(fd, 0)
+        header = np.zeros(1, HEADER)
+        header["magic"], header["ino"] = MAGIC, ino
+        os.pwrite(self._fds[2], header.tobytes(), 0)
+        self._ids, self._pts = {}, 0
+
+    def close(self) -> None:
+        """Close the column files (their lock goes with them)."""
+        self.discard()
+        self.active = False
+        fds, self._fds = self._fds, None
+        for fd in fds or ():
+            os.close(fd)
+
+    def _off(self, why: str) -> None:
+        self.close()
+        report(f"{self.owner}: {why}; the dashboard reads {self.data} as text")
+
+    # -- writes -------------------------------------------------------------------------------
+    def add(self, event: Event) -> None:
+        """Keep ``event``'s points for the next write; an event that is not a plain metric (or a
+        log line) makes that write text only."""
+        if not self.active or self._dirty:
+            return
+        kind = event.kind
+        if kind is not Kind.METRIC:
+            if kind is not Kind.LOG:
+                self._dirty = True
+            return
+        payload, stamp = event.payload, event.timestamp
+        if (
+            type(payload) is not dict
+            or event.time is not None
+            or type(stamp) not in (float, int)
+            or _custom_x(event.extra)
+        ):
+            self._dirty = True
+            return
+        ids, point_ids, values = self._ids, self._point_ids, self._values
+        for name, value in payload.items():
+            kind_of = type(value)
+            if kind_of is not float and (kind_of is not int or not -_INT_LIMIT < value < _INT_LIMIT):
+                self._dirty = True
+                return
+            key = ids.get(name)
+            if key is None:
+                key = self._name(name)
+                if key < 0:
+                    self._dirty = True
+                    return
+            point_ids.append(key)
+            values.append(value)
+        if payload:
+            step = event.step
+            self._axes.append(float(step) if type(step) is int else _NAN)
+            self._axes.append(stamp)
+            self._counts.append(len(payload))
+
+    def _name(self, name: Any) -> int:
+        if type(name) is not str:
+            return -1
+        try:
+            name.encode("utf-8")  # a lone surrogate reads back otherwise: text
+        except UnicodeEncodeError:
+            return -1
+        key = len(self._ids)
+        self._ids[name] = key
+        self._new_names.append((json.dumps(name) + "\n").encode("ascii"))
+        return key
+
+    def discard(self) -> None:
+        """Forget what was kept for a write (it failed, or holds other lines)."""
+        if self._new_names:  # names given ids but never written: forget them too
+            for _ in self._new_names:
+                self._ids.popitem()
+            self._new_names = []
+        self._dirty = False
+        if self._counts or self._point_ids:  # new arrays: numpy may still view the old ones
+            self._point_ids, self._values = array("I"), array("d")
+            self._axes, self._counts = array("d"), array("I")
+
+    def landed(self, end: int | None, data: bytes) -> None:
+        """The write of ``data`` ended at offset ``end`` of the log (``None``: unknown, written in
+        pieces): commit its chunk when every line of it was kept as columns."""
+        if not self.active or self._dirty or end is None or self._fds is None:
+            self.discard()
+            return
+        pts_fd, names_fd, chunks_fd = self._fds
+        count = len(self._values)
+        try:
+            if count:
+                records = np.empty(count, POINT)
+                records["id"] = np.frombuffer(self._point_ids, np.uint32)
+                records["value"] = np.frombuffer(self._values, np.float64)
+                axes = np.frombuffer(self._axes, np.float64).reshape(-1, 2)
+                repeat = np.frombuffer(self._counts, np.uint32)
+                records["step"] = np.repeat(axes[:, 0], repeat)
+                records["time"] = np.repeat(axes[:, 1], repeat)
+                os.lseek(pts_fd, self._pts * POINT.itemsize, os.SEEK_SET)
+                write_all(pts_fd, records.tobytes())
+            if self._new_names:
+                os.lseek(names_fd, 0, os.SEEK_END)
+                write_all(names_fd, b"".join(self._new_names))
+            self._new_names = []
+            chunk = np.zeros(1, CHUNK)
+            chunk["start"], chunk["end"] = end - len(data), end
+            chunk["pts"], chunk["names"] = self._pts + count, len(self._ids)
+            chunk["crc"] = zlib.crc32(data[-TAIL_BYTES:])
+            os.lseek(chunks_fd, 0, os.SEEK_END)
+            write_all(chunks_fd, chunk.tobytes())
+        except OSError as exc:
+            self._off(f"cannot write its column files ({exc.strerror or exc})")
+            return
+        self._pts += count
+        self.discard()
+
+
+def _custom_x(extra: Mapping[str, Any]) -> bool:
+    """Whether a custom x axis may be named (the text reader then reads the line by its rules)."""
+    if "x_axis" in extra:
+        return True
+    bound = extra.get("bound")
+    return isinstance(bound, Mapping) and "x_axis" in bound
+
