@@ -9,7 +9,8 @@ value. Beside ``log.jsonl`` it also appends::
     .log.jsonl.names    the metric names, one JSON string a line (the id is the line number)
     .log.jsonl.chunks   a 32-byte header (magic, the log's inode), then one 40-byte record a
                         write of the log: its bytes [start, end), the points and names it ends
-                        with, and the CRC-32 of its last 256 bytes
+                        with, the CRC-32 of its text and that of its points (seeded with the
+                        CRC-32 of the names it may use)
 
 A chunk is written after its text, its points and its names: it is the commit. Only writes whose
 every line is a plain metric (a dict of int/float values, no custom x axis, no caller-given time)
@@ -49,7 +50,6 @@ __all__ = [
     "MAGIC",
     "MAX_NAMES_BYTES",
     "POINT",
-    "TAIL_BYTES",
     "ColumnWriter",
     "column_paths",
 ]
@@ -58,11 +58,10 @@ MAGIC = b"STCOLS01"
 HEADER = np.dtype([("magic", "S8"), ("ino", "<u8"), ("reserved", "<u8", (2,))])
 HEADER_BYTES = HEADER.itemsize  # 32
 CHUNK = np.dtype(
-    [("start", "<u8"), ("end", "<u8"), ("pts", "<u8"), ("names", "<u8"), ("crc", "<u4"),
-     ("reserved", "<u4")]
+    [("start", "<u8"), ("end", "<u8"), ("pts", "<u8"), ("names", "<u8"), ("text_crc", "<u4"),
+     ("pts_crc", "<u4")]
 )  # fmt: skip
 POINT = np.dtype([("id", "<u4"), ("step", "<f8"), ("time", "<f8"), ("value", "<f8")], align=False)
-TAIL_BYTES = 256  # the bytes of a chunk's end its CRC covers: a stale chunk does not match
 MAX_NAMES_BYTES = 64 << 20  # a longer names file is not ours
 MAX_CHUNKS_BYTES = 256 << 20  # 40 bytes a write of >= 64 KiB: a 400 GB log
 _INT_LIMIT = 1 << 63  # beyond 64 bits the text reader takes an int point by point
@@ -90,6 +89,7 @@ class ColumnWriter:
         self._fds: tuple[int, int, int] | None = None
         self._ids: dict[str, int] = {}
         self._pts = 0  # points in the points file
+        self._names_crc = 0  # CRC-32 of the names file's bytes
         self._new_names: list[bytes] = []
         self._dirty = False
         self._point_ids: array[int] = array("I")
@@ -158,6 +158,7 @@ class ColumnWriter:
         os.ftruncate(pts_fd, pts * POINT.itemsize)
         names = names[:have_names]
         os.ftruncate(names_fd, sum(len(n) for n in names))
+        self._names_crc = zlib.crc32(b"".join(names))
         self._ids = {n: i for n, i in ids.items() if i < have_names}
         self._pts = pts
 
@@ -176,7 +177,7 @@ class ColumnWriter:
         header = np.zeros(1, HEADER)
         header["magic"], header["ino"] = MAGIC, ino
         os.pwrite(self._fds[2], header.tobytes(), 0)
-        self._ids, self._pts = {}, 0
+        self._ids, self._pts, self._names_crc = {}, 0, 0
 
     def close(self) -> None:
         """Close the column files (their lock goes with them)."""
@@ -213,7 +214,9 @@ class ColumnWriter:
         ids, point_ids, values = self._ids, self._point_ids, self._values
         for name, value in payload.items():
             kind_of = type(value)
-            if kind_of is not float and (kind_of is not int or not -_INT_LIMIT < value < _INT_LIMIT):
+            if kind_of is not float and (
+                kind_of is not int or not -_INT_LIMIT < value < _INT_LIMIT
+            ):
                 self._dirty = True
                 return
             key = ids.get(name)
@@ -261,6 +264,7 @@ class ColumnWriter:
             return
         pts_fd, names_fd, chunks_fd = self._fds
         count = len(self._values)
+        points = b""
         try:
             if count:
                 records = np.empty(count, POINT)
@@ -270,16 +274,20 @@ class ColumnWriter:
                 repeat = np.frombuffer(self._counts, np.uint32)
                 records["step"] = np.repeat(axes[:, 0], repeat)
                 records["time"] = np.repeat(axes[:, 1], repeat)
+                points = records.tobytes()
                 os.lseek(pts_fd, self._pts * POINT.itemsize, os.SEEK_SET)
-                write_all(pts_fd, records.tobytes())
+                write_all(pts_fd, points)
             if self._new_names:
+                added = b"".join(self._new_names)
                 os.lseek(names_fd, 0, os.SEEK_END)
-                write_all(names_fd, b"".join(self._new_names))
+                write_all(names_fd, added)
+                self._names_crc = zlib.crc32(added, self._names_crc)
             self._new_names = []
             chunk = np.zeros(1, CHUNK)
             chunk["start"], chunk["end"] = end - len(data), end
             chunk["pts"], chunk["names"] = self._pts + count, len(self._ids)
-            chunk["crc"] = zlib.crc32(data[-TAIL_BYTES:])
+            chunk["text_crc"] = zlib.crc32(data)
+            chunk["pts_crc"] = zlib.crc32(points, self._names_crc)
             os.lseek(chunks_fd, 0, os.SEEK_END)
             write_all(chunks_fd, chunk.tobytes())
         except OSError as exc:
@@ -295,4 +303,3 @@ def _custom_x(extra: Mapping[str, Any]) -> bool:
         return True
     bound = extra.get("bound")
     return isinstance(bound, Mapping) and "x_axis" in bound
-

@@ -97,15 +97,15 @@ class DirFeeder:
         is discarded without being held and counted as unreadable. Returns the bytes passed."""
         if is_tfevents(path):
             return self._read_tfevents(fh, path, rel, state, size)
-        if path.suffix == ".jsonl":
+        if path.suffix == ".jsonl" and not state.get("skipping"):
             cols = self._columns.get(rel)
             if cols is None:
                 cols = self._columns[rel] = SinkColumns(self.run_dir, path)
             got = cols.take(fh.fileno(), state["offset"], state.get("chunk", 0),
                             max(size // _POINT_BYTES, 1))  # fmt: skip
-            if got.parsed is not None:
+            if got.metrics is not None:
                 used = got.end - state["offset"]
-                self.index.add(got.parsed, rel)
+                self.index.add_columns(got.metrics, rel)
                 state["offset"], state["skipping"], state["chunk"] = got.end, False, got.hint
                 self.index.save()
                 return max(used, 1)

@@ -2,21 +2,21 @@
 
 ``LocalStorageHandler`` appends each plain metric point to ``.log.jsonl.pts`` as it writes its
 line, and commits each write of the log with a chunk record (``handlers/_columns.py``, ADR 0080).
-Reading those records is ~40x cheaper than parsing the text. The log stays the source of truth:
-a chunk is used only when it starts exactly where the index stands in the log, lies inside it,
-ends on a line, the CRC-32 of its last 256 bytes matches the log's, and its points and names
-are in files of the log's owner that are regular, inside the run, not links. Anything else —
-missing, torn, stale (the log cut or replaced), foreign or hostile files — and the log's text
-is read for that part instead, so the points are those of the text either way.
+Reading them costs a small part of parsing the text. The log stays the source of truth: a chunk
+is used only when it starts exactly where the index stands in the log, lies inside it, ends on
+a line's end, the CRC-32 of its text is the log's, that of its points (and of the names they
+use) matches, and its files are the log owner's regular files inside the run, not links. Else —
+missing, torn, stale (the log cut, edited or replaced), foreign or hostile files — the log's
+text is read for that part instead, so the points are those of the text either way.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import stat
 import zlib
-from array import array
 from pathlib import Path
 
 import attrs
@@ -30,27 +30,52 @@ from goggles_io.handlers._columns import (
     MAGIC,
     MAX_NAMES_BYTES,
     POINT,
-    TAIL_BYTES,
     column_paths,
 )
-from goggles_io.runs.lines import Columns, Parsed
 
-__all__ = ["SinkColumns", "Take"]
+__all__ = ["ArrayColumns", "SinkColumns", "Take"]
 
-_BATCH = 4096  # chunk records read at once
+_BATCH = 256  # chunk records read at once
+_MAX_CHUNKS = 1 << 14  # chunks taken in one turn at most (log lines only hold no points)
 _MIN_POINT_BYTES = 4  # a point's text is at least `"a":1` plus a separator: a bound on claims
+_READ = 1 << 20  # bytes of text read at once to check a chunk's CRC
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 @attrs.frozen
+class ArrayColumns:
+    """One metric's points as numpy columns (``lines.Columns``' fields, without a copy)."""
+
+    step: np.ndarray
+    time: np.ndarray
+    x: np.ndarray
+    value: np.ndarray
+    x_axis: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+
+@attrs.frozen
 class Take:
-    """What the columns give from an offset of the log: points up to ``end`` (``parsed``), or
+    """What the columns give from an offset of the log: points up to ``end`` (``metrics``), or
     nothing, the text to be read up to ``text_until`` (``None``: to its end)."""
 
-    parsed: Parsed | None = None
+    metrics: dict[str, ArrayColumns] | None = None
     end: int = 0
     hint: int = 0  # the next chunk record to look at
     text_until: int | None = None
+
+
+@attrs.frozen
+class _Chunk:
+    start: int
+    end: int
+    first: int  # its first point (the previous chunk's last)
+    pts: int
+    names: int
+    pts_crc: int
+    record: int  # its record's number
 
 
 class SinkColumns:
@@ -60,7 +85,9 @@ class SinkColumns:
         self.run_dir = run_dir
         self.paths = column_paths(path)
         self._names: list[str] = []
-        self._names_key: tuple[int, int] | None = None  # (inode, mtime_ns) the cache is from
+        self._raw = b""  # the names file as read
+        self._ends: list[int] = [0]  # where each name's line ends in it
+        self._crcs: dict[int, int] = {}  # CRC-32 of its first n lines, by n
 
     def take(self, log_fd: int, offset: int, hint: int, max_points: int) -> Take:
         """The points of the chunks from ``offset`` on (about ``max_points``), if they hold."""
@@ -115,33 +142,35 @@ class SinkColumns:
         k, pts = 0, 0
         if 0 < hint <= records:  # a record's first point is where the one before it ended
             k, pts = hint, int(self._records(chunks_fd, hint - 1, 1)[0][2])
-        taken: list[tuple[int, ...]] = []  # start, end, first point, end point, names
+        taken: list[_Chunk] = []
         at = offset
-        while k < records and len(taken) < _BATCH:
-            for start, end, end_pts, names, crc, _ in self._records(chunks_fd, k, records - k):
+        while k < records:
+            for start, end, end_pts, names, text_crc, pts_crc in self._records(
+                chunks_fd, k, records - k
+            ):
                 first, pts = pts, end_pts
                 k += 1
                 if end <= at:
                     continue  # behind where the index stands
                 if start != at:
                     if taken:
-                        return self._points(pts_fd, taken, k - 1)
+                        return self._points(pts_fd, taken)
                     if start > at:
                         return Take(text_until=start)  # lines written without columns first
                     continue  # straddles the offset (read as text before): the next one
                 if not (first <= end_pts <= pts_count and end <= log.st_size
                         and end_pts - first <= (end - start) // _MIN_POINT_BYTES
-                        and self._holds(log_fd, start, end, crc)
-                        and self._names_up_to(names_fd, names)):  # fmt: skip
+                        and self._names_up_to(names_fd, names)
+                        and _text_crc(log_fd, start, end) == text_crc):  # fmt: skip
                     if taken:
-                        return self._points(pts_fd, taken, k - 1)
+                        return self._points(pts_fd, taken)
                     return Take(text_until=end)  # this chunk does not hold: its text
-                taken.append((start, end, first, end_pts, names))
+                taken.append(_Chunk(start, end, first, end_pts, names, pts_crc, k))
                 at = end
-                if end_pts - taken[0][2] >= max_points or len(taken) >= _BATCH:
-                    return self._points(pts_fd, taken, k)
+                if end_pts - taken[0].first >= max_points or len(taken) >= _MAX_CHUNKS:
+                    return self._points(pts_fd, taken)
         if taken:
-            return self._points(pts_fd, taken, k)
+            return self._points(pts_fd, taken)
         return Take()
 
     @staticmethod
@@ -154,69 +183,82 @@ class SinkColumns:
         ).tolist()
         return got
 
-    @staticmethod
-    def _holds(log_fd: int, start: int, end: int, crc: int) -> bool:
-        """Whether the log's bytes end the chunk as the sink wrote them, on line boundaries."""
-        size = min(TAIL_BYTES, end - start)
-        tail = os.pread(log_fd, size, end - size)
-        if len(tail) != size or tail[-1:] != b"\n" or zlib.crc32(tail) != crc:
-            return False
-        return start == 0 or os.pread(log_fd, 1, start - 1) == b"\n"
-
     def _names_up_to(self, names_fd: int, count: int) -> bool:
-        """Whether the first ``count`` names are known (read again when the file changed)."""
+        """Whether the first ``count`` names are known (read again when the file grew)."""
         if count <= len(self._names):
             return True
         info = os.fstat(names_fd)
         if info.st_size > MAX_NAMES_BYTES:
             return False
         data = os.pread(names_fd, info.st_size, 0)
+        lines = data.split(b"\n")[:-1]
         try:
-            names = [json.loads(line) for line in data.split(b"\n")[:-1]]
+            names = [json.loads(line) for line in lines]
         except ValueError:
             return False
         if not all(type(n) is str for n in names) or len(set(names)) != len(names):
             return False
         self._names = names
+        self._raw = data
+        self._ends = [0]
+        for line in lines:
+            self._ends.append(self._ends[-1] + len(line) + 1)
+        self._crcs = {}
         return count <= len(names)
 
-    def _points(self, pts_fd: int, taken: list[tuple[int, ...]], hint: int) -> Take:
-        """The points of ``taken`` (consecutive chunks) grouped by metric, in their order."""
-        first, last, names = taken[0][2], taken[-1][3], taken[-1][4]
-        count = last - first
-        data = os.pread(pts_fd, count * POINT.itemsize, first * POINT.itemsize)
-        if len(data) != count * POINT.itemsize:
-            return Take(text_until=taken[0][1])
-        recs = np.frombuffer(data, POINT)
-        parsed = Parsed()
+    def _names_crc(self, count: int) -> int:
+        """CRC-32 of the names file's first ``count`` lines, as the sink seeds a chunk's."""
+        found = self._crcs.get(count)
+        if found is None:
+            found = self._crcs[count] = zlib.crc32(self._raw[: self._ends[count]])
+        return found
+
+    def _points(self, pts_fd: int, taken: list[_Chunk]) -> Take:
+        """The points of ``taken`` (consecutive chunks) grouped by metric, in their order; the
+        chunks from the first whose points do not match their CRC are left to the text."""
+        base = taken[0].first
+        data = os.pread(pts_fd, (taken[-1].pts - base) * POINT.itemsize, base * POINT.itemsize)
+        view = memoryview(data)
+        good = 0
+        for chunk in taken:
+            part = view[(chunk.first - base) * POINT.itemsize : (chunk.pts - base) * POINT.itemsize]
+            if (
+                len(part) != (chunk.pts - chunk.first) * POINT.itemsize
+                or zlib.crc32(part, self._names_crc(chunk.names)) != chunk.pts_crc
+            ):
+                break
+            good += 1
+        if not good:
+            return Take(text_until=taken[0].end)
+        last = taken[good - 1]
+        count = last.pts - base
+        recs = np.frombuffer(data, POINT, count=count)
+        metrics: dict[str, ArrayColumns] = {}
         if count:
             ids = recs["id"]
-            if int(ids.max()) >= names:
-                return Take(text_until=taken[0][1])
-            order = np.argsort(ids, kind="stable")
-            ordered = recs[order]
-            keys = ordered["id"]
+            if int(ids.max()) >= last.names:
+                return Take(text_until=taken[0].end)
+            small = ids.astype(np.uint16) if last.names <= 1 << 16 else ids  # radix-sorted
+            order = np.argsort(small, kind="stable")
+            keys = np.take(ids, order)
             cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
             bounds = [0, *cuts.tolist(), count]
-            step = np.ascontiguousarray(ordered["step"])
-            when = np.ascontiguousarray(ordered["time"])
-            value = np.ascontiguousarray(ordered["value"])
-            nan = np.full(max(np.diff(bounds)), np.nan).tobytes()
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-                parsed.metrics[self._names[int(keys[a])]] = Columns(
-                    step=_floats(step[a:b]), time=_floats(when[a:b]),
-                    x=_floats_bytes(nan[: 8 * (b - a)]), value=_floats(value[a:b]),
-                )  # fmt: skip
-        return Take(parsed=parsed, end=taken[-1][1], hint=hint)
+            step, when, value = (np.take(recs[f], order) for f in ("step", "time", "value"))
+            nan = np.full(max(np.diff(bounds)), np.nan)
+            for a, b in itertools.pairwise(bounds):
+                metrics[self._names[int(keys[a])]] = ArrayColumns(
+                    step[a:b], when[a:b], nan[: b - a], value[a:b]
+                )
+        return Take(metrics=metrics, end=last.end, hint=last.record)
 
 
-def _floats(column: np.ndarray) -> array[float]:
-    out = array("d")
-    out.frombytes(column.tobytes())
-    return out
-
-
-def _floats_bytes(data: bytes) -> array[float]:
-    out = array("d")
-    out.frombytes(data)
-    return out
+def _text_crc(fd: int, start: int, end: int) -> int:
+    """CRC-32 of the log's bytes [start, end), read in bounded pieces (-1: shorter than that)."""
+    crc = 0
+    while start < end:
+        data = os.pread(fd, min(_READ, end - start), start)
+        if not data:
+            return -1
+        crc = zlib.crc32(data, crc)
+        start += len(data)
+    return crc
