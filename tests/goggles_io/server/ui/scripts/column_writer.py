@@ -1,6 +1,6 @@
 """Helper program for test_sink_columns: a LocalStorageHandler writing until killed (SIGKILL).
 
-Usage: column_writer.py DIR SEED. Events are numbered (producer "p", seq 1, 2, ...) and drawn
+Usage: column_writer.py DIR SEED PRODUCER. Events are numbered (seq 1, 2, ...) and drawn
 from ``random.Random(seq)``: every life of the program sends the same stream from seq 1, as a
 host that redelivers after a death would, so the sink skips what it holds (ADR 0057) and writes
 the rest. Plain metric lines (one or several metrics), log lines and lines the columns do not
@@ -16,7 +16,7 @@ import sys
 import goggles_io as gg
 
 
-def event(seq: int) -> gg.Event:
+def event(seq: int, producer: str) -> gg.Event:
     """The event numbered ``seq`` (the same in every life)."""
     rng = random.Random(seq)
     shape = rng.random()
@@ -36,7 +36,7 @@ def event(seq: int) -> gg.Event:
     else:
         payload = {"m3": "text", "m0": rng.random()}
     return gg.Event(kind=kind, scope="global", payload=payload, step=step, timestamp=1e9 + seq,
-                    extra=extra, time=when, producer="p", seq=seq, logger="w", pid=1)  # fmt: skip
+                    extra=extra, time=when, producer=producer, seq=seq, logger="w", pid=1)  # fmt: skip
 
 
 def main() -> None:
@@ -45,7 +45,7 @@ def main() -> None:
     print("started", flush=True)
     rng = random.Random(int(sys.argv[2]))
     for seq in range(1, 100_001):
-        handler.handle(event(seq))
+        handler.handle(event(seq, sys.argv[3]))
         if rng.random() < 0.02:
             handler.flush()
     handler.close()
