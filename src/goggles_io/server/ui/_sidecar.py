@@ -4,7 +4,7 @@
 line, and commits each write of the log with a chunk record (``handlers/_columns.py``, ADR 0080).
 Reading them costs a small part of parsing the text. The log stays the source of truth: a chunk
 is used only when it starts exactly where the index stands in the log, lies inside it, ends on
-a line's end, the CRC-32 of its text is the log's, that of its points (and of the names they
+a line's end, the digest of its text is the log's, that of its points (and of the names they
 use) matches, and its files are the log owner's regular files inside the run, not links. Else —
 missing, torn, stale (the log cut, edited or replaced), foreign or hostile files — the log's
 text is read for that part instead, so the points are those of the text either way.
@@ -16,7 +16,6 @@ import itertools
 import json
 import os
 import stat
-import zlib
 from pathlib import Path
 
 import attrs
@@ -25,12 +24,15 @@ import numpy as np
 from goggles_io._util.safe_read import resolves_inside
 from goggles_io.handlers._columns import (
     CHUNK,
+    DIGESTS,
     HEADER,
     HEADER_BYTES,
     MAGIC,
     MAX_NAMES_BYTES,
     POINT,
+    Digest,
     column_paths,
+    digest,
 )
 
 __all__ = ["ArrayColumns", "SinkColumns", "Take"]
@@ -38,7 +40,7 @@ __all__ = ["ArrayColumns", "SinkColumns", "Take"]
 _BATCH = 256  # chunk records read at once
 _MAX_CHUNKS = 1 << 14  # chunks taken in one turn at most (log lines only hold no points)
 _MIN_POINT_BYTES = 4  # a point's text is at least `"a":1` plus a separator: a bound on claims
-_READ = 1 << 20  # bytes of text read at once to check a chunk's CRC
+_READ = 1 << 20  # bytes of text read at once to check a chunk's digest
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
@@ -74,7 +76,7 @@ class _Chunk:
     first: int  # its first point (the previous chunk's last)
     pts: int
     names: int
-    pts_crc: int
+    points: int  # the digest of its points
     record: int  # its record's number
 
 
@@ -87,7 +89,10 @@ class SinkColumns:
         self._names: list[str] = []
         self._raw = b""  # the names file as read
         self._ends: list[int] = [0]  # where each name's line ends in it
-        self._crcs: dict[int, int] = {}  # CRC-32 of its first n lines, by n
+        self._digests: dict[int, int] = {}  # the digest of its first n lines, by n
+        self._running: tuple[int, Digest] | None = None  # lines digested so far, the digest
+        self._kind = 0  # the header's digest
+        self._buffer = bytearray(_READ)  # the text being checked (one, kept: no allocation)
 
     def take(self, log_fd: int, offset: int, hint: int, max_points: int) -> Take:
         """The points of the chunks from ``offset`` on (about ``max_points``), if they hold."""
@@ -137,6 +142,11 @@ class SinkColumns:
         header = np.frombuffer(head, HEADER)
         if header["magic"][0] != MAGIC or int(header["ino"][0]) != log.st_ino:
             return Take()  # another log's columns (this one was replaced): stale
+        kind = int(header["digest"][0])
+        if kind not in DIGESTS:
+            return Take()  # a digest this process cannot check
+        if kind != self._kind:
+            self._kind, self._digests, self._running = kind, {}, None
         records = (os.fstat(chunks_fd).st_size - HEADER_BYTES) // CHUNK.itemsize
         pts_count = os.fstat(pts_fd).st_size // POINT.itemsize
         k, pts = 0, 0
@@ -145,7 +155,7 @@ class SinkColumns:
         taken: list[_Chunk] = []
         at = offset
         while k < records:
-            for start, end, end_pts, names, text_crc, pts_crc in self._records(
+            for start, end, end_pts, names, text, points in self._records(
                 chunks_fd, k, records - k
             ):
                 first, pts = pts, end_pts
@@ -161,11 +171,11 @@ class SinkColumns:
                 if not (first <= end_pts <= pts_count and end <= log.st_size
                         and end_pts - first <= (end - start) // _MIN_POINT_BYTES
                         and self._names_up_to(names_fd, names)
-                        and _text_crc(log_fd, start, end) == text_crc):  # fmt: skip
+                        and self._text_digest(log_fd, start, end) == text):  # fmt: skip
                     if taken:
                         return self._points(pts_fd, taken)
                     return Take(text_until=end)  # this chunk does not hold: its text
-                taken.append(_Chunk(start, end, first, end_pts, names, pts_crc, k))
+                taken.append(_Chunk(start, end, first, end_pts, names, points, k))
                 at = end
                 if end_pts - taken[0].first >= max_points or len(taken) >= _MAX_CHUNKS:
                     return self._points(pts_fd, taken)
@@ -203,15 +213,36 @@ class SinkColumns:
         self._ends = [0]
         for line in lines:
             self._ends.append(self._ends[-1] + len(line) + 1)
-        self._crcs = {}
+        self._digests, self._running = {}, None
         return count <= len(names)
 
-    def _names_crc(self, count: int) -> int:
-        """CRC-32 of the names file's first ``count`` lines, as the sink seeds a chunk's."""
-        found = self._crcs.get(count)
+    def _names_digest(self, count: int) -> int:
+        """The digest of the names file's first ``count`` lines, as the sink seeds a chunk's."""
+        found = self._digests.get(count)
         if found is None:
-            found = self._crcs[count] = zlib.crc32(self._raw[: self._ends[count]])
+            done, running = self._running or (0, Digest(self._kind))
+            if count < done:
+                done, running = 0, Digest(self._kind)
+            running.update(memoryview(self._raw)[self._ends[done] : self._ends[count]])
+            self._running = (count, running)
+            found = self._digests[count] = running.value
         return found
+
+    def _text_digest(self, fd: int, start: int, end: int) -> int:
+        """The digest of the log's bytes [start, end), read into one kept buffer (-1: the log
+        is shorter)."""
+        view = memoryview(self._buffer)
+        if end - start <= _READ:
+            got = os.preadv(fd, [view[: end - start]], start)
+            return digest(self._kind, view[:got]) if got == end - start else -1
+        running = Digest(self._kind)
+        while start < end:
+            got = os.preadv(fd, [view[: min(_READ, end - start)]], start)
+            if not got:
+                return -1
+            running.update(view[:got])
+            start += got
+        return running.value
 
     def _points(self, pts_fd: int, taken: list[_Chunk]) -> Take:
         """The points of ``taken`` (consecutive chunks) grouped by metric, in their order; the
@@ -224,7 +255,7 @@ class SinkColumns:
             part = view[(chunk.first - base) * POINT.itemsize : (chunk.pts - base) * POINT.itemsize]
             if (
                 len(part) != (chunk.pts - chunk.first) * POINT.itemsize
-                or zlib.crc32(part, self._names_crc(chunk.names)) != chunk.pts_crc
+                or digest(self._kind, part, self._names_digest(chunk.names)) != chunk.points
             ):
                 break
             good += 1
@@ -250,15 +281,3 @@ class SinkColumns:
                     step[a:b], when[a:b], nan[: b - a], value[a:b]
                 )
         return Take(metrics=metrics, end=last.end, hint=last.record)
-
-
-def _text_crc(fd: int, start: int, end: int) -> int:
-    """CRC-32 of the log's bytes [start, end), read in bounded pieces (-1: shorter than that)."""
-    crc = 0
-    while start < end:
-        data = os.pread(fd, min(_READ, end - start), start)
-        if not data:
-            return -1
-        crc = zlib.crc32(data, crc)
-        start += len(data)
-    return crc

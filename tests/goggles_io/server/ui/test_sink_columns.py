@@ -24,7 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import goggles_io as gg
-from goggles_io.handlers._columns import CHUNK, HEADER_BYTES, column_paths
+from goggles_io.handlers import _columns as columns_module
+from goggles_io.handlers._columns import CHUNK, HEADER, HEADER_BYTES, column_paths
 from goggles_io.handlers.storage import LOG_FILE
 from goggles_io.server.ui._feed import DirFeeder
 from goggles_io.server.ui._index import RunIndex
@@ -165,7 +166,19 @@ def test_a_plain_run_is_read_from_its_columns(tmp_path: Path) -> None:
     run = tmp_path / "run"
     _plain_run(run)
     feeder = _same_as_text(run, tmp_path)
-    assert _used(feeder) == (column_paths(run / LOG_FILE)[2].stat().st_size - HEADER_BYTES) // 40
+    assert _used(feeder) == (column_paths(run / LOG_FILE)[2].stat().st_size - HEADER_BYTES) // 48
+
+
+def test_columns_digested_by_crc32_are_read_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where xxhash is missing the sink digests with CRC-32; the header says so."""
+    monkeypatch.setattr(columns_module, "DEFAULT_DIGEST", columns_module.CRC32)
+    run = tmp_path / "run"
+    _plain_run(run)
+    header = np.frombuffer(column_paths(run / LOG_FILE)[2].read_bytes()[:HEADER_BYTES], HEADER)
+    assert int(header["digest"][0]) == columns_module.CRC32
+    assert _used(_same_as_text(run, tmp_path)) > 0
 
 
 def test_columns_off_writes_none(tmp_path: Path) -> None:
@@ -247,10 +260,18 @@ def _names(run: Path, text: bytes) -> None:
     column_paths(run / LOG_FILE)[1].write_bytes(text)
 
 
+def _unknown_digest(run: Path) -> None:
+    chunks = column_paths(run / LOG_FILE)[2]
+    data = bytearray(chunks.read_bytes())
+    data[16:24] = (7).to_bytes(8, "little")
+    chunks.write_bytes(bytes(data))
+
+
 DAMAGE = {
-    "chunks torn": lambda run: os.truncate(column_paths(run / LOG_FILE)[2], HEADER_BYTES + 37 * 40 + 13),
+    "unknown digest": _unknown_digest,
+    "chunks torn": lambda run: os.truncate(column_paths(run / LOG_FILE)[2], HEADER_BYTES + 37 * 48 + 13),
     "chunks garbage": lambda run: _garbage(column_paths(run / LOG_FILE)[2]),
-    "chunk claims more": lambda run: _flip(column_paths(run / LOG_FILE)[2], HEADER_BYTES + 5 * 40 + 16),
+    "chunk claims more": lambda run: _flip(column_paths(run / LOG_FILE)[2], HEADER_BYTES + 5 * 48 + 16),
     "points garbage": lambda run: _garbage(column_paths(run / LOG_FILE)[0]),
     "a point changed": lambda run: _flip(column_paths(run / LOG_FILE)[0], 28 * 1000 + 20),
     "points cut": lambda run: os.truncate(column_paths(run / LOG_FILE)[0], 28 * 1500 + 3),
@@ -276,7 +297,7 @@ def test_damaged_columns_fall_back_to_the_text(tmp_path: Path, damage: str) -> N
 
 
 @pytest.mark.parametrize("damage", ["points a symlink out", "points a FIFO", "log replaced",
-                                    "chunks of another owner"])  # fmt: skip
+                                    "chunks of another owner", "unknown digest"])  # fmt: skip
 def test_refused_columns_are_not_read_at_all(tmp_path: Path, damage: str) -> None:
     run = tmp_path / "run"
     _plain_run(run)
