@@ -46,6 +46,7 @@ import numpy as np
 from goggles_io._event.records import Event, Kind
 from goggles_io._util.append_file import open_regular_fd, write_all
 from goggles_io._util.report import report
+from goggles_io.handlers._column_rows import POINT, point_records
 
 __all__ = [
     "CHUNK",
@@ -72,10 +73,8 @@ CHUNK = np.dtype(
      ("points", "<u8")]
 )  # fmt: skip
 CRC32, XXH3 = 1, 2  # the header's digest
-POINT = np.dtype([("id", "<u4"), ("step", "<f8"), ("time", "<f8"), ("value", "<f8")], align=False)
 MAX_NAMES_BYTES = 64 << 20  # a longer names file is not ours
 MAX_CHUNKS_BYTES = 256 << 20  # 48 bytes a write of >= 64 KiB: a 350 GB log
-_INT_LIMIT = 1 << 63  # beyond 64 bits the text reader takes an int point by point
 _NAN = math.nan
 
 
@@ -151,10 +150,8 @@ class ColumnWriter:
         self._names = Digest(DEFAULT_DIGEST)  # of the names file's bytes
         self._new_names: list[bytes] = []
         self._dirty = False
-        self._point_ids: array[int] = array("I")
-        self._values: array[float] = array("d")
-        self._axes: array[float] = array("d")  # step, time of each event with points
-        self._counts: array[int] = array("I")  # points of each event
+        self._payloads: list[dict[str, Any]] = []  # of the events with points, in order
+        self._axes: array[float] = array("d")  # step, time of each of them
 
     # -- open / close -------------------------------------------------------------------------
     def open(self, data_fd: int) -> None:
@@ -276,27 +273,21 @@ class ColumnWriter:
         ):
             self._dirty = True
             return
-        ids, point_ids, values = self._ids, self._point_ids, self._values
-        for name, value in payload.items():
-            kind_of = type(value)
-            if kind_of is not float and (
-                kind_of is not int or not -_INT_LIMIT < value < _INT_LIMIT
-            ):
-                self._dirty = True
-                return
-            key = ids.get(name)
-            if key is None:
-                key = self._name(name)
-                if key < 0:
-                    self._dirty = True
-                    return
-            point_ids.append(key)
-            values.append(value)
         if payload:
             step = event.step
+            self._payloads.append(payload)
             self._axes.append(float(step) if type(step) is int else _NAN)
             self._axes.append(stamp)
-            self._counts.append(len(payload))
+
+    def _ids_of(self, keys: tuple[Any, ...]) -> list[int] | None:
+        """The ids of ``keys`` (new names given one), ``None`` when one cannot be kept."""
+        ids = self._ids
+        got = [ids.get(key, -1) for key in keys]
+        if -1 in got:
+            got = [self._name(key) if i < 0 else i for key, i in zip(keys, got, strict=True)]
+            if -1 in got:
+                return None
+        return got
 
     def _name(self, name: Any) -> int:
         if type(name) is not str:
@@ -317,9 +308,8 @@ class ColumnWriter:
                 self._ids.popitem()
             self._new_names = []
         self._dirty = False
-        if self._counts or self._point_ids:  # new arrays: numpy may still view the old ones
-            self._point_ids, self._values = array("I"), array("d")
-            self._axes, self._counts = array("d"), array("I")
+        if self._payloads:  # a new array: numpy may still view the old one
+            self._payloads, self._axes = [], array("d")
 
     def landed(self, end: int | None, data: bytes) -> None:
         """The write of ``data`` ended at offset ``end`` of the log (``None``: unknown, written in
@@ -328,18 +318,17 @@ class ColumnWriter:
             self.discard()
             return
         pts_fd, names_fd, chunks_fd = self._fds
-        count = len(self._values)
-        points = b""
+        count, points = 0, b""
+        if self._payloads:
+            axes = np.frombuffer(self._axes, np.float64).reshape(-1, 2)
+            records = point_records(self._payloads, axes, self._ids_of)
+            del axes
+            if records is None:
+                self.discard()  # a value the text reads by its own rules: this write is text
+                return
+            count, points = len(records), records.tobytes()
         try:
             if count:
-                records = np.empty(count, POINT)
-                records["id"] = np.frombuffer(self._point_ids, np.uint32)
-                records["value"] = np.frombuffer(self._values, np.float64)
-                axes = np.frombuffer(self._axes, np.float64).reshape(-1, 2)
-                repeat = np.frombuffer(self._counts, np.uint32)
-                records["step"] = np.repeat(axes[:, 0], repeat)
-                records["time"] = np.repeat(axes[:, 1], repeat)
-                points = records.tobytes()
                 os.lseek(pts_fd, self._pts * POINT.itemsize, os.SEEK_SET)
                 write_all(pts_fd, points)
             if self._new_names:
