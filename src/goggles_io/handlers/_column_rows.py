@@ -2,8 +2,9 @@
 
 Why: converting each value in Python as the event arrives cost the sink ~1 µs an event of 10
 metrics (ADR 0080). Here an event costs one append; at the write, each run of payloads with the
-same keys becomes one numpy conversion, by the rule the text reader applies to a block of the
-same lines (``runs/_metric_rows.py``: plain numbers only, else the write is read as text).
+same keys — or the whole write, when metrics take turns — becomes one numpy conversion, by the
+rule the text reader applies to a block of lines (``runs/_metric_rows.py``: plain numbers only,
+else the write is read as text).
 """
 
 from __future__ import annotations
@@ -27,26 +28,27 @@ def point_records(
 ) -> np.ndarray | None:
     """The records of ``payloads`` (non-empty dicts) in event order, each event's points in key
     order; ``axes``: each event's step and time (n x 2). ``None`` when a value is not a plain
-    number or a name cannot be kept (``ids_of`` says ``None``): the write is then text only."""
+    number or a name cannot be kept (``ids_of`` says ``None``): the write is then text only.
+    Converting a whole write at once may refuse more than the text reader's blocks would
+    (a string anywhere), never less."""
     shapes = list(map(tuple, payloads))
     kinds = list(dict.fromkeys(shapes))
-    if len(kinds) == 1:
-        return _block(kinds[0], payloads, axes, ids_of, None)
-    code = {shape: i for i, shape in enumerate(kinds)}
-    ids = np.fromiter(map(code.__getitem__, shapes), dtype=np.intp, count=len(shapes))
-    order = np.argsort(ids, kind="stable")
-    bounds = np.searchsorted(ids[order], np.arange(len(kinds) + 1)).tolist()
-    picked = order.tolist()
-    blocks = []
-    for k, shape in enumerate(kinds):
-        events = picked[bounds[k] : bounds[k + 1]]
-        block = _block(shape, [payloads[i] for i in events], axes[events], ids_of, events)
-        if block is None:
-            return None
-        blocks.append(block)
-    records = np.concatenate([b[0] for b in blocks])
-    event = np.concatenate([b[1] for b in blocks])
-    return records[np.argsort(event, kind="stable")]  # event order; key order within an event
+    if len(kinds) == 1:  # a dict logged whole every step: its ids once
+        return _block(kinds[0], payloads, axes, ids_of)
+    keys = list(chain.from_iterable(shapes))  # metrics taking turns: one pass over every point
+    distinct = tuple(dict.fromkeys(keys))
+    ids = ids_of(distinct)
+    values = _floats(list(chain.from_iterable(map(dict.values, payloads))))
+    if ids is None or values is None:
+        return None
+    out = np.empty(len(keys), POINT)
+    out["id"] = np.fromiter(map(dict(zip(distinct, ids, strict=True)).__getitem__, keys),
+                            dtype=np.uint32, count=len(keys))  # fmt: skip
+    out["value"] = values
+    widths = list(map(len, shapes))
+    out["step"] = np.repeat(_canonical(axes[:, 0]), widths)
+    out["time"] = np.repeat(_canonical(axes[:, 1]), widths)
+    return out
 
 
 def _block(
@@ -54,26 +56,30 @@ def _block(
     payloads: list[dict[str, Any]],
     axes: np.ndarray,
     ids_of: Callable[[tuple[Any, ...]], list[int] | None],
-    events: list[int] | None,
-) -> Any:
+) -> np.ndarray | None:
     ids = ids_of(keys)
-    if ids is None:
+    values = _floats(list(chain.from_iterable(map(dict.values, payloads))))
+    if ids is None or values is None:
         return None
-    width, count = len(keys), len(payloads)
+    width = len(keys)
+    out = np.empty(len(values), POINT)
+    out["id"] = np.tile(np.asarray(ids, dtype=np.uint32), len(payloads))
+    out["value"] = values
+    out["step"] = np.repeat(_canonical(axes[:, 0]), width)
+    out["time"] = np.repeat(_canonical(axes[:, 1]), width)
+    return out
+
+
+def _floats(values: list[Any]) -> np.ndarray | None:
+    """``values`` as float64 when every one is a plain number (as the text reads a block of
+    them), else ``None``."""
     try:
-        flat = np.array(list(chain.from_iterable(map(dict.values, payloads))))
+        flat = np.array(values)
     except (ValueError, TypeError, OverflowError):
         return None
     if flat.ndim != 1 or flat.dtype.kind not in _NUMERIC_KINDS:
         return None  # a string, None, a list, an int beyond 64 bits: the text's rules
-    out = np.empty(count * width, POINT)
-    out["id"] = np.tile(np.asarray(ids, dtype=np.uint32), count)
-    out["value"] = _canonical(flat.astype(np.float64))
-    out["step"] = np.repeat(_canonical(axes[:, 0]), width)
-    out["time"] = np.repeat(_canonical(axes[:, 1]), width)
-    if events is None:
-        return out
-    return out, np.repeat(np.asarray(events, dtype=np.intp), width)
+    return _canonical(flat.astype(np.float64))
 
 
 def _canonical(values: np.ndarray) -> np.ndarray:

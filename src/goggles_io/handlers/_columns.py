@@ -264,12 +264,12 @@ class ColumnWriter:
             if kind is not Kind.LOG:
                 self._dirty = True
             return
-        payload, stamp = event.payload, event.timestamp
+        payload, stamp, extra = event.payload, event.timestamp, event.extra
         if (
             type(payload) is not dict
             or event.time is not None
-            or type(stamp) not in (float, int)
-            or _custom_x(event.extra)
+            or (type(stamp) is not float and type(stamp) is not int)
+            or (extra and _custom_x(extra))
         ):
             self._dirty = True
             return
