@@ -144,6 +144,8 @@ class ColumnWriter:
         self.owner = owner
         self.pts_path, self.names_path, self.chunks_path = column_paths(data)
         self.active = False
+        self._deferred = False  # the files are made at the first write with points
+        self._data_fd = -1
         self._fds: tuple[int, int, int] | None = None
         self._ids: dict[str, int] = {}
         self._pts = 0  # points in the points file
@@ -155,14 +157,25 @@ class ColumnWriter:
 
     # -- open / close -------------------------------------------------------------------------
     def open(self, data_fd: int) -> None:
-        """Take the columns' lock and make them hold no more than the log (open as ``data_fd``)."""
+        """Take the columns' lock and make them hold no more than the log (open as ``data_fd``);
+        columns that do not exist yet are made at the first write that has any."""
         self.close()
+        self._data_fd = data_fd
+        self.active = True
+        if not os.path.lexists(self.chunks_path):
+            self._deferred = True  # nothing to recover: no file before there is a point
+            return
+        self._open_files()
+
+    def _open_files(self) -> None:
+        self._deferred = False
+        fds: list[int] = []
         try:
-            fds = tuple(
-                open_regular_fd(p, os.O_RDWR | os.O_CREAT)
-                for p in (self.pts_path, self.names_path, self.chunks_path)
-            )
+            for path in (self.pts_path, self.names_path, self.chunks_path):
+                fds.append(open_regular_fd(path, os.O_RDWR | os.O_CREAT))
         except OSError as exc:
+            for fd in fds:
+                os.close(fd)
             self._off(f"cannot open its column files ({exc.strerror or exc})")
             return
         try:
@@ -170,14 +183,14 @@ class ColumnWriter:
         except OSError:  # another writer keeps them: our lines are text only
             for fd in fds:
                 os.close(fd)
+            self.active = False
             return
-        self._fds = fds  # type: ignore[assignment]
+        self._fds = (fds[0], fds[1], fds[2])
         try:
-            self._recover(os.fstat(data_fd))
+            self._recover(os.fstat(self._data_fd))
         except OSError as exc:
             self._off(f"cannot recover its column files ({exc.strerror or exc})")
             return
-        self.active = True
 
     def _recover(self, info: os.stat_result) -> None:
         assert self._fds is not None
@@ -244,7 +257,7 @@ class ColumnWriter:
     def close(self) -> None:
         """Close the column files (their lock goes with them)."""
         self.discard()
-        self.active = False
+        self.active = self._deferred = False
         fds, self._fds = self._fds, None
         for fd in fds or ():
             os.close(fd)
@@ -314,6 +327,8 @@ class ColumnWriter:
     def landed(self, end: int | None, data: bytes) -> None:
         """The write of ``data`` ended at offset ``end`` of the log (``None``: unknown, written in
         pieces): commit its chunk when every line of it was kept as columns."""
+        if self._deferred and self.active and not self._dirty and end is not None:
+            self._open_files()
         if not self.active or self._dirty or end is None or self._fds is None:
             self.discard()
             return
