@@ -192,7 +192,7 @@ class LocalStorageHandler(BaseHandler):
         file.add(data, 1, event.producer, event.seq)
         now = time.monotonic()
         if now - self._last_flush >= _FLUSH_INTERVAL_S:
-            self._file.flush()
+            file.flush()
             self._last_flush = now
 
     def handle_redelivered(self, events: list[Event]) -> None:

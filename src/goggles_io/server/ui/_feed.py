@@ -98,19 +98,9 @@ class DirFeeder:
         if is_tfevents(path):
             return self._read_tfevents(fh, path, rel, state, size)
         if path.suffix == ".jsonl" and not state.get("skipping"):
-            cols = self._columns.get(rel)
-            if cols is None:
-                cols = self._columns[rel] = SinkColumns(self.run_dir, path)
-            got = cols.take(fh.fileno(), state["offset"], state.get("chunk", 0),
-                            max(size // _POINT_BYTES, 1))  # fmt: skip
-            if got.metrics is not None:
-                used = got.end - state["offset"]
-                self.index.add_columns(got.metrics, rel)
-                state["offset"], state["skipping"], state["chunk"] = got.end, False, got.hint
-                self.index.save()
-                return max(used, 1)
-            if got.text_until is not None:
-                size = min(size, got.text_until - state["offset"])
+            taken, size = self._take_columns(fh, path, rel, state, size)
+            if taken:
+                return taken
         cursor = LineCursor(state["offset"], bool(state.get("skipping")))
         parsed = Parsed()
         folder = "" if path.parent == self.run_dir else path.parent.name
@@ -135,6 +125,26 @@ class DirFeeder:
         self.index.extra["skipped"] = self.index.extra.get("skipped", 0) + parsed.skipped
         self.index.save()
         return used
+
+    def _take_columns(
+        self, fh: BinaryIO, path: Path, rel: str, state: dict[str, Any], size: int
+    ) -> tuple[int, int]:
+        """Take the points the sink's columns hold from the offset on (ADR 0080): the bytes of
+        the log passed (0: none), and how much text to read before the next columns."""
+        cols = self._columns.get(rel)
+        if cols is None:
+            cols = self._columns[rel] = SinkColumns(self.run_dir, path)
+        offset = int(state["offset"])
+        got = cols.take(fh.fileno(), offset, int(state.get("chunk", 0)),
+                        max(size // _POINT_BYTES, 1))  # fmt: skip
+        if got.metrics is not None:
+            self.index.add_columns(got.metrics, rel)
+            state["offset"], state["skipping"], state["chunk"] = got.end, False, got.hint
+            self.index.save()
+            return max(got.end - offset, 1), size
+        if got.text_until is not None:
+            size = min(size, got.text_until - offset)
+        return 0, size
 
     def _read_tfevents(
         self, fh: BinaryIO, path: Path, rel: str, state: dict[str, Any], size: int

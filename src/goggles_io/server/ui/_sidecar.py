@@ -88,6 +88,7 @@ class SinkColumns:
         self.paths = column_paths(path)
         self._names: list[str] = []
         self._raw = b""  # the names file as read
+        self._reload = False  # read the names again at the next look (a digest did not match)
         self._ends: list[int] = [0]  # where each name's line ends in it
         self._digests: dict[int, int] = {}  # the digest of its first n lines, by n
         self._running: tuple[int, Digest] | None = None  # lines digested so far, the digest
@@ -195,8 +196,9 @@ class SinkColumns:
 
     def _names_up_to(self, names_fd: int, count: int) -> bool:
         """Whether the first ``count`` names are known (read again when the file grew)."""
-        if count <= len(self._names):
+        if count <= len(self._names) and not self._reload:
             return True
+        self._reload = False
         info = os.fstat(names_fd)
         if info.st_size > MAX_NAMES_BYTES:
             return False
@@ -259,6 +261,8 @@ class SinkColumns:
             ):
                 break
             good += 1
+        if good < len(taken):
+            self._reload = True  # maybe names of columns made afresh since: read them again
         if not good:
             return Take(text_until=taken[0].end)
         last = taken[good - 1]
