@@ -40,7 +40,7 @@ __all__ = ["ArrayColumns", "SinkColumns", "Take"]
 _BATCH = 256  # chunk records read at once
 _MAX_CHUNKS = 1 << 14  # chunks taken in one turn at most (log lines only hold no points)
 _MIN_POINT_BYTES = 4  # a point's text is at least `"a":1` plus a separator: a bound on claims
-_READ = 1 << 20  # bytes of text read at once to check a chunk's digest
+_READ = 1 << 18  # bytes of text read at once to check a chunk's digest (a write is ~64 KiB)
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
