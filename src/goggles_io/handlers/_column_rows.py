@@ -2,7 +2,7 @@
 
 Why: converting each value in Python as the event arrives cost the sink ~1 µs an event of 10
 metrics (ADR 0080). Here an event costs one append; at the write, each run of payloads with the
-same keys — or the whole write, when metrics take turns — becomes one numpy conversion, by the
+same keys — or the whole write, when metrics take turns — is one numpy conversion, by the
 rule the text reader applies to a block of lines (``runs/_metric_rows.py``: plain numbers only,
 else the write is read as text).
 """
@@ -31,42 +31,30 @@ def point_records(
     number or a name cannot be kept (``ids_of`` says ``None``): the write is then text only.
     Converting a whole write at once may refuse more than the text reader's blocks would
     (a string anywhere), never less."""
-    shapes = list(map(tuple, payloads))
-    kinds = list(dict.fromkeys(shapes))
-    if len(kinds) == 1:  # a dict logged whole every step: its ids once
-        return _block(kinds[0], payloads, axes, ids_of)
-    keys = list(chain.from_iterable(shapes))  # metrics taking turns: one pass over every point
-    distinct = tuple(dict.fromkeys(keys))
-    ids = ids_of(distinct)
+    count = len(payloads)
+    first = list(payloads[0])
+    keys = list(chain.from_iterable(payloads))
     values = _floats(list(chain.from_iterable(map(dict.values, payloads))))
-    if ids is None or values is None:
+    if values is None:
         return None
     out = np.empty(len(keys), POINT)
-    out["id"] = np.fromiter(map(dict(zip(distinct, ids, strict=True)).__getitem__, keys),
-                            dtype=np.uint32, count=len(keys))  # fmt: skip
+    if keys == first * count:  # a dict logged whole every step: its ids once
+        ids = ids_of(tuple(first))
+        if ids is None:
+            return None
+        out["id"] = np.tile(np.asarray(ids, dtype=np.uint32), count)
+        widths: Any = len(first)
+    else:  # metrics taking turns, or mixed shapes: one look-up a point
+        distinct = tuple(dict.fromkeys(keys))
+        ids = ids_of(distinct)
+        if ids is None:
+            return None
+        out["id"] = np.fromiter(map(dict(zip(distinct, ids, strict=True)).__getitem__, keys),
+                                dtype=np.uint32, count=len(keys))  # fmt: skip
+        widths = list(map(len, payloads))
     out["value"] = values
-    widths = list(map(len, shapes))
     out["step"] = np.repeat(_canonical(axes[:, 0]), widths)
     out["time"] = np.repeat(_canonical(axes[:, 1]), widths)
-    return out
-
-
-def _block(
-    keys: tuple[Any, ...],
-    payloads: list[dict[str, Any]],
-    axes: np.ndarray,
-    ids_of: Callable[[tuple[Any, ...]], list[int] | None],
-) -> np.ndarray | None:
-    ids = ids_of(keys)
-    values = _floats(list(chain.from_iterable(map(dict.values, payloads))))
-    if ids is None or values is None:
-        return None
-    width = len(keys)
-    out = np.empty(len(values), POINT)
-    out["id"] = np.tile(np.asarray(ids, dtype=np.uint32), len(payloads))
-    out["value"] = values
-    out["step"] = np.repeat(_canonical(axes[:, 0]), width)
-    out["time"] = np.repeat(_canonical(axes[:, 1]), width)
     return out
 
 

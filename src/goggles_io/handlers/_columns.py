@@ -35,6 +35,7 @@ import fcntl
 import json
 import math
 import os
+import struct
 import zlib
 from array import array
 from collections.abc import Callable, Mapping
@@ -72,6 +73,8 @@ CHUNK = np.dtype(
     [("start", "<u8"), ("end", "<u8"), ("pts", "<u8"), ("names", "<u8"), ("text", "<u8"),
      ("points", "<u8")]
 )  # fmt: skip
+_CHUNK_RECORD = struct.Struct("<6Q")  # CHUNK, packed without numpy (one a write)
+assert _CHUNK_RECORD.size == CHUNK.itemsize
 CRC32, XXH3 = 1, 2  # the header's digest
 MAX_NAMES_BYTES = 64 << 20  # a longer names file is not ours
 MAX_CHUNKS_BYTES = 256 << 20  # 48 bytes a write of >= 64 KiB: a 350 GB log
@@ -352,14 +355,13 @@ class ColumnWriter:
                 write_all(names_fd, added)
                 self._names.update(added)
             self._new_names = []
-            chunk = np.zeros(1, CHUNK)
-            chunk["start"], chunk["end"] = end - len(data), end
-            chunk["pts"], chunk["names"] = self._pts + count, len(self._ids)
             kind = self._names.kind
-            chunk["text"] = digest(kind, data)
-            chunk["points"] = digest(kind, points, self._names.value)
+            chunk = _CHUNK_RECORD.pack(
+                end - len(data), end, self._pts + count, len(self._ids),
+                digest(kind, data), digest(kind, points, self._names.value),
+            )  # fmt: skip
             os.lseek(chunks_fd, 0, os.SEEK_END)
-            write_all(chunks_fd, chunk.tobytes())
+            write_all(chunks_fd, chunk)
         except OSError as exc:
             self._off(f"cannot write its column files ({exc.strerror or exc})")
             return
