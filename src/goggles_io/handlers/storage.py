@@ -16,7 +16,9 @@ missing, an odd frame size) is saved as ``.npy`` instead and its line says why, 
 logged is lost. Runs written before this layout have ``events.jsonl``; :func:`read_events`
 reads both. An event sent again after its host died is skipped when ``log.jsonl`` holds it:
 the file keeps, beside it in ``.log.jsonl.seq``, the last sequence it holds from each producer
-(ADR 0057), so each event has one line.
+(ADR 0057), so each event has one line. Beside it too, ``.log.jsonl.pts``, ``.names`` and
+``.chunks`` hold the plain metric points as columns, committed with each write, which
+``telemetry ui`` reads instead of the text where they match it (ADR 0080; ``columns=False``: none).
 """
 
 from __future__ import annotations
