@@ -320,6 +320,26 @@ def test_the_sink_cuts_its_columns_to_the_log_when_it_opens(tmp_path: Path) -> N
     _same_as_text(run, tmp_path)
 
 
+@pytest.mark.parametrize("what", ["symlink", "fifo"])
+def test_the_sink_writes_no_columns_through_a_symlink_or_a_fifo(tmp_path: Path, what: str) -> None:
+    """A column file that is a link or a FIFO is never written through: the log is whole, the
+    columns are off (said once on stderr), the link's target untouched."""
+    run = tmp_path / "run"
+    run.mkdir()
+    pts = column_paths(run / LOG_FILE)[0]
+    column_paths(run / LOG_FILE)[2].write_bytes(b"")  # the columns exist: opened at open()
+    target = tmp_path / "target"
+    target.write_bytes(b"keep")
+    if what == "symlink":
+        pts.symlink_to(target)
+    else:
+        os.mkfifo(pts)
+    _plain_run(run, 500)
+    assert target.read_bytes() == b"keep"
+    assert len((run / LOG_FILE).read_bytes().splitlines()) == 500
+    assert _used(_same_as_text(run, tmp_path)) == 0
+
+
 # -- kills and two writers ------------------------------------------------------------------------
 def _writer(run: Path, seed: int, producer: str = "p") -> list[str]:
     return [sys.executable, str(SCRIPT), str(run), str(seed), producer]
