@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from goggles_io._util.report import report
+from goggles_io.handlers._columns import ColumnWriter
 from goggles_io.handlers.sequences import SequenceLog
 
 __all__ = ["LineFile", "drop_torn_tail", "read_region"]
@@ -82,10 +83,18 @@ class LineFile:
         owner: who writes it, for messages (the handler's name).
         buffer_bytes: buffered bytes that trigger a write without waiting for :meth:`flush`.
         sequenced: keep the producers' sequences of what the file holds beside it.
+        columns: keep the metric points of its lines as columns beside it (ADR 0080): the
+            caller gives each event to :attr:`columns` before buffering its line.
     """
 
     def __init__(
-        self, path: Path, owner: str, buffer_bytes: int = 1 << 16, *, sequenced: bool = False
+        self,
+        path: Path,
+        owner: str,
+        buffer_bytes: int = 1 << 16,
+        *,
+        sequenced: bool = False,
+        columns: bool = False,
     ) -> None:
         self.path = path
         self.owner = owner
@@ -93,6 +102,7 @@ class LineFile:
         self.lost_lines = 0
         self.log = SequenceLog(path, owner) if sequenced else None
         self.marks: dict[str, int] = {}  # what the file held when opened (sequenced)
+        self.columns = ColumnWriter(path, owner) if columns else None
         self._fd: int | None = None
         self._chunks: list[bytes] = []
         self._lines = 0
@@ -113,6 +123,8 @@ class LineFile:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         if self.log is not None:
             self.marks = self.log.recover(self._fd)
+        if self.columns is not None:  # after every cut of the text: they never claim cut text
+            self.columns.open(self._fd)
 
     def size(self) -> int:
         """Bytes in the file (what is buffered not included)."""
@@ -141,7 +153,12 @@ class LineFile:
         data, lines = b"".join(self._chunks), self._lines
         self._chunks, self._lines, self._buffered = [], 0, 0
         marks, self._pending = self._pending, {}
-        self._append(data, lines, marks)
+        end = self._append(data, lines, marks)
+        if self.columns is not None:
+            if end is None:
+                self.columns.discard()
+            else:
+                self.columns.landed(end, data)
 
     def sync(self) -> None:
         """Flush and fsync (a failure to sync is reported, not raised)."""
@@ -164,25 +181,31 @@ class LineFile:
             os.close(fd)
             if self.log is not None:
                 self.log.close()
+            if self.columns is not None:
+                self.columns.close()
         if self.lost_lines:
             report(
                 f"{self.owner}: {self.lost_lines} lines were not written to {self.path} "
                 "(see the error above)"
             )
 
-    def _append(self, data: bytes, lines: int, marks: dict[str, int]) -> None:
+    def _append(self, data: bytes, lines: int, marks: dict[str, int]) -> int | None:
+        """Write ``data``; where it ended when one ``write`` took it whole (else ``None``)."""
         assert self._fd is not None
         start = os.fstat(self._fd).st_size
         log = self.log
         if log is not None:  # ahead of the data: a crash in between claims nothing unwritten
             log.intend(start, start + len(data), marks)
-        done = 0
+        done, writes = 0, 0
         try:
             while done < len(data):
                 written = os.write(self._fd, data[done:])
                 if written <= 0:
                     raise OSError(28, "short write")
                 done += written
+                writes += 1
+            # O_APPEND: the offset is where this write ended, whoever else appends
+            end = os.lseek(self._fd, 0, os.SEEK_CUR) if writes == 1 else None
         except OSError as exc:
             keep = data.rfind(b"\n", 0, done) + 1  # whole lines that made it
             try:
@@ -190,9 +213,10 @@ class LineFile:
             except OSError:
                 pass
             self._fail(exc, lines - data.count(b"\n", 0, keep))
-            return
+            return None
         if log is not None:
             log.landed(marks, start + len(data))
+        return end
 
     def _fail(self, exc: OSError, lost: int) -> None:
         self.lost_lines += lost

@@ -16,7 +16,9 @@ missing, an odd frame size) is saved as ``.npy`` instead and its line says why, 
 logged is lost. Runs written before this layout have ``events.jsonl``; :func:`read_events`
 reads both. An event sent again after its host died is skipped when ``log.jsonl`` holds it:
 the file keeps, beside it in ``.log.jsonl.seq``, the last sequence it holds from each producer
-(ADR 0057), so each event has one line.
+(ADR 0057), so each event has one line. Beside it too, ``.log.jsonl.pts``, ``.names`` and
+``.chunks`` hold the plain metric points as columns, committed with each write, which
+``telemetry ui`` reads instead of the text where they match it (ADR 0080; ``columns=False``: none).
 """
 
 from __future__ import annotations
@@ -98,6 +100,9 @@ class LocalStorageHandler(BaseHandler):
     Raises:
         ConfigurationError: ``path`` is empty or not path-like, ``video_format`` is unknown, or
             it is ``"mp4"`` and imageio-ffmpeg is not installed.
+        columns: also keep the metric points as columns beside ``log.jsonl``
+            (``.log.jsonl.pts``, ``.names``, ``.chunks``), so that ``telemetry ui`` indexes
+            the run without parsing its text (ADR 0080); ``log.jsonl`` stays the record.
     """
 
     capabilities: ClassVar[frozenset[Kind]] = ALL_KINDS
@@ -109,6 +114,7 @@ class LocalStorageHandler(BaseHandler):
         level: int = logging.NOTSET,
         *,
         video_format: str = "auto",
+        columns: bool = True,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
             msg = f"path must be a non-empty str or os.PathLike (got {path!r})."
@@ -125,6 +131,7 @@ class LocalStorageHandler(BaseHandler):
         self.path = Path(os.path.abspath(os.fspath(path)))
         super().__init__(name=f"storage:{self.path}" if name is None else name, level=level)
         self.video_format = video_format
+        self.columns = bool(columns)
         self.media_errors = 0
         self.media_lost = 0
         self._file: LineFile | None = None
@@ -136,7 +143,12 @@ class LocalStorageHandler(BaseHandler):
         self._seqs = Sequences()  # the last sequence log.jsonl holds per producer (ADR 0057)
 
     def config(self) -> dict[str, Any]:
-        return {**super().config(), "path": str(self.path), "video_format": self.video_format}
+        return {
+            **super().config(),
+            "path": str(self.path),
+            "video_format": self.video_format,
+            "columns": self.columns,
+        }
 
     def open(self) -> None:
         """Create the directory, its media folders and ``log.jsonl`` (appended to)."""
@@ -144,7 +156,7 @@ class LocalStorageHandler(BaseHandler):
             return
         for folder in MEDIA_DIRS.values():
             (self.path / folder).mkdir(parents=True, exist_ok=True)
-        lines = LineFile(self.path / LOG_FILE, self.name, sequenced=True)
+        lines = LineFile(self.path / LOG_FILE, self.name, sequenced=True, columns=self.columns)
         if self._lost_before:
             lines.lost_lines = self._lost_before  # counts survive a close/re-open
         lines.open()  # cuts a torn last line off; reads which events it holds (ADR 0057)
@@ -174,11 +186,15 @@ class LocalStorageHandler(BaseHandler):
         line = record(event)
         if event.kind in MEDIA_DIRS:
             self._write_media(event, line)
-        assert self._file is not None
-        self._file.add(encode_line(line), 1, event.producer, event.seq)
+        data = encode_line(line)
+        file = self._file
+        assert file is not None
+        if file.columns is not None:
+            file.columns.add(event)  # before the line: adding it may write it
+        file.add(data, 1, event.producer, event.seq)
         now = time.monotonic()
         if now - self._last_flush >= _FLUSH_INTERVAL_S:
-            self._file.flush()
+            file.flush()
             self._last_flush = now
 
     def handle_redelivered(self, events: list[Event]) -> None:

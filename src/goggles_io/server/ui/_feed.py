@@ -23,12 +23,14 @@ from goggles_io.runs.lines import Parsed, csv_rows, json_lines, metric_sources
 from goggles_io.runs.tfevents import is_tfevents, missing_reader, read_records, tf_events
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._index import RunIndex
+from goggles_io.server.ui._sidecar import SinkColumns
 
 __all__ = ["DbFeeder", "DirFeeder", "index_folder"]
 
 _NAN = float("nan")
 _DB_ROWS = 50_000  # rows of the points table read per step
 _PARSE_BYTES = 64 << 10  # lines parsed at once: their objects are what a turn holds at its peak
+_POINT_BYTES = 28  # a turn of sink columns takes as many points as its budget holds records
 
 
 def index_folder(root: Path, kind: str, owner: str) -> Path:
@@ -44,6 +46,7 @@ class DirFeeder:
         owner = f"dir:{os.path.abspath(run_dir)}"
         self.index = RunIndex(index_folder(root, "dirs", owner), owner)
         self.pending = 0  # bytes known to be waiting after the last step
+        self._columns: dict[str, SinkColumns] = {}  # the sink's columns of each JSONL log
 
     def step(self, budget_bytes: int) -> bool:
         """Index up to ``budget_bytes`` of new lines; ``True`` when more is waiting."""
@@ -94,6 +97,10 @@ class DirFeeder:
         is discarded without being held and counted as unreadable. Returns the bytes passed."""
         if is_tfevents(path):
             return self._read_tfevents(fh, path, rel, state, size)
+        if path.suffix == ".jsonl" and not state.get("skipping"):
+            taken, size = self._take_columns(fh, path, rel, state, size)
+            if taken:
+                return taken
         cursor = LineCursor(state["offset"], bool(state.get("skipping")))
         parsed = Parsed()
         folder = "" if path.parent == self.run_dir else path.parent.name
@@ -118,6 +125,26 @@ class DirFeeder:
         self.index.extra["skipped"] = self.index.extra.get("skipped", 0) + parsed.skipped
         self.index.save()
         return used
+
+    def _take_columns(
+        self, fh: BinaryIO, path: Path, rel: str, state: dict[str, Any], size: int
+    ) -> tuple[int, int]:
+        """Take the points the sink's columns hold from the offset on (ADR 0080): the bytes of
+        the log passed (0: none), and how much text to read before the next columns."""
+        cols = self._columns.get(rel)
+        if cols is None:
+            cols = self._columns[rel] = SinkColumns(self.run_dir, path)
+        offset = int(state["offset"])
+        got = cols.take(fh.fileno(), offset, int(state.get("chunk", 0)),
+                        max(size // _POINT_BYTES, 1))  # fmt: skip
+        if got.metrics is not None:
+            self.index.add_columns(got.metrics, rel)
+            state["offset"], state["skipping"], state["chunk"] = got.end, False, got.hint
+            self.index.save()
+            return max(got.end - offset, 1), size
+        if got.text_until is not None:
+            size = min(size, got.text_until - offset)
+        return 0, size
 
     def _read_tfevents(
         self, fh: BinaryIO, path: Path, rel: str, state: dict[str, Any], size: int

@@ -18,20 +18,37 @@ import math
 import os
 import shutil
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
 
 import nonfinite_json
-from goggles_io.runs.lines import Columns, Parsed
+from goggles_io.runs.lines import Parsed
 from goggles_io.server.ui._pyramid import Pyramid
 
 __all__ = ["MANIFEST_VERSION", "Metric", "RunIndex"]
 
 MANIFEST_VERSION = 1
 _AXES = ("step", "time", "custom")
+
+
+class PointColumns(Protocol):
+    """One metric's new points: four float64 buffers (``lines.Columns``, the sink's columns)."""
+
+    @property
+    def step(self) -> Any: ...
+    @property
+    def time(self) -> Any: ...
+    @property
+    def x(self) -> Any: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def x_axis(self) -> str | None: ...
+    def __len__(self) -> int: ...
 
 
 @attrs.define
@@ -60,7 +77,7 @@ class Metric:
         fields = {f.name for f in attrs.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in fields})
 
-    def absorb(self, cols: Columns) -> None:
+    def absorb(self, cols: PointColumns) -> None:
         """Update the summary, the sort flags and the known axes from new points."""
         if cols.x_axis:
             self.x_axis = cols.x_axis
@@ -180,9 +197,21 @@ class RunIndex:
 
         Returns how many points were added.
         """
+        with self.lock:
+            added = self.add_columns(parsed.metrics, source)
+            for item in parsed.media:
+                item["source"] = source
+            if parsed.media:
+                with open(self.folder / "media.jsonl", "a", encoding="utf-8") as fh:
+                    fh.write("".join(nonfinite_json.dumps(m) + "\n" for m in parsed.media))
+                self.media += parsed.media
+        return added
+
+    def add_columns(self, metrics: Mapping[str, PointColumns], source: str) -> int:
+        """Append the points of ``metrics`` that ``source`` owns (see :meth:`add`); how many."""
         added = 0
         with self.lock:
-            for name, cols in parsed.metrics.items():
+            for name, cols in metrics.items():
                 meta = self.metrics.get(name)
                 if meta is None:
                     meta = self.metrics[name] = Metric(
@@ -198,12 +227,6 @@ class RunIndex:
                 self.store(name).append(*arrays)
                 meta.absorb(cols)
                 added += len(cols)
-            for item in parsed.media:
-                item["source"] = source
-            if parsed.media:
-                with open(self.folder / "media.jsonl", "a", encoding="utf-8") as fh:
-                    fh.write("".join(nonfinite_json.dumps(m) + "\n" for m in parsed.media))
-                self.media += parsed.media
         return added
 
     def drop_source(self, source: str) -> None:
