@@ -12,12 +12,13 @@ import random
 import threading
 from typing import ClassVar
 
+from tests.support import wait_until
+
 import goggles_io as gg
 from goggles_io import Event, Kind
 from goggles_io._bus.bus import EventBus
 from goggles_io.handlers.base import BaseHandler
 from goggles_io.testing import MemoryHandler
-from tests.support import wait_until
 
 
 def _bus() -> EventBus:
