@@ -37,6 +37,9 @@ class ArrayPools:
         self._prewarmed = False
         self._shm_failed = False
         self._lock = threading.Lock()
+        # Set before the first row that holds a slot is put: until then no batch can hold
+        # one, and the courier frames a batch of rows without looking at each payload.
+        self.staged_any = False
 
     def stage(self, array: Any) -> ShmRef | None:
         """Copy ``array`` into a slot now; ``None`` (the caller keeps a heap copy) when it is
@@ -54,6 +57,8 @@ class ArrayPools:
         ref = pool.put(array)
         if ref is None and self._policy.spills:
             ref = self.disk().put(array)  # the shm pool is full: the disk pool (ADR 0025)
+        if ref is not None:
+            self.staged_any = True
         return ref
 
     def shm(self) -> ShmPool | None:
