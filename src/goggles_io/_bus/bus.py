@@ -17,7 +17,7 @@ import operator
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -49,6 +49,7 @@ __all__ = ["EventBus"]
 
 _SUBSCRIBERS = itertools.count(1)
 _scope_and_kind = operator.itemgetter(1, 0)  # a row's (scope, kind), in C
+_LOG = Kind.LOG.value
 
 
 class EventBus:
@@ -80,6 +81,10 @@ class EventBus:
         self._lanes: dict[str, Lane] = {}
         # a scope's lanes, and (scope, kind)'s for rows; emptied whenever the lanes change
         self._routes: dict[str | tuple[str, str], tuple[Lane, ...]] = {}
+        # (scope, kind) -> the one lane's row putter, when a row of it goes to one async lane
+        # whatever its level: put_row's hot path (ADR 0076). Emptied with the routes and
+        # whenever a lane's pipe changes (finish, re-open, fork).
+        self._putters: dict[tuple[str, str], Callable[[Row, int], bool]] = {}
         self._finished = False
         self._warned: set[tuple[str, str]] = set()
         self._retired: dict[str, HandlerStats] = {}  # detached since the last finish
@@ -128,7 +133,7 @@ class EventBus:
             elif lane.handler is not handler:
                 warn_conflict(lane.handler, handler, self._warned)
             lane.scopes.update(scopes)
-            self._routes = {}
+            self._forget_routes()
 
     def _lane_policy(self, handler: Handler) -> DeliveryPolicy:
         """In the socket host, producers keep each batch until its handlers took it: a lane
@@ -161,7 +166,7 @@ class EventBus:
                 )
                 raise UnknownScopeError(msg, name=name, scope=scope)
             lane.scopes.discard(scope)
-            self._routes = {}
+            self._forget_routes()
             if not lane.scopes:
                 del self._lanes[name]
                 lane.close(None)
@@ -181,7 +186,7 @@ class EventBus:
                 remaining = old.scopes - set(scopes)
                 old.close(None)
                 self._retire(old)
-            self._routes = {}
+            self._forget_routes()
             new_scopes = remaining | (set(scopes) if enable else set())
             if new_scopes:
                 self.attach(handler, sorted(new_scopes))
@@ -216,7 +221,19 @@ class EventBus:
     def put_row(self, row: Row, nbytes: int) -> bool:
         """Offer a log call's row (``nbytes`` against each lane's budget) to every lane whose
         scope, kind and level match: no :class:`Event` on the caller's thread, each lane builds
-        its handler's own at its doorstep. Always ``True``: a lane counts what it drops."""
+        its handler's own at its doorstep. Always ``True``: a lane counts what it drops.
+
+        A (scope, kind) that one asynchronous lane takes whatever the level goes straight to
+        that lane's pipe (a cached ``put_one``: one frame after this one, ADR 0076)."""
+        put = self._putters.get(_scope_and_kind(row))
+        if put is not None:
+            put(row, nbytes)
+            return True
+        return self._put_row_routed(row, nbytes)
+
+    def _put_row_routed(self, row: Row, nbytes: int) -> bool:
+        """:meth:`put_row` through the routes (re-opening a finished bus, saying an unrouted
+        scope once, filtering by level), caching the route's putter when it has one."""
         if self._finished:
             self._reopen()
         key = _scope_and_kind(row)
@@ -229,7 +246,21 @@ class EventBus:
         for lane in lanes:
             if level is None or level >= lane.level:
                 lane.offer(row, nbytes)
+        if len(lanes) == 1 and (key[1] != _LOG or lanes[0].level <= 0):
+            self._cache_putter(key, lanes[0])
         return True
+
+    def _cache_putter(self, key: tuple[str, str], lane: Lane) -> None:
+        """Remember ``lane``'s row putter for ``key``, unless the routes changed meanwhile.
+
+        Only a ``LOG`` row carries a level (the loggers' rows, put_row's only callers), so a
+        route of another kind, or to a lane of level 0, needs no level check."""
+        put = lane.row_putter()
+        if put is None:  # a synchronous lane (or one not open): the routed way each time
+            return
+        with self._lock:
+            if not self._finished and self._routes.get(key) == (lane,) and lane.row_putter() == put:
+                self._putters[key] = put
 
     def stage_array(self, array: Any) -> ShmRef | None:
         """In-process, arrays are never staged: the log call's copy is the handlers' (``None``)."""
@@ -368,7 +399,7 @@ class EventBus:
                 return
             for name in names:
                 self._lanes.pop(name, None)
-            self._routes = {}
+            self._forget_routes()
 
     def call(self, name: str, method: str, payload: Any) -> None:
         """Run ``method(payload)`` on the handler attached as ``name``, in its lane's order.
@@ -442,6 +473,7 @@ class EventBus:
         ok, abandoned = True, False
         with self._lock:
             if not self._finished:
+                self._putters = {}  # rows take the routed way while the lanes close
                 for lane in self._lanes.values():
                     left = None if deadline is None else max(0.0, deadline - time.monotonic())
                     patience = 0.0 if abandoned else lane.patience(stall_s)
@@ -469,18 +501,25 @@ class EventBus:
     def shutdown(self, timeout: float | None = None) -> None:
         """robo-goggles' shutdown: every handler closed at once (``closing.py``), forgotten."""
         with self._lock:
-            lanes, self._lanes, self._routes = list(self._lanes.values()), {}, {}
+            lanes, self._lanes = list(self._lanes.values()), {}
+            self._forget_routes()
             closed, self._finished = self._finished, False
         close_in_parallel([] if closed else lanes, timeout)  # finish() closed them already
         with self._lock:
             for lane in lanes:
                 self._retire(lane)
 
+    def _forget_routes(self) -> None:
+        """The lanes changed: every cached route and putter is stale (under the lock)."""
+        self._routes = {}
+        self._putters = {}
+
     def _reopen(self) -> None:
         with self._lock:
             self._reopen_locked()
 
     def _reopen_locked(self) -> None:
+        self._putters = {}  # the lanes' pipes are new
         if self._finished:
             for lane in self._lanes.values():
                 lane.start()
@@ -489,6 +528,7 @@ class EventBus:
     def after_fork_in_child(self) -> None:
         """Rebuild locks and worker threads, which a fork does not carry over."""
         self._lock = threading.RLock()
+        self._putters = {}
         if not self._finished:
             for lane in self._lanes.values():
                 lane.restart_after_fork()
@@ -544,7 +584,7 @@ class EventBus:
         """Detach ``name`` from every scope and close it (a subscriber whose reader left)."""
         with self._lock:
             lane = self._lanes.pop(name, None)
-            self._routes = {}
+            self._forget_routes()
         if lane is not None:
             lane.close(1.0)
 

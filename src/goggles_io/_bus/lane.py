@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from collections.abc import Callable
 
 from goggles_io._bus.calls import HandlerCalls
 from goggles_io._bus.items import (
@@ -139,6 +140,7 @@ class Lane:
             on_idle=self._idle,
             on_loss=self._lost,
             name=f"goggles_io:{self.name}",
+            on_put=self._offer_one,
         )
 
     def restart_after_fork(self) -> None:
@@ -231,11 +233,17 @@ class Lane:
         event to the handler now."""
         pipe = self._pipe
         if pipe is not None:
-            self._offer_one()
-            pipe.put(row, nbytes)
+            pipe.put_one(row, nbytes)  # counts it (``on_put``), then queues it
         elif self._taken_now():
             with self._lock:
                 self._calls.rows((row,))
+
+    def row_putter(self) -> Callable[[Row, int], bool] | None:
+        """What :meth:`offer` calls for a row while this pipe lasts (its ``put_one``), for the
+        bus to call straight from its route cache; ``None`` when the lane has no pipe
+        (synchronous, or not open). The bus forgets it whenever the lane starts or closes."""
+        pipe = self._pipe
+        return None if pipe is None else pipe.put_one
 
     def hand(self, event: Event) -> None:
         """Hand ``event`` itself to the handler before returning (a synchronous lane: ADR 0068);

@@ -32,8 +32,10 @@ def lane_pipe(
     on_idle: Callable[[], float | None] | None,
     on_loss: Callable[[str, int, str], object] | None,
     name: str,
+    on_put: Callable[[], object] | None = None,
 ) -> Pipe[LaneItem]:
-    """A lane's pipe; ``backpressure=False`` (a live subscriber) never blocks its producer."""
+    """A lane's pipe; ``backpressure=False`` (a live subscriber) never blocks its producer;
+    ``on_put`` counts each row offered through ``Pipe.put_one`` (the lane's tally)."""
     if not backpressure:  # a live subscriber's reader never makes its producer wait
         policy = attrs.evolve(policy, block_timeout_s=0.0)
     return Pipe(
@@ -47,5 +49,6 @@ def lane_pipe(
         ack_on_return=True,
         on_idle=on_idle,
         on_loss=on_loss,
+        on_put=on_put,
         name=name,
     )

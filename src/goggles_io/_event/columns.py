@@ -20,7 +20,7 @@ value's exact type (:data:`TYPES`, converting only what the table says), then th
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from operator import countOf
 from typing import Any
 
@@ -76,21 +76,29 @@ numpy int for a step); what a log call builds is always of the exact types."""
 
 
 # -- encoding ---------------------------------------------------------------------------------
-def _folded(col: list[Any], n: int) -> Any:
+def _folded(col: Sequence[Any], n: int, *, exact: bool = False) -> Any:
     """``col``'s one value when every row holds it with the same exact type, else ``col``.
 
     ``==`` alone would fold 1 with 1.0 and True, and 0.0 with -0.0: floats equal to zero and
-    mixed numbers stay columns. The types are compared before the values: a payload column
-    may hold arrays, whose ``==`` is not a truth value."""
+    mixed numbers stay columns, after a pass over the types. Text and nil need no such pass
+    (unless ``exact``): what equals a str is a str (a subclass travels as the same msgpack
+    str) and what equals None is None, so one ``count`` decides; a value whose ``==`` is not a
+    truth value (an array) raises there and the column travels as it is. The payload column,
+    where arrays live, is ``exact``: its types are compared before its values."""
     first = col[0]
     kind = type(first)
     if kind in _FOLD_TYPES:
         last = col[-1]
         # The common varying column (steps, timestamps) is decided by its last value.
+        if type(last) is not kind or not (last is first or last == first):
+            return col
+        if not exact and (kind is str or kind is _NONE):
+            try:
+                return first if col.count(first) == n else col
+            except Exception:  # an element whose ``==`` is no truth value
+                return col
         if (
-            type(last) is kind
-            and (last is first or last == first)
-            and countOf(map(type, col), kind) == n
+            countOf(map(type, col), kind) == n
             and col.count(first) == n
             and not (kind is float and first == 0.0)
         ):
@@ -98,7 +106,7 @@ def _folded(col: list[Any], n: int) -> Any:
     return col
 
 
-def _seq_folded(col: list[Any], n: int) -> Any:
+def _seq_folded(col: Sequence[Any], n: int) -> Any:
     """The ``seq`` column: bare when the rows follow one another from a first above 0, or are
     all 0 (not numbered)."""
     first = col[0]
@@ -106,7 +114,7 @@ def _seq_folded(col: list[Any], n: int) -> Any:
         return col
     if first == 0 and col.count(0) == n:
         return 0
-    if first > 0 and col[-1] == first + n - 1 and col == list(range(first, first + n)):
+    if first > 0 and col[-1] == first + n - 1 and list(col) == list(range(first, first + n)):
         return first
     return col
 
@@ -125,7 +133,7 @@ def batch_body(batch: Batch) -> list[Any]:
         body += [[] for _ in range(SLOTS)]
     else:
         cols = columns_of(rows)
-        body += [_folded(col, n) for col in cols[:_PRODUCER]]
+        body += [_folded(col, n, exact=at == _PAYLOAD) for at, col in enumerate(cols[:_PRODUCER])]
         if batch.producer:
             body += [batch.producer, batch.first]
         else:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from goggles_io import Event, Kind
 from goggles_io._event.codec import Batch, Decoder, Encoder
+from goggles_io._event.columns import _folded
 from goggles_io._event.rows import SLOTS, events_of, row_of
 from goggles_io.exceptions import FrameError
 
@@ -142,6 +143,30 @@ class TestRoundTrip:
         back = Decoder().decode(Encoder().encode(Batch(1, [row_of(e) for e in events])))
 
         assert events == events_of(back.rows)
+
+    def test_text_folds_by_equality_and_a_str_subclass_arrives_as_the_same_str(self) -> None:
+        """Text columns fold by one count (ADR 0076): a str subclass equal to the others folds,
+        and arrives as the plain str msgpack would have sent for it anyway."""
+
+        class Name(str):
+            pass
+
+        rows = [_row(0), (*_row(1)[:6], Name("l"), *_row(1)[7:]), _row(2)]
+        _, body = _tag_and_body(Encoder().encode(Batch(1, rows)))
+        back = events_of(Decoder().decode(Encoder().encode(Batch(1, rows))).rows)
+
+        assert "l" == body[8]
+        assert [str, str, str] == [type(e.logger) for e in back]
+
+    def test_a_column_whose_equality_is_no_truth_value_travels_as_it_is(self) -> None:
+        """A nil or text column holding an array (``==`` gives an array): not folded, no raise;
+        the payload column compares types first (no ``==`` on the array at all)."""
+        arr = np.array(["l", "l"])
+        nils, text = (None, arr, None), ("l", arr, "l")
+        assert _folded(nils, 3) is nils
+        assert _folded(text, 3) is text
+        one = ("l", np.array(["l"]), "l")  # a one-element array's ``==`` is a truth value
+        assert _folded(one, 3, exact=True) is one
 
     def test_a_batch_mixing_metrics_and_other_events_is_one_form(self) -> None:
         """A one-value metric, the same as a map and a log line travel in one batch, one form."""

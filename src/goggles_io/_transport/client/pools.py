@@ -43,6 +43,9 @@ class ArrayPools:
         self._pinned: dict[tuple[str, int], int] = {}
         self._parked: dict[tuple[str, int], ShmRef] = {}
         self._pin_lock = threading.Lock()
+        # Set before the first row that holds a slot is put: until then no batch can hold
+        # one, and the courier frames a batch of rows without looking at each payload.
+        self.staged_any = False
 
     def stage(self, array: Any) -> ShmRef | None:
         """Copy ``array`` into a slot now; ``None`` (the caller keeps a heap copy) when it is
@@ -60,6 +63,8 @@ class ArrayPools:
         ref = pool.put(array)
         if ref is None and self._policy.spills:
             ref = self.disk().put(array)  # the shm pool is full: the disk pool (ADR 0025)
+        if ref is not None:
+            self.staged_any = True
         return ref
 
     def filling(self) -> bool:

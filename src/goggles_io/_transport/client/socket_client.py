@@ -227,6 +227,8 @@ class SocketClient:
         """Put ``event``'s row in the pipe; past its budget it spills, then waits (bounded),
         then is dropped and counted (its staged slot given back)."""
         row = row_of(event)
+        if type(event.payload) is ShmRef:
+            self.pools.staged_any = True  # a slot staged elsewhere: batches are looked at
         if not self.put_row(row, nbytes(row)) and type(event.payload) is ShmRef:
             self.pools.release([event.payload])
 
