@@ -215,18 +215,24 @@ class TestDecodeErrors:
     def test_any_json_object_decodes_or_raises_decode_error(
         self, kind: str, fields: dict[str, Any], mutate: str
     ) -> None:
-        """For arbitrary JSON fields, from_dict returns a schema or raises SchemaDecodeError."""
+        """For arbitrary JSON fields, from_dict returns a schema of the kind the data names, or
+        raises SchemaDecodeError; UnknownKindError only where the merged fields replaced the kind
+        with one no class registers (``{"kind": None}`` did, found by Hypothesis in CI)."""
         base = {"kind": kind, "version": _version(kind)}
         if mutate == "merge":
             base.update(fields)
         else:
             base = {**fields, **base}
+        shipped = {cls.kind for cls in SHIPPED_SCHEMAS}
         try:
             result = from_dict(base)
         except SchemaDecodeError:
             return
+        except UnknownKindError:
+            assert base["kind"] not in shipped
+            return
 
-        assert kind == result.kind
+        assert base["kind"] == result.kind
 
 
 class TestEncodeErrors:
