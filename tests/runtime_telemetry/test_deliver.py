@@ -16,123 +16,35 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime_telemetry import Subscriber, TelemetryEvent, TelemetrySchema, get_telemetry, receives
+from logging_trees import (
+    KINDS,
+    LEVELS,
+    Plain,
+    Records,
+    Seen,
+    TreeTestGrasped,
+    TreeTestMoved,
+    make_handler,
+    reset_loggers,
+)
+from runtime_telemetry import TelemetryEvent, TelemetrySchema, get_telemetry
 
 _NAMES = ("telemetry.deliver_test", "telemetry.deliver_test.a", "telemetry.deliver_test.a.b")
 _EMITTERS = ("deliver_test", "deliver_test.a", "deliver_test.a.b")
-_LEVELS = (logging.NOTSET, logging.DEBUG, logging.INFO, logging.WARNING)
-Seen = list[tuple[Any, ...]]
 
 
-@attrs.frozen(kw_only=True)
-class DeliverTestMoved(TelemetryEvent):
-    joint: str = "elbow"
-
-
-@attrs.frozen(kw_only=True)
-class DeliverTestGrasped(TelemetryEvent):
-    pass
-
-
-class _Records(logging.Handler):
-    """A stdlib handler: reads the record (name, level, message, where it was made)."""
-
-    def __init__(self, tag: int, seen: Seen) -> None:
-        super().__init__()
-        self.tag, self.seen = tag, seen
-
-    def emit(self, record: logging.LogRecord) -> None:
-        where = (record.pathname, record.lineno, record.funcName, record.module)
-        self.seen.append((self.tag, "record", record.msg, record.name, record.levelno, *where))
-
-
-class _Plain(Subscriber):
-    def __init__(self, tag: int, seen: Seen) -> None:
-        super().__init__()
-        self.tag, self.seen = tag, seen
-
-    def on_event(self, schema: TelemetrySchema) -> None:
-        self.seen.append((self.tag, "plain", schema))
-
-
-class _Picky(_Plain):
-    """Receives one class; the rest go to the default ``on_event`` (nothing)."""
-
-    on_event = Subscriber.on_event  # type: ignore[assignment]
-
-    @receives(DeliverTestMoved)
-    def moved(self, event: DeliverTestMoved) -> None:
-        self.seen.append((self.tag, "picky", event))
-
-
-class _Named(_Plain):
-    """Overrides ``emit_schema`` (as the forwarder does): sees the logger name and level."""
-
-    def emit_schema(self, name: str, level: int, schema: TelemetrySchema) -> None:
-        self.seen.append((self.tag, "named", name, level, schema))
-
-
-class _OwnEmit(_Plain):
-    """Overrides ``emit`` itself: must be given a record."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.seen.append((self.tag, "own-emit", record.msg, record.name, record.lineno))
-
-
-class _Adder(_Plain):
-    """On its first event, adds a stdlib handler to its own logger (mid-walk, as a callback
-    may): the stdlib walk iterates the live list, so the new handler sees this event too."""
-
-    def __init__(self, tag: int, seen: Seen, logger: logging.Logger) -> None:
-        super().__init__(tag, seen)
-        self.logger, self.added = logger, False
-
-    def on_event(self, schema: TelemetrySchema) -> None:
-        super().on_event(schema)
-        if not self.added:
-            self.added = True
-            self.logger.addHandler(_Records(1000 + self.tag, self.seen))
-
-
-def _handler(
-    kind: str, tag: int, level: int, seen: Seen, logger: logging.Logger
-) -> logging.Handler:
-    handler: logging.Handler
-    if kind == "records":
-        handler = _Records(tag, seen)
-    elif kind == "null":
-        handler = logging.NullHandler()
-    elif kind == "picky":
-        handler = _Picky(tag, seen)
-    elif kind == "named":
-        handler = _Named(tag, seen)
-    elif kind == "own-emit":
-        handler = _OwnEmit(tag, seen)
-    elif kind == "adder":
-        handler = _Adder(tag, seen, logger)
-    else:
-        handler = _Plain(tag, seen)
-        if kind == "passing":  # a Subscriber with a filter takes records
-            handler.addFilter(lambda record: True)
-        elif kind == "refusing":
-            handler.addFilter(lambda record: False)
-    handler.setLevel(level)
-    return handler
-
-
-_KINDS = ["records", "plain", "picky", "named", "own-emit", "adder", "passing", "refusing", "null"]
+_KINDS = [*KINDS, "own-emit", "adder"]
 _at = st.integers(0, 2)
 _ops = st.one_of(
-    st.tuples(st.just("emit"), _at, st.sampled_from(_LEVELS[1:]), st.booleans()),
-    st.tuples(st.just("add"), _at, st.sampled_from(_KINDS), st.sampled_from(_LEVELS)),
+    st.tuples(st.just("emit"), _at, st.sampled_from(LEVELS[1:]), st.booleans()),
+    st.tuples(st.just("add"), _at, st.sampled_from(_KINDS), st.sampled_from(LEVELS)),
     st.tuples(st.just("remove"), _at, st.integers(0, 3)),
-    st.tuples(st.just("level"), _at, st.sampled_from(_LEVELS)),
-    st.tuples(st.just("handler-level"), _at, st.integers(0, 3), st.sampled_from(_LEVELS)),
+    st.tuples(st.just("level"), _at, st.sampled_from(LEVELS)),
+    st.tuples(st.just("handler-level"), _at, st.integers(0, 3), st.sampled_from(LEVELS)),
     st.tuples(st.just("propagate"), _at, st.booleans()),
     st.tuples(st.just("disabled"), _at, st.booleans()),
     st.tuples(st.just("refuse"), _at, st.booleans()),
@@ -179,21 +91,14 @@ def _clean_tree() -> Iterator[None]:
         logging.lastResort = saved_last_resort
         logging.disable(logging.NOTSET)
         root.handlers[:] = saved_root
-        for name in _NAMES:
-            logger = logging.getLogger(name)
-            for handler in list(logger.handlers):
-                logger.removeHandler(handler)
-            logger.filters.clear()
-            logger.setLevel(logging.NOTSET)
-            logger.propagate = True
-            logger.disabled = False
+        reset_loggers(_NAMES)
 
 
 def _run(program: list[tuple[Any, ...]], make: Callable[[str], Any]) -> Seen:
     """Run ``program`` on a fresh tree, emitting with ``make``'s emitters; the trace."""
     seen: Seen = []
     with _clean_tree():
-        logging.lastResort = _Records(-1, seen)
+        logging.lastResort = Records(-1, seen)
         emitters = [make(name) for name in _EMITTERS]
         loggers = [logging.getLogger(name) for name in _NAMES]
         root = logging.getLogger("telemetry")
@@ -203,15 +108,15 @@ def _run(program: list[tuple[Any, ...]], make: Callable[[str], Any]) -> Seen:
                 at, level, moved = args
                 stamp = float(len(seen))  # the same events in both runs
                 event: TelemetryEvent = (
-                    DeliverTestMoved(joint=f"j{tag}", timestamp=stamp)
+                    TreeTestMoved(joint=f"j{tag}", timestamp=stamp)
                     if moved
-                    else DeliverTestGrasped(timestamp=stamp)
+                    else TreeTestGrasped(timestamp=stamp)
                 )
                 emitters[at](event, level)  # the same line for both emitters
             elif op == "add":
                 at, kind, level = args
                 tag += 1
-                loggers[at].addHandler(_handler(kind, tag, level, seen, loggers[at]))
+                loggers[at].addHandler(make_handler(kind, tag, level, seen, loggers[at]))
             elif op == "remove":
                 at, index = args
                 if index < len(loggers[at].handlers):
@@ -257,9 +162,9 @@ class TestRecordFreeEmit:
         with _clean_tree():
             root = logging.getLogger("telemetry")
             root.propagate = True
-            plain = _Plain(1, seen).subscribe(_NAMES[1])
+            plain = Plain(1, seen).subscribe(_NAMES[1])
             try:
-                event = DeliverTestMoved()
+                event = TreeTestMoved()
                 with caplog.at_level(logging.INFO, logger="telemetry"):
                     get_telemetry(_EMITTERS[2]).emit(event); line = sys._getframe().f_lineno  # fmt: skip  # noqa: E702
             finally:
@@ -285,10 +190,10 @@ class TestRecordFreeEmit:
 
         seen: Seen = []
         with _clean_tree():
-            plain = _Plain(1, seen).subscribe(_NAMES[0])
+            plain = Plain(1, seen).subscribe(_NAMES[0])
             logging.setLogRecordFactory(factory)
             try:
-                event = DeliverTestGrasped()
+                event = TreeTestGrasped()
                 get_telemetry(_EMITTERS[0]).emit(event)
             finally:
                 logging.setLogRecordFactory(saved)
