@@ -27,6 +27,9 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def redis_server() -> Iterator[RedisServer]:
+    """A ``redis-server`` of the test's own on a free loopback port, stopped afterwards."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
     root = Path(tempfile.mkdtemp(prefix="ggr-"))
     server = RedisServer(root)
     server.start()

@@ -3,8 +3,6 @@ look like one are refused at the consumer, each counted, nothing else lost."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -143,46 +141,36 @@ class TestFramesReadBack:
 
 
 @pytest.fixture
-def server() -> Iterator[RedisServer]:
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    root = Path(tempfile.mkdtemp(prefix="ggf-"))
-    found = RedisServer(root)
-    found.start()
-    yield found
-    found.stop()
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture
-def forwarder(server: RedisServer, tmp_path: Path, monkeypatch: Any) -> Iterator[BrokerForwarder]:
+def forwarder(
+    redis_server: RedisServer, tmp_path: Path, monkeypatch: Any
+) -> Iterator[BrokerForwarder]:
     monkeypatch.setenv("GOGGLES_SPOOL_DIR", str(tmp_path / "spool"))
-    fwd = BrokerForwarder(url=server.url, run="f", buffer_bytes=8 << 20, close_timeout_s=1.0)
+    fwd = BrokerForwarder(url=redis_server.url, run="f", buffer_bytes=8 << 20, close_timeout_s=1.0)
     fwd.open()
     yield fwd
     fwd.close()
 
 
-def _entries(server: RedisServer, stream: str) -> list[dict[bytes, bytes]]:
-    return [fields for _, fields in server.client().xrange(stream)]
+def _entries(redis_server: RedisServer, stream: str) -> list[dict[bytes, bytes]]:
+    return [fields for _, fields in redis_server.client().xrange(stream)]
 
 
 class TestForwarder:
     def test_a_full_client_batch_is_sent_as_the_client_encoded_it(
-        self, server: RedisServer, forwarder: BrokerForwarder
+        self, redis_server: RedisServer, forwarder: BrokerForwarder
     ) -> None:
         frame = _client_frame(_rows(0, 1024))
         rows = _host_rows(frame)
         forwarder.note_frame(rows, memoryview(frame))
         forwarder.handle_rows(rows)
-        wait_until(lambda: _entries(server, forwarder.stream), what="the entry")
-        (entry,) = _entries(server, forwarder.stream)
+        wait_until(lambda: _entries(redis_server, forwarder.stream), what="the entry")
+        (entry,) = _entries(redis_server, forwarder.stream)
 
         assert frame == entry[b"d"]
         assert rows == decode_entry(Decoder(), entry)[2]
 
     def test_small_batches_are_gathered_and_encoded_in_order(
-        self, server: RedisServer, forwarder: BrokerForwarder
+        self, redis_server: RedisServer, forwarder: BrokerForwarder
     ) -> None:
         """Lists smaller than an entry, a frame noted or not, single rows: each entry holds
         whole lists, in order, every row once."""
@@ -203,14 +191,15 @@ class TestForwarder:
         def steps() -> list[int]:
             return [
                 r[4]
-                for e in _entries(server, forwarder.stream)
+                for e in _entries(redis_server, forwarder.stream)
                 for r in decode_entry(decoder, e)[2]
             ]
 
         wait_until(lambda: len(steps()) == want, what="every row in the stream")
         assert list(range(want)) == steps()
         assert all(
-            len(decode_entry(decoder, e)[2]) <= 2300 for e in _entries(server, forwarder.stream)
+            len(decode_entry(decoder, e)[2]) <= 2300
+            for e in _entries(redis_server, forwarder.stream)
         )
 
 
@@ -245,10 +234,12 @@ def _hostile_frames() -> list[bytes]:
     ]
 
 
-def test_hostile_entries_shaped_like_frames_are_refused_and_counted(server: RedisServer) -> None:
+def test_hostile_entries_shaped_like_frames_are_refused_and_counted(
+    redis_server: RedisServer,
+) -> None:
     """Each hostile entry is acknowledged, skipped and counted with a clear error before it
     builds anything; the entries around it are handled, once each, in order."""
-    client = server.client()
+    client = redis_server.client()
     stream = "goggles_io:hostile"
     seq = 0
     for at, hostile in enumerate(_hostile_frames()):
@@ -256,7 +247,7 @@ def test_hostile_entries_shaped_like_frames_are_refused_and_counted(server: Redi
         frame = _client_frame(_rows(at * 10, 10), first=at * 10 + 1)
         client.xadd(stream, {"p": "m:1:a", "s": str(seq), "d": frame})
         client.xadd(stream, {"p": "bad:1:b", "s": str(seq), "d": hostile})
-    consumer = BrokerConsumer(server.url, BrokerSettings(run="hostile"))
+    consumer = BrokerConsumer(redis_server.url, BrokerSettings(run="hostile"))
     sink = _Count()
     consumer.attach(sink, ["*"])
     try:

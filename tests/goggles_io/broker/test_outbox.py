@@ -4,8 +4,6 @@ passes them, released for room, counted when Redis comes back without them."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -107,18 +105,6 @@ class TestOutbox:
         assert 0 == closing.forgotten
 
 
-@pytest.fixture
-def server() -> Iterator[RedisServer]:
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    root = Path(tempfile.mkdtemp(prefix="ggo-"))
-    found = RedisServer(root)
-    found.start()
-    yield found
-    found.stop()
-    shutil.rmtree(root, ignore_errors=True)
-
-
 def _events(start: int, n: int) -> list[Row]:
     """Rows, as the forwarder's lane hands them over (``handle_rows``, ADR 0071)."""
     return [
@@ -127,24 +113,26 @@ def _events(start: int, n: int) -> list[Row]:
     ]
 
 
-def _stream(server: RedisServer, stream: str) -> list[tuple[int, list[Event]]]:
+def _stream(redis_server: RedisServer, stream: str) -> list[tuple[int, list[Event]]]:
     decoder = Decoder()
     out = []
-    for _, fields in server.client().xrange(stream):
+    for _, fields in redis_server.client().xrange(stream):
         _, seq, rows = decode_entry(decoder, fields)
         out.append((seq, events_of(rows)))
     return out
 
 
-def _consume(server: RedisServer, fwd: BrokerForwarder, upto: int) -> None:
+def _consume(redis_server: RedisServer, fwd: BrokerForwarder, upto: int) -> None:
     """What a consumer's record script does: the group's mark for this producer."""
-    server.client().hset(f"{fwd.stream}:goggles_io:seen", fwd.producer, upto)
+    redis_server.client().hset(f"{fwd.stream}:goggles_io:seen", fwd.producer, upto)
 
 
 @pytest.fixture
-def forwarder(server: RedisServer, tmp_path: Path, monkeypatch: Any) -> Iterator[BrokerForwarder]:
+def forwarder(
+    redis_server: RedisServer, tmp_path: Path, monkeypatch: Any
+) -> Iterator[BrokerForwarder]:
     monkeypatch.setenv("GOGGLES_SPOOL_DIR", str(tmp_path / "spool"))
-    fwd = BrokerForwarder(url=server.url, run="t", buffer_bytes=64 << 10, close_timeout_s=1.0)
+    fwd = BrokerForwarder(url=redis_server.url, run="t", buffer_bytes=64 << 10, close_timeout_s=1.0)
     fwd.open()
     yield fwd
     fwd.close()
@@ -152,19 +140,19 @@ def forwarder(server: RedisServer, tmp_path: Path, monkeypatch: Any) -> Iterator
 
 class TestForwarderPipe:
     def test_entries_are_kept_until_the_mark_passes_them(
-        self, server: RedisServer, forwarder: BrokerForwarder
+        self, redis_server: RedisServer, forwarder: BrokerForwarder
     ) -> None:
         forwarder.handle_rows(_events(0, 10))
-        wait_until(lambda: _stream(server, forwarder.stream), what="an entry in the stream")
+        wait_until(lambda: _stream(redis_server, forwarder.stream), what="an entry in the stream")
         pipe = forwarder._pipe
         assert pipe is not None
         assert 10 == pipe.left()  # in Redis, kept: no consumer passed it
-        _consume(server, forwarder, _stream(server, forwarder.stream)[-1][0])
+        _consume(redis_server, forwarder, _stream(redis_server, forwarder.stream)[-1][0])
         wait_until(lambda: pipe.left() == 0, what="the mark acknowledged the entry")
         assert {} == forwarder.losses()
 
     def test_released_entries_lost_by_redis_are_counted(
-        self, server: RedisServer, forwarder: BrokerForwarder
+        self, redis_server: RedisServer, forwarder: BrokerForwarder
     ) -> None:
         """No consumer: kept entries past half the budget are released; Redis restarts empty;
         the kept ones are sent again, the released ones are counted lost by the sink."""
@@ -175,14 +163,14 @@ class TestForwarderPipe:
             wait_until(lambda: pipe.left() == outbox.kept_units, what="all in Redis")
         kept, released = outbox.kept_units, outbox.released_events
         assert released > 0
-        server.stop()
-        server.start()  # empty
+        redis_server.stop()
+        redis_server.start()  # empty
         forwarder.handle_rows(_events(600, 1))  # the next send finds the marker gone
         wait_until(
-            lambda: sum(len(e) for _, e in _stream(server, forwarder.stream)) == kept + 1,
+            lambda: sum(len(e) for _, e in _stream(redis_server, forwarder.stream)) == kept + 1,
             what="kept entries sent again",
         )
-        entries = _stream(server, forwarder.stream)
+        entries = _stream(redis_server, forwarder.stream)
         steps = [e.step for _, batch in entries for e in batch]
         assert steps == sorted(steps) and 600 == steps[-1]
         forwarder.close()
