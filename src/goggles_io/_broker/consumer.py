@@ -33,6 +33,7 @@ from goggles_io._broker.settings import BrokerSettings, check_url, seen_key, str
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import FinishReport
 from goggles_io._event.codec import Decoder
+from goggles_io._util.collector import collector_paused
 from goggles_io._util.report import ReportOnce, report
 from goggles_io.exceptions import FrameError
 from goggles_io.handlers.base import Handler
@@ -308,7 +309,8 @@ class BrokerConsumer:
                 fresh = [e for e in fresh if (e[1], e[2]) not in done]
                 producers = sorted({producer for _, producer, _, _ in fresh})
         if fresh:
-            self.bus.put_rows([row for *_, rows in fresh for row in rows])
+            with collector_paused():  # a read's events live together until handled (ADR 0085)
+                self.bus.put_rows([row for *_, rows in fresh for row in rows])
             self.handled += len(fresh)
             events = sum(len(rows) for *_, rows in fresh)
             self.events += events

@@ -21,13 +21,11 @@ of :mod:`nonfinite_json`); lines of older files with Python's bare ``NaN`` are r
 from __future__ import annotations
 
 import csv
-import gc
 import io
 import json
 import math
 from array import array
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,7 @@ import attrs
 import numpy as np
 
 import nonfinite_json
+from goggles_io._util.collector import collector_paused
 from goggles_io._util.safe_read import iter_chunks, open_inside
 from goggles_io.runs._metric_rows import MetricRows
 
@@ -161,27 +160,9 @@ def json_lines(
     reference the tests compare with), is read one at a time by the same rules.
     """
     out = Parsed() if into is None else into
-    with _collector_paused():
+    with collector_paused():
         _json_lines(lines, folder, out, by_line)
     return out
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic collections while a chunk's objects are alive.
-
-    Why: the column passes hold a chunk's parsed dicts together, and they outlive the young
-    generation; held without a pause, the collections they set off (full ones included) cost
-    ~170 ns a point on a 1M-point run (ADR 0052). Parsed JSON holds no cycles: it is freed by
-    reference counts when the chunk is done, and the collector is as it was before.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _json_lines(lines: Iterable[bytes], folder: str, out: Parsed, by_line: bool) -> None:
