@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from experiment_telemetry.context import EpisodeContext
 from experiment_telemetry.workers import EpisodeOutcome, EpisodeTask, RuntimeSpec, WorkerPool
@@ -72,6 +74,23 @@ class TestCollectorPause:
 
         assert (False, True) == held
         assert (False, False) == (gc.isenabled(), pause.held)
+
+    @given(st.booleans(), st.lists(st.sampled_from(["hold", "release"]), max_size=12))
+    def test_any_hold_release_sequence_ends_where_it_started(
+        self, enabled: bool, calls: list[str]
+    ) -> None:
+        """Whatever the order of holds and releases, a final release leaves the collector as
+        the caller had it; in between it is off exactly while a hold is outstanding."""
+        (gc.enable if enabled else gc.disable)()
+        pause = CollectorPause()
+        try:
+            for call in calls:
+                getattr(pause, call)()
+                assert gc.isenabled() == (enabled and not pause.held)
+            pause.release()
+            assert (enabled, False) == (gc.isenabled(), pause.held)
+        finally:
+            gc.enable()
 
     def test_paused_while_an_outcome_is_in_hand_and_collecting_after(self) -> None:
         """Each outcome with events is in the caller's hand with the collector paused; cycles
