@@ -139,9 +139,10 @@ class TestCollectorPause:
 
     @pytest.mark.parametrize("seed", [3, 11, 29])
     def test_sigkill_at_a_seeded_moment_never_scores_part_of_an_episode(self, seed: int) -> None:
-        """A worker SIGKILLed at a seeded moment (after a seeded number of outcomes, the
-        workers mid-episode or mid-flush): each outcome is whole or lost (its episode run again
-        when the worker died after ``ran``), in plan order, and the collector is on after."""
+        """A seeded worker SIGKILLed at a seeded moment (after a seeded number of outcomes,
+        while the caller holds one and the collector is paused; the workers are two episodes
+        ahead, so it dies mid-episode): each outcome is whole or lost (an episode it had run
+        but not flushed runs again), in plan order, and the collector is on after."""
         rng = random.Random(seed)
         steps = 400
         at = rng.randrange(1, 9)
