@@ -24,6 +24,7 @@ from typing import Any
 from experiment_telemetry.workers.channel import WorkerChannel
 from experiment_telemetry.workers.inbox import EpisodeInbox
 from experiment_telemetry.workers.outcomes import EpisodeOutcome, EpisodeTask
+from experiment_telemetry.workers.pause import CollectorPause
 
 __all__ = ["AGAIN", "RERUN", "EpisodeCompletion", "Slot"]
 
@@ -68,12 +69,19 @@ class EpisodeCompletion:
         cond: the pool's condition, which also guards ``inbox``.
         flush_timeout_s: bound of the wait for a complete episode's events after its
             worker's ``done`` (past it, the episode is undelivered).
+        pause: held from an episode's decode on (ADR 0084); whoever takes the outcome releases
+            it once done with the outcome's events.
     """
 
     def __init__(
-        self, inbox: EpisodeInbox, cond: threading.Condition, flush_timeout_s: float
+        self,
+        inbox: EpisodeInbox,
+        cond: threading.Condition,
+        flush_timeout_s: float,
+        pause: CollectorPause | None = None,
     ) -> None:
         self._inbox = inbox
+        self._pause = pause
         self._cond = cond
         self.flush_timeout_s = flush_timeout_s
         self._silent_at: int | None = None  # inbox arrivals when an episode went undelivered
@@ -136,6 +144,8 @@ class EpisodeCompletion:
                     arrived=received,
                 )  # fmt: skip
             arrived = inbox.take(worker.index, episode)
+        if self._pause is not None:
+            self._pause.hold()  # the decoded events live until the outcome is scored (ADR 0084)
         events = arrived.decode()  # here, not on the subscription's reader thread
         missing = max(0, sent - (len(events) - arrived.loose))
         return EpisodeOutcome(

@@ -39,6 +39,7 @@ from experiment_telemetry.workers.outcomes import (
     WorkerLoss,
     WorkerReport,
 )
+from experiment_telemetry.workers.pause import CollectorPause
 from experiment_telemetry.workers.spec import RuntimeSpec
 
 __all__ = ["WorkerPool"]
@@ -105,6 +106,8 @@ class WorkerPool:
         self._dirty = True  # the workers' shared memory must come from the learner first
         self._remote_dir: str | None = None  # the workers' own socket dir, via a broker
         self._learner: _Worker | None = None
+        self._pause = CollectorPause()
+        """No cyclic collections from an episode's decode until the next outcome is asked for."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> WorkerPool:
@@ -139,7 +142,9 @@ class WorkerPool:
                 msg = f"the workers reach this process only through the broker, but {problem}."
                 raise WorkerError(msg, None, None)
         self._inbox = EpisodeInbox(self.scope, self._cond, from_broker=self._remote_dir is not None)
-        self._completion = EpisodeCompletion(self._inbox, self._cond, self.flush_timeout_s)
+        self._completion = EpisodeCompletion(
+            self._inbox, self._cond, self.flush_timeout_s, self._pause
+        )
         setup = {
             "scope": self.scope,
             "runtime": self.spec.to_dict(),
@@ -197,6 +202,12 @@ class WorkerPool:
         Raises:
             WorkerError: every worker is gone while episodes remain.
         """
+        try:
+            yield from self._run(tasks)
+        finally:
+            self._pause.release()  # the caller stopped early, or the pool raised
+
+    def _run(self, tasks: Iterable[EpisodeTask]) -> Iterator[EpisodeOutcome]:
         source = iter(tasks)
         pending: deque[Slot] = deque()
         todo: deque[Slot] = deque()
@@ -229,6 +240,9 @@ class WorkerPool:
                 pending.popleft()
                 self.report.count(outcome)
                 yield outcome
+                # The caller is done with it: collections again (ADR 0084); its events are
+                # freed when the caller drops the outcome, while the next episode decodes.
+                self._pause.release()
                 continue
             with self._cond:
                 if not any(w.alive for w in self._workers):
