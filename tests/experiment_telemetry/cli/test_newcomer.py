@@ -187,6 +187,12 @@ def test_ctrl_c_ends_the_demo_with_one_line_and_no_traceback(tmp_path: Path, wor
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) mid-run: exit 130,
     'interrupted' said once, no traceback from the demo or its workers, no repeated tally."""
     reader_env = {k: v for k, v in env().items() if not k.startswith("GOGGLES_")}
+    # No GOGGLES_* knob, as a newcomer has; its own default socket all the same (a private
+    # TMPDIR, no XDG_RUNTIME_DIR): a host another process on this machine runs must not take
+    # the demo's console lines.
+    (tmp_path / "tmp").mkdir()
+    reader_env["TMPDIR"] = str(tmp_path / "tmp")
+    reader_env.pop("XDG_RUNTIME_DIR", None)
     with started(
         [
             *command(),
