@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("uvicorn")
@@ -49,13 +49,14 @@ member = st.integers(1, 12).flatmap(
 
 class TestGroupBand:
     @given(members=st.lists(member, min_size=1, max_size=5), n=st.integers(2, 64))
+    @example(members=[([0], [0.0]), ([2, 3, 4, 5, 6, 7, 8], [0.0] * 7)], n=6)  # a gap at x=1.6
     @settings(max_examples=150, deadline=None)
     def test_each_point_is_over_the_members_present_there(
         self, members: list[tuple[list[int], list[float]]], n: int
     ) -> None:
         """At every x of the answer: count, mean, median, sample std, stderr, min and max are
-        those of the members present there (interpolated), and each member's first and last
-        x are on the grid (n changes exactly there)."""
+        those of the members present there (interpolated), or null (a gap) where none is; and
+        each member's first and last x are on the grid (n changes exactly there)."""
         parts = [{"x": [float(v) for v in xs], "y": ys} for xs, ys in members]
         got = group_band(parts, n)
         floats = [([float(v) for v in xs], ys) for xs, ys in members]
@@ -63,6 +64,10 @@ class TestGroupBand:
         for i, x in enumerate(got["x"]):
             here = reference(floats, x)
             assert got["count"][i] == len(here)
+            if not here:  # between members (one ended before the next began): a gap
+                stats = ("mean", "median", "lo", "hi", "std", "stderr")
+                assert [None] * 6 == [got[key][i] for key in stats]
+                continue
             assert got["mean"][i] == pytest.approx(np.mean(here), abs=1e-6)
             assert got["median"][i] == pytest.approx(np.median(here), abs=1e-6)
             assert got["lo"][i] == pytest.approx(min(here), abs=1e-6)
