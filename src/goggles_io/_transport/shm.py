@@ -10,6 +10,7 @@ lends handlers read-only views of it (``lending.py``, ADR 0077), anyone else cop
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import math
 import mmap
@@ -26,6 +27,7 @@ from goggles_io._event.records import ShmRef
 from goggles_io._transport.diskpool import DiskReader
 from goggles_io._transport.ring import Ring, release_slot
 from goggles_io._util.liveness import pid_alive
+from goggles_io._util.report import report
 from goggles_io.exceptions import FrameError
 
 if TYPE_CHECKING:
@@ -42,7 +44,10 @@ __all__ = [
 
 SEGMENT_PREFIX = "goggles_io-"
 _DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
-_DEFAULT_MAX_SEGMENTS = 3
+_DEFAULT_MAX_SEGMENTS = 6
+# A segment is made only if /dev/shm keeps this share of its size free after it (ADR 0083):
+# others need it too (a container's 64 MiB /dev/shm still holds 3 segments).
+_KEEP_FREE = 4
 _ALIGN = 64
 _NAME_RE = re.compile(r"goggles_io-(\d+)-(\d+)-(\d+)\Z")
 
@@ -98,17 +103,35 @@ def sweep_dead_segments(shm_dir: str | None = None) -> list[str]:
 _OWN_MAPS: dict[str, mmap.mmap] = {}
 
 
+def _reserve(fd: int, size: int, keep_free: bool) -> None:
+    """Take ``size`` bytes of the filesystem for ``fd`` now, or raise OSError (ADR 0083): a
+    sparse tmpfs file maps fine, and its first write into a full /dev/shm is a SIGBUS."""
+    st = os.fstatvfs(fd)
+    free, total = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+    if keep_free and total and free - size < total // _KEEP_FREE:
+        msg = f"{free >> 20} MiB free of {total >> 20} MiB, a segment takes {size >> 20} MiB"
+        raise OSError(errno.ENOSPC, msg)
+    if hasattr(os, "posix_fallocate"):
+        os.posix_fallocate(fd, 0, size)  # ENOSPC now, not SIGBUS at a copy later
+    else:  # pragma: no cover - macOS: no fallocate; ftruncate only
+        os.ftruncate(fd, size)
+
+
 class _Segment(Ring):
-    """One mapped file with a ring allocator."""
+    """One mapped file with a ring allocator; its blocks are reserved and its pages pre-faulted."""
 
     def __init__(self, path: str, size: int) -> None:
         super().__init__(size)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            os.ftruncate(fd, size)
+            _reserve(fd, size, keep_free=path.startswith("/dev/shm/"))
             # Pre-fault the pages once here, so copying an image in never pays page faults.
             populate = getattr(mmap, "MAP_POPULATE", 0)
             self.map = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | populate)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise
         finally:
             os.close(fd)
         self.path = path
@@ -149,6 +172,7 @@ class ShmPool:
         self._closed = False
         self._held: dict[tuple[str, int], int] = {}  # bytes of each slot in use
         self.held_bytes = 0  # in all, read without the lock (a hint: more than half in use?)
+        self.refused = 0  # segments the filesystem had no room for (the pool stays smaller)
 
     @classmethod
     def with_budget(cls, nbytes: int) -> ShmPool:
@@ -172,7 +196,9 @@ class ShmPool:
                     name = f"{SEGMENT_PREFIX}{os.getuid()}-{self.owner_pid}-{next(self._counter)}"
                 try:
                     seg = _Segment(os.path.join(self.dir, name), self.segment_bytes)
-                except OSError:
+                except OSError as exc:
+                    with self._lock:
+                        self._refuse(exc)
                     return
                 with self._lock:
                     if self._closed or len(self._segments) - len(self._oneoff) >= self.max_segments:
@@ -182,11 +208,29 @@ class ShmPool:
 
         threading.Thread(target=fill, name="goggles_io:shm-prewarm", daemon=True).start()
 
-    def _new_segment(self, size: int) -> _Segment:
+    def _new_segment(self, size: int) -> _Segment | None:
+        """A new segment (under the lock), or ``None`` when the filesystem has no room for it."""
         name = f"{SEGMENT_PREFIX}{os.getuid()}-{self.owner_pid}-{next(self._counter)}"
-        seg = _Segment(os.path.join(self.dir, name), size)
+        try:
+            seg = _Segment(os.path.join(self.dir, name), size)
+        except OSError as exc:
+            self._refuse(exc, oneoff=size > self.segment_bytes)
+            return None
         self._segments[seg.name] = seg
         return seg
+
+    def _refuse(self, exc: OSError, oneoff: bool = False) -> None:
+        """No room for a segment: count it, say so once, and (a regular one) stop growing, so
+        the next arrays go to the disk pool without another try (under the lock)."""
+        self.refused += 1
+        if not oneoff:
+            self.max_segments = max(0, len(self._segments) - len(self._oneoff))
+        if self.refused == 1:
+            report(
+                f"shared memory: no room for a segment in {self.dir} ({exc}); the pool keeps "
+                f"{self.max_segments} of {self.segment_bytes >> 20} MiB, arrays past it go to "
+                "the disk pool"
+            )
 
     def put(self, array: np.ndarray) -> ShmRef | None:
         """Copy ``array`` into shared memory and return its reference, or ``None`` when full."""
@@ -199,6 +243,8 @@ class ShmPool:
             offset = None
             if need > self.segment_bytes:
                 seg = self._new_segment(need)
+                if seg is None:
+                    return None
                 self._oneoff.add(seg.name)
                 offset = seg.allocate(need)
             else:
@@ -214,6 +260,8 @@ class ShmPool:
                     if regular >= self.max_segments:
                         return None
                     seg = self._new_segment(self.segment_bytes)
+                    if seg is None:
+                        return None
                     offset = seg.allocate(need)
             assert seg is not None and offset is not None
             mm = seg.map
