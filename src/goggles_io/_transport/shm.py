@@ -173,6 +173,7 @@ class ShmPool:
         self._held: dict[tuple[str, int], int] = {}  # bytes of each slot in use
         self.held_bytes = 0  # in all, read without the lock (a hint: more than half in use?)
         self.refused = 0  # segments the filesystem had no room for (the pool stays smaller)
+        self._making = 0  # segments prewarm is making now (outside the lock)
 
     @classmethod
     def with_budget(cls, nbytes: int) -> ShmPool:
@@ -194,13 +195,16 @@ class ShmPool:
                     if self._closed or regular >= self.max_segments:
                         return
                     name = f"{SEGMENT_PREFIX}{os.getuid()}-{self.owner_pid}-{next(self._counter)}"
+                    self._making += 1
                 try:
                     seg = _Segment(os.path.join(self.dir, name), self.segment_bytes)
                 except OSError as exc:
                     with self._lock:
+                        self._making -= 1
                         self._refuse(exc)
                     return
                 with self._lock:
+                    self._making -= 1
                     if self._closed or len(self._segments) - len(self._oneoff) >= self.max_segments:
                         seg.close(unlink=True)
                         return
@@ -223,8 +227,8 @@ class ShmPool:
         """No room for a segment: count it, say so once, and (a regular one) stop growing, so
         the next arrays go to the disk pool without another try (under the lock)."""
         self.refused += 1
-        if not oneoff:
-            self.max_segments = max(0, len(self._segments) - len(self._oneoff))
+        if not oneoff:  # the segments made and those being made (by prewarm) stay
+            self.max_segments = len(self._segments) - len(self._oneoff) + self._making
         if self.refused == 1:
             report(
                 f"shared memory: no room for a segment in {self.dir} ({exc}); the pool keeps "
