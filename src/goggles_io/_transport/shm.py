@@ -10,7 +10,6 @@ lends handlers read-only views of it (``lending.py``, ADR 0077), anyone else cop
 from __future__ import annotations
 
 import contextlib
-import errno
 import itertools
 import math
 import mmap
@@ -26,6 +25,7 @@ import numpy as np
 from goggles_io._event.records import ShmRef
 from goggles_io._transport.diskpool import DiskReader
 from goggles_io._transport.ring import Ring, release_slot
+from goggles_io._transport.shm_room import reserve
 from goggles_io._util.liveness import pid_alive
 from goggles_io._util.report import report
 from goggles_io.exceptions import FrameError
@@ -45,9 +45,6 @@ __all__ = [
 SEGMENT_PREFIX = "goggles_io-"
 _DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
 _DEFAULT_MAX_SEGMENTS = 6
-# A segment is made only if /dev/shm keeps this share of its size free after it (ADR 0083):
-# others need it too (a container's 64 MiB /dev/shm still holds 3 segments).
-_KEEP_FREE = 4
 _ALIGN = 64
 _NAME_RE = re.compile(r"goggles_io-(\d+)-(\d+)-(\d+)\Z")
 
@@ -103,20 +100,6 @@ def sweep_dead_segments(shm_dir: str | None = None) -> list[str]:
 _OWN_MAPS: dict[str, mmap.mmap] = {}
 
 
-def _reserve(fd: int, size: int, keep_free: bool) -> None:
-    """Take ``size`` bytes of the filesystem for ``fd`` now, or raise OSError (ADR 0083): a
-    sparse tmpfs file maps fine, and its first write into a full /dev/shm is a SIGBUS."""
-    st = os.fstatvfs(fd)
-    free, total = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
-    if keep_free and total and free - size < total // _KEEP_FREE:
-        msg = f"{free >> 20} MiB free of {total >> 20} MiB, a segment takes {size >> 20} MiB"
-        raise OSError(errno.ENOSPC, msg)
-    if hasattr(os, "posix_fallocate"):
-        os.posix_fallocate(fd, 0, size)  # ENOSPC now, not SIGBUS at a copy later
-    else:  # pragma: no cover - macOS: no fallocate; ftruncate only
-        os.ftruncate(fd, size)
-
-
 class _Segment(Ring):
     """One mapped file with a ring allocator; its blocks are reserved and its pages pre-faulted."""
 
@@ -124,7 +107,7 @@ class _Segment(Ring):
         super().__init__(size)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            _reserve(fd, size, keep_free=path.startswith("/dev/shm/"))
+            reserve(fd, size, keep_free=path.startswith("/dev/shm/"))
             # Pre-fault the pages once here, so copying an image in never pays page faults.
             populate = getattr(mmap, "MAP_POPULATE", 0)
             self.map = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | populate)
@@ -174,6 +157,8 @@ class ShmPool:
         self.held_bytes = 0  # in all, read without the lock (a hint: more than half in use?)
         self.refused = 0  # segments the filesystem had no room for (the pool stays smaller)
         self._making = 0  # segments prewarm is making now (outside the lock)
+        self._refusal: OSError | None = None  # the first, told once (_tell)
+        self._told = False
 
     @classmethod
     def with_budget(cls, nbytes: int) -> ShmPool:
@@ -205,10 +190,14 @@ class ShmPool:
                     return
                 with self._lock:
                     self._making -= 1
-                    if self._closed or len(self._segments) - len(self._oneoff) >= self.max_segments:
-                        seg.close(unlink=True)
-                        return
-                    self._segments[seg.name] = seg
+                    full = len(self._segments) - len(self._oneoff) >= self.max_segments
+                    keep = not (self._closed or full)
+                    if keep:
+                        self._segments[seg.name] = seg
+                    self._tell()
+                if not keep:
+                    seg.close(unlink=True)
+                    return
 
         threading.Thread(target=fill, name="goggles_io:shm-prewarm", daemon=True).start()
 
@@ -229,11 +218,17 @@ class ShmPool:
         self.refused += 1
         if not oneoff:  # the segments made and those being made (by prewarm) stay
             self.max_segments = len(self._segments) - len(self._oneoff) + self._making
-        if self.refused == 1:
+        self._refusal = self._refusal or exc
+        self._tell()
+
+    def _tell(self) -> None:
+        """Say once, when no segment is being made any more, how many the pool kept."""
+        if self._refusal is not None and not self._making and not self._told:
+            self._told = True
             report(
-                f"shared memory: no room for a segment in {self.dir} ({exc}); the pool keeps "
-                f"{self.max_segments} of {self.segment_bytes >> 20} MiB, arrays past it go to "
-                "the disk pool"
+                f"shared memory: no room for a segment in {self.dir} ({self._refusal}); the "
+                f"pool keeps {len(self._segments) - len(self._oneoff)} of "
+                f"{self.segment_bytes >> 20} MiB, arrays past it go to the disk pool"
             )
 
     def put(self, array: np.ndarray) -> ShmRef | None:

@@ -219,14 +219,13 @@ def test_a_host_killed_at_a_seeded_moment_of_a_200_image_burst_loses_nothing(
     _send(proc, "finish")
     stdout, stderr = finished(proc, timeout_s=240)
     seen: dict[int, list[bool]] = {}
-    bad = []
-    for r in _records(path):
+    records = _records(path)
+    bad = [r for r in records if not r["ok"]]
+    for r in records:
         seen.setdefault(r["i"], []).append(r["re"])
-        if not r["ok"]:
-            bad.append(r["i"])
 
     assert sorted(seen) == list(range(images)), (after, stderr[-2000:])
-    assert [] == bad, after
+    assert [] == [(r["i"], r["re"]) for r in bad], after
     assert [] == [i for i, marks in seen.items() if not all(marks[1:])], after
     _nothing_lost(json.loads(stdout.strip().splitlines()[-1]), stderr)
 
