@@ -3,7 +3,7 @@
 Peers, each in fresh interpreters with a private socket directory and a private ``TMPDIR``:
 
 * ``goggles_io``              -- default: dedicated host subprocess over the Unix socket, default
-  budgets (16 MiB per queue, 48 MiB shared-memory pool) and the default delivery policy
+  budgets (16 MiB per queue, 96 MiB shared-memory pool, ADR 0083) and the default delivery policy
   (``GOGGLES_WHEN_FULL=spill``: past the budgets, the spool and the disk pool, ADR 0025).
 * ``goggles_io-inprocess``    -- ``GOGGLES_TRANSPORT=inprocess`` (no socket).
 * ``robo-goggles``            -- its default, the dedicated host.
@@ -565,7 +565,7 @@ def main() -> None:
     lines += [
         "",
         "**1 MiB images** (`log.image`, 512x512x4 uint8). `goggles_io` runs with its defaults: "
-        "16 MiB per queue, a 48 MiB shared-memory pool, and past them the disk pool and the spool "
+        "16 MiB per queue, a 96 MiB shared-memory pool, and past them the disk pool and the spool "
         "(ADR 0025). robo-goggles has no budget: it queues everything in memory. GB/s counts "
         "delivered bytes only. Producer growth = the producer's peak RSS at the end of the burst "
         "minus just before it (shared-memory pages it touched included). memcpy = `np.copyto` of "

@@ -44,7 +44,7 @@ __all__ = [
 
 SUBSCRIBER_PREFIX = "goggles_io.subscriber."  # the name of a subscriber's sink in the host
 _DEFAULT_SHM_THRESHOLD = 64 * 1024
-_DEFAULT_SHM_BYTES = 48 * 1024 * 1024  # 3 segments: a 1 MiB image burst stays in memory longer
+_DEFAULT_SHM_BYTES = 96 * 1024 * 1024  # 6 segments: a settled 1 MiB image burst fits (ADR 0083)
 _DEFAULT_IDLE_TIMEOUT_S = 1.0
 _TRANSPORTS = ("socket", "inprocess")
 # The longest path AF_UNIX binds: sun_path is 108 bytes on Linux (104 elsewhere), NUL included.

@@ -25,7 +25,9 @@ import numpy as np
 from goggles_io._event.records import ShmRef
 from goggles_io._transport.diskpool import DiskReader
 from goggles_io._transport.ring import Ring, release_slot
+from goggles_io._transport.shm_room import reserve
 from goggles_io._util.liveness import pid_alive
+from goggles_io._util.report import report
 from goggles_io.exceptions import FrameError
 
 if TYPE_CHECKING:
@@ -42,7 +44,7 @@ __all__ = [
 
 SEGMENT_PREFIX = "goggles_io-"
 _DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
-_DEFAULT_MAX_SEGMENTS = 3
+_DEFAULT_MAX_SEGMENTS = 6
 _ALIGN = 64
 _NAME_RE = re.compile(r"goggles_io-(\d+)-(\d+)-(\d+)\Z")
 
@@ -99,16 +101,20 @@ _OWN_MAPS: dict[str, mmap.mmap] = {}
 
 
 class _Segment(Ring):
-    """One mapped file with a ring allocator."""
+    """One mapped file with a ring allocator; its blocks are reserved and its pages pre-faulted."""
 
     def __init__(self, path: str, size: int) -> None:
         super().__init__(size)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            os.ftruncate(fd, size)
+            reserve(fd, size, keep_free=path.startswith("/dev/shm/"))
             # Pre-fault the pages once here, so copying an image in never pays page faults.
             populate = getattr(mmap, "MAP_POPULATE", 0)
             self.map = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | populate)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise
         finally:
             os.close(fd)
         self.path = path
@@ -149,6 +155,10 @@ class ShmPool:
         self._closed = False
         self._held: dict[tuple[str, int], int] = {}  # bytes of each slot in use
         self.held_bytes = 0  # in all, read without the lock (a hint: more than half in use?)
+        self.refused = 0  # segments the filesystem had no room for (the pool stays smaller)
+        self._making = 0  # segments prewarm is making now (outside the lock)
+        self._refusal: OSError | None = None  # the first, told once (_tell)
+        self._told = False
 
     @classmethod
     def with_budget(cls, nbytes: int) -> ShmPool:
@@ -170,23 +180,56 @@ class ShmPool:
                     if self._closed or regular >= self.max_segments:
                         return
                     name = f"{SEGMENT_PREFIX}{os.getuid()}-{self.owner_pid}-{next(self._counter)}"
+                    self._making += 1
                 try:
                     seg = _Segment(os.path.join(self.dir, name), self.segment_bytes)
-                except OSError:
+                except OSError as exc:
+                    with self._lock:
+                        self._making -= 1
+                        self._refuse(exc)
                     return
                 with self._lock:
-                    if self._closed or len(self._segments) - len(self._oneoff) >= self.max_segments:
-                        seg.close(unlink=True)
-                        return
-                    self._segments[seg.name] = seg
+                    self._making -= 1
+                    full = len(self._segments) - len(self._oneoff) >= self.max_segments
+                    keep = not (self._closed or full)
+                    if keep:
+                        self._segments[seg.name] = seg
+                    self._tell()
+                if not keep:
+                    seg.close(unlink=True)
+                    return
 
         threading.Thread(target=fill, name="goggles_io:shm-prewarm", daemon=True).start()
 
-    def _new_segment(self, size: int) -> _Segment:
+    def _new_segment(self, size: int) -> _Segment | None:
+        """A new segment (under the lock), or ``None`` when the filesystem has no room for it."""
         name = f"{SEGMENT_PREFIX}{os.getuid()}-{self.owner_pid}-{next(self._counter)}"
-        seg = _Segment(os.path.join(self.dir, name), size)
+        try:
+            seg = _Segment(os.path.join(self.dir, name), size)
+        except OSError as exc:
+            self._refuse(exc, oneoff=size > self.segment_bytes)
+            return None
         self._segments[seg.name] = seg
         return seg
+
+    def _refuse(self, exc: OSError, oneoff: bool = False) -> None:
+        """No room for a segment: count it, say so once, and (a regular one) stop growing, so
+        the next arrays go to the disk pool without another try (under the lock)."""
+        self.refused += 1
+        if not oneoff:  # the segments made and those being made (by prewarm) stay
+            self.max_segments = len(self._segments) - len(self._oneoff) + self._making
+        self._refusal = self._refusal or exc
+        self._tell()
+
+    def _tell(self) -> None:
+        """Say once, when no segment is being made any more, how many the pool kept."""
+        if self._refusal is not None and not self._making and not self._told:
+            self._told = True
+            report(
+                f"shared memory: no room for a segment in {self.dir} ({self._refusal}); the "
+                f"pool keeps {len(self._segments) - len(self._oneoff)} of "
+                f"{self.segment_bytes >> 20} MiB, arrays past it go to the disk pool"
+            )
 
     def put(self, array: np.ndarray) -> ShmRef | None:
         """Copy ``array`` into shared memory and return its reference, or ``None`` when full."""
@@ -199,6 +242,8 @@ class ShmPool:
             offset = None
             if need > self.segment_bytes:
                 seg = self._new_segment(need)
+                if seg is None:
+                    return None
                 self._oneoff.add(seg.name)
                 offset = seg.allocate(need)
             else:
@@ -214,6 +259,8 @@ class ShmPool:
                     if regular >= self.max_segments:
                         return None
                     seg = self._new_segment(self.segment_bytes)
+                    if seg is None:
+                        return None
                     offset = seg.allocate(need)
             assert seg is not None and offset is not None
             mm = seg.map

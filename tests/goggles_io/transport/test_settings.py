@@ -20,7 +20,7 @@ class TestReadTransportSettings:
         """With no variable set, the defaults are those docs/transport.md lists."""
         got = ts.read_transport_settings({})
 
-        assert ("socket", None, 65536, 48 * 2**20, True, (), 1.0, None) == (
+        assert ("socket", None, 65536, 96 * 2**20, True, (), 1.0, None) == (
             got.transport,
             got.socket_path,
             got.shm_threshold,

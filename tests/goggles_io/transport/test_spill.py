@@ -106,14 +106,15 @@ class TestSharedMemoryPool:
         assert [float(s % 256) for s in range(1, 101)] == sums
 
     def test_drop_policy_drops_images_past_pool_and_queue(self, bus, finished) -> None:
-        """GOGGLES_WHEN_FULL=drop: images past the pool and the 16 MiB queue are dropped, counted."""
-        proc = _start(bus, 100, "images", GOGGLES_WHEN_FULL="drop")
+        """GOGGLES_WHEN_FULL=drop: images past the pool and the 16 MiB queue are dropped, counted
+        (200: past the 96 MiB pool of ADR 0083 and the queue; 100 were before it)."""
+        proc = _start(bus, 200, "images", GOGGLES_WHEN_FULL="drop")
         _log_with_host_stopped(bus, proc)
         report = json.loads(_say(proc, "finish"))
         finished(proc)
         dropped = sum(report["transport"].values())
 
-        assert dropped > 0 and 101 == dropped + sum(report["handler"])
+        assert dropped > 0 and 201 == dropped + sum(report["handler"])
 
 
 class TestHostDeath:

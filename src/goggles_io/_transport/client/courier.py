@@ -352,6 +352,7 @@ class Courier:
         back their slots but those a host reader still holds."""
         done: list[_Sent] = []
         with self._lock:
+            gen = self.link.losses
             sent = self._sent
             while sent:
                 head = sent[0]
@@ -363,10 +364,15 @@ class Courier:
                 done.append(sent.popleft())
                 _add(self.taken, head.taken)
                 self._again_before.pop(head.seq, None)
+        if not done:
+            return
+        # The pipe first (then no lost link makes them due again); lost before, they may go again:
+        # their slots stay out of use, as after a death (ADR 0083: else a redelivery read reuse).
+        self.pipe.ack(done[-1].seq)
+        if self.link.losses != gen:
+            return
         for each in done:
             self.pools.give_back(each.refs)
-        if done:
-            self.pipe.ack(done[-1].seq)
 
     # -- deaths, forks ----------------------------------------------------------------------
     def link_lost(self) -> None:
