@@ -6,15 +6,9 @@ code stay cheap.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import lazy_loader
-
-try:
-    __version__ = version("split-telemetry")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers (imported on first use)
     from experiment_telemetry.aggregators import (
@@ -45,7 +39,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers (imported on fir
         WandbTransform,
     )
 
-__getattr__ = lazy_loader.attach(
+_lazy = lazy_loader.attach(
     __name__,
     submod_attrs={
         "aggregators": [
@@ -110,3 +104,18 @@ __all__ = [
 def __dir__() -> list[str]:
     # lazy_loader's own __dir__ lists only the lazy names; keep the module's globals too.
     return sorted(set(globals()) | set(__all__))
+
+
+def __getattr__(name: str) -> Any:
+    """``__version__`` read from the package metadata on first use (``importlib.metadata``
+    costs ~10 ms: ``telemetry ui`` starts without it, ADR 0082); the lazy names likewise."""
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("split-telemetry")
+        except PackageNotFoundError:  # running from a source tree that was never installed
+            found = "0+unknown"
+        globals()["__version__"] = found
+        return found
+    return _lazy(name)

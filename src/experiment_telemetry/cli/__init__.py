@@ -6,8 +6,8 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from experiment_telemetry import __version__
 from experiment_telemetry.cli import broker, collector, demo, diff, plot, replay, runs, show, ui
 from experiment_telemetry.cli.args import OneLineParser as _OneLineParser
 
@@ -16,10 +16,21 @@ __all__ = ["main", "make_parser"]
 _SUBCOMMANDS = (demo, runs, show, diff, replay, plot, ui, collector, broker)
 
 
+class _Version(argparse.Action):
+    """``--version``: the package metadata is read only when asked (``importlib.metadata``
+    costs ~10 ms of every command's start, ``telemetry ui``'s included; ADR 0082)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        import experiment_telemetry
+
+        print(f"{parser.prog} {experiment_telemetry.__version__}")
+        parser.exit()
+
+
 def make_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every subcommand module's subparser."""
     parser = _OneLineParser(prog="telemetry", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     subparsers = parser.add_subparsers(
         dest="command", metavar="COMMAND", parser_class=_OneLineParser
     )
