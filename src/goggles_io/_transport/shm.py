@@ -46,6 +46,7 @@ SEGMENT_PREFIX = "goggles_io-"
 _DEFAULT_SEGMENT_BYTES = 16 * 1024 * 1024
 _DEFAULT_MAX_SEGMENTS = 6
 _ALIGN = 64
+_MAKING_WAIT_S = 5.0  # how long a close waits for a segment prewarm is making
 _NAME_RE = re.compile(r"goggles_io-(\d+)-(\d+)-(\d+)\Z")
 
 
@@ -157,6 +158,7 @@ class ShmPool:
         self.held_bytes = 0  # in all, read without the lock (a hint: more than half in use?)
         self.refused = 0  # segments the filesystem had no room for (the pool stays smaller)
         self._making = 0  # segments prewarm is making now (outside the lock)
+        self._made = threading.Condition(self._lock)  # notified as prewarm finishes one
         self._refusal: OSError | None = None  # the first, told once (_tell)
         self._told = False
 
@@ -186,17 +188,20 @@ class ShmPool:
                 except OSError as exc:
                     with self._lock:
                         self._making -= 1
+                        self._made.notify_all()
                         self._refuse(exc)
                     return
                 with self._lock:
-                    self._making -= 1
                     full = len(self._segments) - len(self._oneoff) >= self.max_segments
                     keep = not (self._closed or full)
                     if keep:
                         self._segments[seg.name] = seg
+                    else:  # under the lock: a close waits for it (no file left at exit)
+                        seg.close(unlink=True)
+                    self._making -= 1
+                    self._made.notify_all()
                     self._tell()
                 if not keep:
-                    seg.close(unlink=True)
                     return
 
         threading.Thread(target=fill, name="goggles_io:shm-prewarm", daemon=True).start()
@@ -295,6 +300,9 @@ class ShmPool:
         """Unmap and unlink every segment; only the owner process unlinks (a forked child does not)."""
         with self._lock:
             self._closed = True
+            # A segment prewarm is making now is unlinked by it once made: wait for that (a
+            # moment: one file's blocks), else a process that exits right after leaves the file.
+            self._made.wait_for(lambda: not self._making, timeout=_MAKING_WAIT_S)
             owner = os.getpid() == self.owner_pid
             for seg in self._segments.values():
                 seg.close(unlink=owner)

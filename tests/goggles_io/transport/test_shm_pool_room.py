@@ -81,6 +81,26 @@ def test_the_default_pool_is_six_reserved_pre_faulted_segments_counted_in_rss() 
         pool.close()
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_a_close_while_prewarm_makes_a_segment_leaves_no_file(tmp_path: Path, seed: int) -> None:
+    """Closed at a seeded moment while the background prewarm makes its segments, the pool
+    leaves its folder empty the moment ``close`` returns (a process that exits right after, as
+    a short image script does, used to leave the segment being made: swept only by the next
+    start), and makes nothing after."""
+    rng = random.Random(seed)
+    for _ in range(8):
+        folder = tmp_path / f"shm-{rng.random()}"
+        folder.mkdir()
+        pool = ShmPool(segment_bytes=4 << 20, max_segments=6, shm_dir=str(folder))
+        assert pool.put(np.ones(1 << 20, dtype=np.uint8)) is not None
+        made = rng.randint(1, 5)
+        pool.prewarm()
+        wait_until(lambda p=pool, m=made: len(p.segment_names) >= m, what="some segments made")
+        pool.close()
+        assert [] == list_segments(str(folder))
+        assert [] == os.listdir(folder)
+
+
 def test_the_budget_is_checked_before_a_segment_is_made() -> None:
     """A pool of two 1 MiB segments filled past its budget refuses the third array without
     making a third segment: /dev/shm holds exactly its two files, of its budget in bytes."""
