@@ -17,7 +17,15 @@ T = TypeVar("T")
 # Children started in a process group of their own: stop() kills the whole group.
 _GROUP_LEADERS: weakref.WeakSet[subprocess.Popen[Any]] = weakref.WeakSet()
 
-__all__ = ["ctrl_c_reaches_us", "start", "started", "stop", "wait_until"]
+__all__ = [
+    "ctrl_c_reaches_us",
+    "expect_line",
+    "send_line",
+    "start",
+    "started",
+    "stop",
+    "wait_until",
+]
 
 
 def wait_until(
@@ -114,3 +122,20 @@ def started(argv: Sequence[str], **kwargs: Any) -> Iterator[subprocess.Popen[Any
         yield proc
     finally:
         stop(proc)
+
+
+def send_line(proc: subprocess.Popen[str], line: str) -> None:
+    """Tell a scripted child (text stdin) one line of its step-by-step protocol."""
+    assert proc.stdin is not None
+    proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+
+
+def expect_line(proc: subprocess.Popen[str], want: str) -> None:
+    """Read the scripted child's next line: ``want``, else kill it and fail with all it said."""
+    assert proc.stdout is not None
+    got = proc.stdout.readline().strip()
+    if got != want:
+        proc.kill()
+        out, err = proc.communicate(timeout=30)
+        raise AssertionError(f"expected {want!r}, got {got!r}\nstdout:\n{out}\nstderr:\n{err}")

@@ -32,7 +32,7 @@ import pytest
 
 from goggles_io.runs import read_kv
 from host_kills import alive as _alive
-from support import wait_until
+from support import expect_line, send_line, wait_until
 
 SCRIPTS = Path(__file__).parent / "scripts"
 _SCALARS = 100_000  # the host-kill burst: scalars (step = index) ...
@@ -67,21 +67,6 @@ class _LineCounter:
             self._lines += chunk.count(b"\n", 0, end)
             self._offset += end
         return self._lines
-
-
-def _send(proc: subprocess.Popen[str], line: str) -> None:
-    assert proc.stdin is not None
-    proc.stdin.write(line + "\n")
-    proc.stdin.flush()
-
-
-def _expect(proc: subprocess.Popen[str], want: str) -> None:
-    assert proc.stdout is not None
-    got = proc.stdout.readline().strip()
-    if got != want:
-        proc.kill()
-        out, err = proc.communicate(timeout=30)
-        raise AssertionError(f"expected {want!r}, got {got!r}\nstdout:\n{out}\nstderr:\n{err}")
 
 
 def _last_json(stdout: str) -> dict[str, Any]:
@@ -135,23 +120,23 @@ def test_host_killed_twice_mid_burst_loses_nothing(bus: Any, finished: Any) -> N
     proc = bus.run(
         "acked_producer.py", path, _SCALARS, _IMAGES, GOGGLES_HOST_IMPORTS="recording_sink"
     )
-    _expect(proc, "ready")
+    expect_line(proc, "ready")
     lines = _LineCounter(path)
-    _send(proc, "log")  # the first half of the burst
+    send_line(proc, "log")  # the first half of the burst
     wait_until(lambda: lines() >= 20_000, timeout_s=120, what="the first host handled 20,000")
     first = _kill_host(bus)
-    _expect(proc, "logged")
+    expect_line(proc, "logged")
     after_first = lines()
-    _send(proc, "log")  # the second half: the producer elects a new host
+    send_line(proc, "log")  # the second half: the producer elects a new host
     wait_until(
         lambda: lines() >= after_first + 10_000,
         timeout_s=120,
         what=f"the next host handled 10,000 more than the {after_first} before the first kill",
     )
     second = _kill_host(bus, not_pid=first)
-    _expect(proc, "logged")
+    expect_line(proc, "logged")
     after_second = lines()
-    _send(proc, "finish")
+    send_line(proc, "finish")
     stdout, stderr = finished(proc, timeout_s=240)
     report = _last_json(stdout)
 

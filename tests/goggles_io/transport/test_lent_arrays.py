@@ -15,7 +15,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from goggles_io._event.records import ShmRef
 from goggles_io._transport.client.pools import ArrayPools
 from goggles_io._transport.lending import SlotLeases
 from goggles_io._transport.shm import ShmPool, ShmReader
-from support import wait_until
+from support import expect_line, send_line, wait_until
 
 _IMAGES = 40
 _POOL = 4 * 1024 * 1024  # four 1 MiB slots: kept payloads pin them, the rest must cycle
@@ -143,21 +142,6 @@ def test_a_pinned_slot_stays_out_of_the_pool_until_its_release() -> None:
 
 
 # -- over a real host ----------------------------------------------------------------------------
-def _send(proc: subprocess.Popen[str], line: str) -> None:
-    assert proc.stdin is not None
-    proc.stdin.write(line + "\n")
-    proc.stdin.flush()
-
-
-def _expect(proc: subprocess.Popen[str], want: str) -> None:
-    assert proc.stdout is not None
-    got = proc.stdout.readline().strip()
-    if got != want:
-        proc.kill()
-        out, err = proc.communicate(timeout=30)
-        raise AssertionError(f"expected {want!r}, got {got!r}\nstdout:\n{out}\nstderr:\n{err}")
-
-
 def _records(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     lines = [json.loads(raw) for raw in path.read_text().splitlines()] if path.exists() else []
     return [r for r in lines if "i" in r], [r for r in lines if r.get("closed")]
@@ -192,12 +176,12 @@ def test_kept_payloads_never_change_while_the_producer_logs_on(bus: Any, finishe
         "stashing_producer.py", path, _IMAGES, _KEEP, 0.005,
         GOGGLES_HOST_IMPORTS="stashing_sink", GOGGLES_SHM_BYTES=str(_POOL),
     )  # fmt: skip
-    _expect(proc, "ready")
-    _send(proc, "log")
-    _expect(proc, "logged")
-    _send(proc, "log")
-    _expect(proc, "logged")
-    _send(proc, "finish")
+    expect_line(proc, "ready")
+    send_line(proc, "log")
+    expect_line(proc, "logged")
+    send_line(proc, "log")
+    expect_line(proc, "logged")
+    send_line(proc, "finish")
     stdout, stderr = finished(proc, timeout_s=180)
     report = json.loads(stdout.strip().splitlines()[-1])
     wait_until(lambda: _records(path)[1], timeout_s=60, what="the sink closed")
@@ -229,16 +213,16 @@ def test_a_host_killed_mid_burst_with_kept_payloads_loses_and_changes_nothing(
     path = bus.root / "stash.jsonl"
     images = 120
     proc = bus.run("stashing_producer.py", path, images, 4, GOGGLES_HOST_IMPORTS="stashing_sink")
-    _expect(proc, "ready")
-    _send(proc, "log")
+    expect_line(proc, "ready")
+    send_line(proc, "log")
     wait_until(lambda: len(_records(path)[0]) >= 10, timeout_s=120, what="10 images handled")
     pid = wait_until(lambda: bus.host_alive() and bus.host_pid(), timeout_s=60, what="a host")
     os.kill(int(pid), signal.SIGKILL)
     wait_until(lambda: not _alive(int(pid)), timeout_s=30, what="the host gone")
-    _expect(proc, "logged")
-    _send(proc, "log")
-    _expect(proc, "logged")
-    _send(proc, "finish")
+    expect_line(proc, "logged")
+    send_line(proc, "log")
+    expect_line(proc, "logged")
+    send_line(proc, "finish")
     stdout, stderr = finished(proc, timeout_s=240)
     report = json.loads(stdout.strip().splitlines()[-1])
     wait_until(lambda: _records(path)[1], timeout_s=60, what="the second host's sink closed")

@@ -13,31 +13,15 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from host_kills import alive as _alive
-from support import wait_until
+from support import expect_line, send_line, wait_until
 
 _FIRST, _THEN = 2_000, 1_000
-
-
-def _expect(proc: subprocess.Popen[str], want: str) -> None:
-    assert proc.stdout is not None
-    got = proc.stdout.readline().strip()
-    if got != want:
-        proc.kill()
-        out, err = proc.communicate(timeout=30)
-        raise AssertionError(f"expected {want!r}, got {got!r}\nstdout:\n{out}\nstderr:\n{err}")
-
-
-def _send(proc: subprocess.Popen[str], line: str) -> None:
-    assert proc.stdin is not None
-    proc.stdin.write(line + "\n")
-    proc.stdin.flush()
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -55,16 +39,16 @@ def test_batches_sent_again_go_before_anything_new(bus: Any, finished: Any) -> N
     the new ones; every event arrives."""
     path = bus.root / "order.jsonl"
     proc = bus.run("slow_to_hear.py", path, 3.0, GOGGLES_HOST_IMPORTS="order_sink")
-    _expect(proc, "ready")
-    _send(proc, f"log {_FIRST}")
-    _expect(proc, "logged")
+    expect_line(proc, "ready")
+    send_line(proc, f"log {_FIRST}")
+    expect_line(proc, "logged")
     wait_until(lambda: len(_records(path)) >= 200, timeout_s=60, what="200 events handled")
     pid = wait_until(lambda: bus.host_alive() and bus.host_pid(), what="the host's pid")
     os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not _alive(pid), timeout_s=30, what="the host gone")
-    _send(proc, f"log {_THEN}")  # while the client is still to hear of the death
-    _expect(proc, "logged")
-    _send(proc, "finish")
+    send_line(proc, f"log {_THEN}")  # while the client is still to hear of the death
+    expect_line(proc, "logged")
+    send_line(proc, "finish")
     stdout, stderr = finished(proc, timeout_s=240)
     report = json.loads(stdout.strip().splitlines()[-1])
 

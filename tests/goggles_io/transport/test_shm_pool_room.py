@@ -26,7 +26,7 @@ import pytest
 
 from goggles_io._transport.settings import read_transport_settings
 from goggles_io._transport.shm import ShmPool, list_segments
-from support import start, wait_until
+from support import expect_line, send_line, start, wait_until
 
 SCRIPTS = Path(__file__).parent / "scripts"
 _SEGMENT = 16 << 20
@@ -172,11 +172,11 @@ def test_a_producer_over_a_nearly_full_dev_shm_delivers_every_image(
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     bus.procs.append(proc)
-    _expect(proc, "ready")
+    expect_line(proc, "ready")
     for _ in range(2):
-        _send(proc, "log")
-        _expect(proc, "logged")
-    _send(proc, "finish")
+        send_line(proc, "log")
+        expect_line(proc, "logged")
+    send_line(proc, "finish")
     stdout, stderr = finished(proc, timeout_s=180)
     records = _records(path)
 
@@ -197,15 +197,15 @@ def test_two_producers_at_once_each_deliver_every_image_intact(bus: Any, finishe
         for _ in range(2)
     ]
     for proc in procs:
-        _expect(proc, "ready")
+        expect_line(proc, "ready")
     for proc in procs:
-        _send(proc, "log")
+        send_line(proc, "log")
     for proc in procs:
-        _expect(proc, "logged")
-        _send(proc, "log")
+        expect_line(proc, "logged")
+        send_line(proc, "log")
     for proc in procs:
-        _expect(proc, "logged")
-        _send(proc, "finish")
+        expect_line(proc, "logged")
+        send_line(proc, "finish")
     outs = [finished(proc, timeout_s=240) for proc in procs]
     records = _records(path)
 
@@ -228,15 +228,15 @@ def test_a_host_killed_at_a_seeded_moment_of_a_200_image_burst_loses_nothing(
     path = bus.root / "stash.jsonl"
     images, after = 200, random.Random(seed).randrange(1, 90)
     proc = bus.run("stashing_producer.py", path, images, 0, GOGGLES_HOST_IMPORTS="stashing_sink")
-    _expect(proc, "ready")
-    _send(proc, "log")
+    expect_line(proc, "ready")
+    send_line(proc, "log")
     wait_until(lambda: len(_records(path)) >= after, timeout_s=120, what=f"{after} handled")
     pid = wait_until(lambda: bus.host_alive() and bus.host_pid(), timeout_s=60, what="a host")
     os.kill(int(pid), signal.SIGKILL)
-    _expect(proc, "logged")
-    _send(proc, "log")
-    _expect(proc, "logged")
-    _send(proc, "finish")
+    expect_line(proc, "logged")
+    send_line(proc, "log")
+    expect_line(proc, "logged")
+    send_line(proc, "finish")
     stdout, stderr = finished(proc, timeout_s=240)
     seen: dict[int, list[bool]] = {}
     records = _records(path)
@@ -251,21 +251,6 @@ def test_a_host_killed_at_a_seeded_moment_of_a_200_image_burst_loses_nothing(
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def _send(proc: subprocess.Popen[str], line: str) -> None:
-    assert proc.stdin is not None
-    proc.stdin.write(line + "\n")
-    proc.stdin.flush()
-
-
-def _expect(proc: subprocess.Popen[str], want: str) -> None:
-    assert proc.stdout is not None
-    got = proc.stdout.readline().strip()
-    if got != want:
-        proc.kill()
-        out, err = proc.communicate(timeout=30)
-        raise AssertionError(f"expected {want!r}, got {got!r}\nstdout:\n{out}\nstderr:\n{err}")
-
-
 def _records(path: Path) -> list[dict[str, Any]]:
     lines = path.read_text().splitlines() if path.exists() else []
     return [r for r in map(json.loads, lines) if "i" in r]
