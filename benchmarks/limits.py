@@ -18,7 +18,8 @@ The last table holds every goal: the bus goals from the medians (and their worst
 broker, workers and index goals read from those scripts' own output.
 
 Run: ``python3 benchmarks/limits.py [--rev 41a0e84] [--repeats 5] [--only bus,index]``
-(about 15 minutes on a quiet 2-core machine with 5 repeats). Markdown to stdout, progress to stderr.
+(6-15 minutes on a quiet 2-core machine with 5 repeats: 6 on 2026-12-05). Markdown to stdout,
+progress to stderr.
 """
 
 from __future__ import annotations
