@@ -155,7 +155,7 @@ class MetricLogger(TextLogger):
         else:
             filepath = lineno = None
         # A row of atomic values in rows.py's slot order: no Event, no dict (ADR 0071).
-        (state.transport or get_transport()).put_row(
+        (state.transport or get_transport()).put_scalar(
             (_METRIC_VALUE, self.scope, name, None, step, _now(), self.name, state.pid,
              filepath, lineno, ext or None, time, value, "", 0),
             _SCALAR_BYTES,

@@ -231,6 +231,9 @@ class EventBus:
             return True
         return self._put_row_routed(row, nbytes)
 
+    put_scalar = put_row
+    """A one-value metric's row goes as any row here (the socket client gathers them)."""
+
     def _put_row_routed(self, row: Row, nbytes: int) -> bool:
         """:meth:`put_row` through the routes (re-opening a finished bus, saying an unrouted
         scope once, filtering by level), caching the route's putter when it has one."""

@@ -231,6 +231,10 @@ class Transport(Protocol):
         budgets; ``False`` when it was dropped (counted): a staged array in it is then the
         caller's to give back (:meth:`release_staged`)."""
 
+    def put_scalar(self, row: Row, nbytes: int) -> bool:
+        """:meth:`put_row` of a one-value metric's row (``logger.scalar``'s): a socket client
+        gathers these end to end before its pipe (ADR 0088)."""
+
     def stage_array(self, array: np.ndarray) -> ShmRef | None:
         """Copy a big array into shared memory at the log call, or ``None`` (kept inline)."""
 

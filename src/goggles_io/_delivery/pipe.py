@@ -68,6 +68,10 @@ class Pipe(Generic[T]):
         on_loss: told ``(reason, units, detail)`` of a loss; default: once per reason on stderr.
         on_put: called first by every :meth:`put_one` (a lane's count of the rows offered to it:
             a C counter, so the in-process hot path is one Python frame here).
+        run_extra: the units beyond one per item of a list (the runs :meth:`put_run` queues
+            count their rows against ``max_items``); needed only where ``put_run`` is used.
+        refill: called by the worker when it lingered and found nothing to batch; puts what a
+            front gathered (:meth:`put_run`) and says whether it put anything (ADR 0088).
         name: the worker thread's name.
     """
 
@@ -88,6 +92,8 @@ class Pipe(Generic[T]):
         on_idle: Callable[[], float | None] | None = None,
         on_loss: Callable[[str, int, str], object] | None = None,
         on_put: Callable[[], object] | None = None,
+        run_extra: Callable[[list[T]], int] | None = None,
+        refill: Callable[[], bool] | None = None,
         backoff_s: tuple[float, float] = (0.05, 1.0),
         name: str = "goggles_io:pipe",
     ) -> None:
@@ -106,18 +112,25 @@ class Pipe(Generic[T]):
         self._on_idle = on_idle
         self._on_loss = on_loss or LossReport(label)
         self._on_put = on_put or _nothing
+        self._run_extra = run_extra
+        self.refill = refill
         self._name = name
         self._reset()
 
     def _reset(self) -> None:
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._sleeping = False
+        # The worker sleeps until woken: a producer that puts wakes it (read without the lock;
+        # a front reads it too, ADR 0088).
+        self.sleeping = False
         # Put, not yet batched: the items, and their bytes in a deque of their own (appended
         # first, popped after), so a queued item is not wrapped in a tuple the GC tracks.
         self._queue: deque[T] = deque()
         self._sizes: deque[int] = deque()
         self._limit = -1  # max_items; -1 sends put() to the slow path (spilling, closed, cold)
+        # Units queued beyond one per item (runs of rows, put_run): the fast paths compare the
+        # queue's length with ``_limit = max_items - _extra``.
+        self._extra = 0
         self._bytes_in = 0  # bytes ever put in memory (producers)
         self._bytes_out = 0  # bytes ever released (acked, or taken out of memory)
         self._waiting = self._new_waiting()  # behind the queue once spilled, in order
@@ -144,7 +157,7 @@ class Pipe(Generic[T]):
         self._bytes_in += size
         self._sizes.append(size)
         queue.append(item)
-        if self._sleeping:
+        if self.sleeping:
             self._wake.set()
         return True
 
@@ -158,7 +171,7 @@ class Pipe(Generic[T]):
         self._bytes_in += size
         self._sizes.append(size)
         queue.append(item)
-        if self._sleeping:
+        if self.sleeping:
             self._wake.set()
         return True
 
@@ -178,11 +191,31 @@ class Pipe(Generic[T]):
             self._bytes_in += total
             self._sizes.extend(sizes)  # sizes first, as in put(): the worker pops items first
             queue.extend(items)
-            if self._sleeping:
+            if self.sleeping:
                 self._wake.set()
             return 0
         put = self.put
         return sum(not put(item, size) for item, size in zip(items, sizes, strict=True))
+
+    def put_run(self, item: T, size: int, units: int) -> bool:
+        """Queue ``item`` that holds ``units`` units (a run of rows) when it fits in memory as it
+        is; ``False``, and nothing queued, when it does not (spilling, full, closed, not
+        started): the caller then puts its units one by one (ADR 0088)."""
+        with self._lock:
+            queue = self._queue
+            if (
+                len(queue) + units > self._limit
+                or self._bytes_in - self._bytes_out + size > self.max_bytes
+            ):
+                return False
+            self._extra += units - 1
+            self._limit -= units - 1
+            self._bytes_in += size
+            self._sizes.append(size)
+            queue.append(item)
+        if self.sleeping:
+            self._wake.set()
+        return True
 
     def nudge(self) -> None:
         """Wake the worker now, even while it lingers for more items: someone waits for room."""
@@ -198,7 +231,7 @@ class Pipe(Generic[T]):
             why = self._place_locked(item, size, force)
             blocks = self.policy.blocks and not self._down
         if not why:
-            if self._sleeping:
+            if self.sleeping:
                 self._wake.set()
             return True
         if blocks:
@@ -227,7 +260,7 @@ class Pipe(Generic[T]):
         if not waiting.active:
             held = self._bytes_in - self._bytes_out
             fits = held + size <= self.max_bytes or (held == 0 and not self._queue)
-            if force or (len(self._queue) < self.max_items and fits):
+            if force or (len(self._queue) + self._extra < self.max_items and fits):
                 self._bytes_in += size
                 self._sizes.append(size)
                 self._queue.append(item)
@@ -260,7 +293,7 @@ class Pipe(Generic[T]):
                 return 0
             self._bytes_out += nbytes
             self._tally.delivered_locked(units)
-        if self._sleeping:
+        if self.sleeping:
             self._wake.set()
         return units
 
@@ -275,10 +308,11 @@ class Pipe(Generic[T]):
         self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
         self._thread.start()
         if not self._closed and not self._waiting.active:
-            self._limit = self.max_items
+            self._limit = self.max_items - self._extra
 
     def _run(self) -> None:
         backoff = self.backoff_s[0]
+        refill_due = False  # after each linger or sleep, a front is asked once for its rows
         while True:
             with self._lock:
                 batch, part = self._pick_locked()
@@ -289,13 +323,18 @@ class Pipe(Generic[T]):
                 # overtake the batches sent again).
                 gen = self.sending_gen = self._kept.gen
             if part is not None:
-                self._sleeping = False
+                self.sleeping = False
                 self._read_back(part)  # kept as a new batch; picked in order next time round
                 continue
             if batch is None:
+                if refill_due and self.refill is not None:
+                    refill_due = False
+                    if self.refill():
+                        continue
                 self._sleep()
+                refill_due = True
                 continue
-            self._sleeping = False
+            self.sleeping = False
             again = batch.attempts > 0
             batch.attempts += 1
             try:
@@ -315,12 +354,12 @@ class Pipe(Generic[T]):
                 self.ack(batch.seq)
 
     def _sleep(self) -> None:
-        if not self._sleeping:
+        if not self.sleeping:
             # Linger a moment unannounced (producers in a burst then never pay for a wake-up),
             # then look once more with the flag up: no wake-up is missed.
             self._wake.wait(_LINGER_S)
             self._wake.clear()
-            self._sleeping = True
+            self.sleeping = True
             return
         timeout = None
         if self._on_idle is not None:
@@ -330,7 +369,7 @@ class Pipe(Generic[T]):
                 timeout = self.backoff_s[1]
         self._wake.wait(timeout)
         self._wake.clear()
-        self._sleeping = False
+        self.sleeping = False
 
     def _pick_locked(self) -> tuple[Batch[T] | None, Part[T] | None]:
         """The next batch to send: a kept one due again, else a new one (queue, then what is
@@ -344,14 +383,20 @@ class Pipe(Generic[T]):
         if self.max_unacked is not None and len(kept) >= self.max_unacked:
             return None, None
         if self._queue:
-            return self._kept.add_from(
+            batch = self._kept.add_from(
                 self._queue, self._sizes, self.batch_items, self.batch_bytes, self._count
-            ), None
+            )
+            if self._extra and self._run_extra is not None:
+                extra = self._run_extra(batch.items)
+                self._extra -= extra
+                if self._limit != -1:
+                    self._limit += extra
+            return batch, None
         waiting = self._waiting
         part = waiting.take(lambda nbytes: self._charge_locked(nbytes, not kept))
         if waiting.active and waiting.empty():
             waiting.active = False  # all spilled was taken: new items go to memory again
-            self._limit = self.max_items
+            self._limit = self.max_items - self._extra
         if part is None:
             if waiting.empty() and self._bytes_in - self._bytes_out <= self.max_bytes // 2:
                 self._allowance.refill()  # drained (kept batches too): the next burst may wait
@@ -451,6 +496,7 @@ class Pipe(Generic[T]):
             queued = list(self._queue)
             self._queue.clear()
             self._sizes.clear()
+            self._extra = 0
             waiting, self._waiting = self._waiting, self._new_waiting()
         kept = keep is not None and left > 0 and keep(left_in_order(batches, queued, waiting))
         with self._lock:

@@ -25,7 +25,16 @@ from operator import countOf
 from typing import Any
 
 from goggles_io._event.messages import MAX_BATCH_EVENTS, Batch
-from goggles_io._event.rows import KINDS, SLOT_NAMES, SLOTS, Row, columns_of, rows_of
+from goggles_io._event.rows import (
+    KINDS,
+    SLOT_NAMES,
+    SLOTS,
+    Row,
+    RowRun,
+    columns_of,
+    rows_of,
+    run_length,
+)
 from goggles_io.exceptions import FrameError
 
 __all__ = ["MAX_PRODUCER_CHARS", "TYPES", "batch_body", "read_batch"]
@@ -127,7 +136,7 @@ def batch_body(batch: Batch) -> list[Any]:
         ValueError: a row of another shape.
     """
     rows = batch.rows
-    n = len(rows)
+    n = run_length(rows) if type(rows) is RowRun else len(rows)
     body: list[Any] = [batch.seq, n]
     if not n:
         body += [[] for _ in range(SLOTS)]

@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 from goggles_io._event.codec import Batch, Encoder
 from goggles_io._event.records import ShmRef
-from goggles_io._event.rows import Row, payload_of
+from goggles_io._event.rows import Row, RowRun, payload_of, run_rows
 from goggles_io._transport.framing import DEFAULT_MAX_FRAME_BYTES, encode_frame
 
-__all__ = ["Batcher", "Frame", "staged"]
+__all__ = ["Batcher", "Frame", "as_rows", "staged"]
 
 # (seq, frame bytes, the rows it carries, shm slots the frame points at): the client keeps the
 # rows until the host acknowledges the frame, to send them again to the next host (ADR 0030).
@@ -59,9 +59,10 @@ class Batcher:
             payload = encoder.encode(Batch(self.seq + 1, rows, redelivered, producer, first))
         except _ENCODE_ERRORS:
             self._release(encoder.created)
-            return self._one_by_one(rows, encoder, redelivered, producer, first)
+            return self._one_by_one(as_rows(rows), encoder, redelivered, producer, first)
         if len(payload) > self._max:
             self._release(encoder.created)
+            rows = as_rows(rows)
             if len(rows) == 1:
                 size = f"{len(payload)!r} bytes"
                 self._on_unencodable(ValueError(f"row of {size} exceeds the frame limit"))
@@ -100,6 +101,11 @@ class Batcher:
         for at, run in runs:
             frames += self.frames(run, redelivered, producer, first + at if producer else 0)
         return frames
+
+
+def as_rows(rows: list[Row]) -> list[Row]:
+    """``rows`` as row tuples: a scalar front's :class:`RowRun` is laid end to end (ADR 0088)."""
+    return run_rows(rows) if type(rows) is RowRun else rows
 
 
 def staged(rows: list[Row]) -> list[ShmRef]:

@@ -25,11 +25,14 @@ import attrs
 
 from goggles_io._event.messages import REPLAYED, Ack, Call, Release, Reply
 from goggles_io._event.records import ShmRef
-from goggles_io._event.rows import Row, is_row, payload_of
+from goggles_io._event.rows import Row, RowRun, payload_of, run_length
+from goggles_io._transport.client.batch_shapes import plain, runs_only, staged_bytes
 from goggles_io._transport.client.link import HostLink, LinkLost
+from goggles_io._transport.client.loading import load_modules
 from goggles_io._transport.client.operations import Marker
 from goggles_io._transport.client.pools import ArrayPools
 from goggles_io._transport.framing import encode_frame
+from goggles_io._util.collector import collector_paused
 
 if TYPE_CHECKING:
     from goggles_io._delivery.pipe import Pipe
@@ -37,81 +40,23 @@ if TYPE_CHECKING:
     from goggles_io._event.codec import Encoder
     from goggles_io._transport.client.batching import Batcher
 
-__all__ = [
-    "AGAIN",
-    "SEQ_SHIFT",
-    "Courier",
-    "Item",
-    "load_modules",
-    "loading_modules",
-]
+__all__ = ["AGAIN", "SEQ_SHIFT", "Courier", "Item"]
 
-Item = Row | Marker  # what the client pipe carries: rows (rows.py) and handler operations
+# What the client pipe carries: rows (rows.py), a scalar front's runs of them, handler operations.
+Item = Row | RowRun | Marker
 # Not sent: the events after ``Call(AGAIN, {"on": True})`` go marked redelivered until one with
 # ``on`` false (a dead process's events its host may have handled: ``leftovers.py``).
 AGAIN = "again"
 # An event's sequence is its pipe batch's number shifted left by this, plus its index in the
-# batch (a client batch holds at most 1024 items): the same on every send (ADR 0057).
+# batch (a run of a scalar front counts its rows; a client batch holds at most 1024 items and
+# 1 MiB of them, a few thousand rows): the same on every send (ADR 0057).
 SEQ_SHIFT = 20
-
-# The codec (numpy, cattrs), the election and the pools are imported by the pipe's worker, so
-# attach() and the first log calls never wait on them (ADR 0025). A fork while that import runs
-# would leave the child with half-imported modules: the fork waits for it to end (bounded).
-_LOADING = threading.Event()
-_LOADED = threading.Event()
-
-
-def loading_modules() -> None:
-    """Say that a worker is about to import (called before it starts)."""
-    if not _LOADED.is_set():
-        _LOADING.set()
-
-
-def load_modules() -> None:
-    """Import what the worker needs; idempotent."""
-    if _LOADED.is_set():
-        return
-    try:
-        import goggles_io._event.codec
-        import goggles_io._transport.client.batching
-        import goggles_io._transport.client.election
-        import goggles_io._transport.shm  # noqa: F401
-    finally:
-        _LOADED.set()
-
-
-def _before_fork() -> None:
-    if _LOADING.is_set() and not _LOADED.is_set():
-        _LOADED.wait(10.0)
-
-
-os.register_at_fork(before=_before_fork)
-
 
 _FRAME_HELD_BYTES = 4 * 1024 * 1024
 # Frames of consecutive batches are written together up to this much while more batches wait:
 # each write releases the GIL, and the application's thread then keeps it for a whole switch
 # interval (5 ms), so one write per small batch starved the sender.
 _WRITE_BYTES = 512 * 1024
-
-
-def _staged_bytes(row: Row) -> int:
-    """The array ``row`` staged in a pool, which the host copies out: the pipe counted only its
-    reference (the rest of a batch is bounded by the pipe's own batch bytes)."""
-    payload = payload_of(row)
-    return payload.nbytes if type(payload) is ShmRef else 0
-
-
-def _plain(items: list[Item], staged_any: bool = True) -> bool:
-    """Whether ``items`` are all rows and none staged an array: the batch is then one run of
-    rows, framed without looking at each item. Without ``staged_any`` (no slot was ever staged
-    in this process) the payloads are not looked at either (measured: about 370 instructions a
-    row less)."""
-    if sum(map(is_row, items)) != len(items):
-        return False
-    return not staged_any or ShmRef not in set(
-        map(type, map(payload_of, items))  # type: ignore[arg-type]
-    )
 
 
 def _add(into: dict[str, int], counts: dict[str, int]) -> None:
@@ -202,12 +147,15 @@ class Courier:
         data: list[bytes] = []
         sent = _Sent(seq, None, set(), [], [])
         base = seq << SEQ_SHIFT
-        if _plain(items, self.pools.staged_any):  # no operation, no staged array: one run
-            again = redelivered or self._again
-            first = 0 if self._again else base
-            self._frame_events(items, again, batcher, sent, data, first)  # type: ignore[arg-type]
-        else:
-            self._frame_mixed(items, redelivered, encoder, batcher, sent, data, base)
+        with collector_paused():  # ADR 0088: framing's short-lived objects never promoted
+            if runs_only(items):  # a front's runs of scalars: columns by slicing
+                self._frame_runs(items, redelivered, batcher, sent, data, base)  # type: ignore[arg-type]
+            elif plain(items, self.pools.staged_any):  # no operation, no staged array: one run
+                again = redelivered or self._again
+                first = 0 if self._again else base
+                self._frame_events(items, again, batcher, sent, data, first)  # type: ignore[arg-type]
+            else:
+                self._frame_mixed(items, redelivered, encoder, batcher, sent, data, base)
         with self._lock:
             if gen != self.link.losses:  # lost since the pick: link_lost() cleared what it held
                 stale = True
@@ -236,6 +184,23 @@ class Courier:
             raise
         self._settle()  # a batch of nothing (all unencodable) is through at once
 
+    def _frame_runs(
+        self,
+        runs: list[RowRun],
+        redelivered: bool,
+        batcher: Batcher,
+        sent: _Sent,
+        data: list[bytes],
+        base: int,
+    ) -> None:
+        """Frame each run as a batch of its own, numbered from its first row's position in the
+        pipe batch (``base`` + the rows before it), as :meth:`_frame_mixed` numbers them."""
+        again = redelivered or self._again
+        at = 0
+        for run in runs:
+            self._frame_events(run, again, batcher, sent, data, 0 if self._again else base + at)
+            at += run_length(run)
+
     def _frame_mixed(
         self,
         items: list[Item],
@@ -252,7 +217,9 @@ class Courier:
         held = 0  # bytes of staged arrays the host will read for ``events``
         again = redelivered or self._again
         first = 0  # the number of events[0] (0: unnumbered)
-        for i, item in enumerate(items):
+        i = -1  # the position in the batch: an item one, a run its rows (leftovers.py too)
+        for item in items:
+            i += 1
             if isinstance(item, Marker):
                 self._frame_events(events, again, batcher, sent, data, first)
                 events, held = [], 0
@@ -263,10 +230,17 @@ class Courier:
                 else:
                     self._frame_call(item, encoder, sent, data)
                 continue
+            if isinstance(item, RowRun):  # framed on its own, numbered from its position
+                self._frame_events(events, again, batcher, sent, data, first)
+                events, held = [], 0
+                at = 0 if self._again else base + i
+                self._frame_events(item, again, batcher, sent, data, at)
+                i += run_length(item) - 1
+                continue
             if not events:
                 first = 0 if self._again else base + i
             events.append(item)
-            held += _staged_bytes(item)
+            held += staged_bytes(item)
             if held >= _FRAME_HELD_BYTES:
                 # A frame's arrays all live in the host at once: it waits for room per frame.
                 self._frame_events(events, again, batcher, sent, data, first)

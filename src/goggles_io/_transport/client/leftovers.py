@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from goggles_io._delivery.spool_space import remove_own_tree, spool_space
 from goggles_io._event.messages import REPLAYED, Call
 from goggles_io._event.records import ShmRef
-from goggles_io._event.rows import Row, payload_of, with_payload
+from goggles_io._event.rows import Row, RowRun, payload_of, run_length, run_rows, with_payload
 from goggles_io._transport.client.courier import SEQ_SHIFT, Item, PipeOwner
 from goggles_io._transport.client.operations import Marker
 from goggles_io._transport.client.spawn import spawn_detached
@@ -216,7 +216,15 @@ class Leftovers:
                 base = seq << SEQ_SHIFT
                 run: list[Row] = []
                 first = base
-                for i, item in enumerate(items):
+                i = -1  # the position in the batch: an item one, a front's run its rows
+                for item in items:
+                    i += 1
+                    if isinstance(item, RowRun):
+                        if not run:
+                            first = base + i
+                        run += run_rows(item)
+                        i += run_length(item) - 1
+                        continue
                     if not isinstance(item, Marker):
                         if not run:
                             first = base + i

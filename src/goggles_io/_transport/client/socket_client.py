@@ -34,9 +34,11 @@ from goggles_io._delivery.pipe import Pipe
 from goggles_io._event.messages import REPLAYED, Call
 from goggles_io._event.records import Event, ShmRef
 from goggles_io._event.rows import Row, count_rows, nbytes, row_of
-from goggles_io._transport.client.courier import Courier, Item, loading_modules
+from goggles_io._transport.client.courier import Courier, Item
+from goggles_io._transport.client.front import ScalarFront, run_extra
 from goggles_io._transport.client.leftovers import Leftovers
 from goggles_io._transport.client.link import HostLink
+from goggles_io._transport.client.loading import loading_modules
 from goggles_io._transport.client.operations import HandlerOperations, Marker
 from goggles_io._transport.client.placement import LocalHandlers
 from goggles_io._transport.client.pools import ArrayPools
@@ -103,6 +105,7 @@ def client_pipe(
         batch_bytes=_BATCH_BYTES,
         codec=_SpillCodec(),
         units=count_rows,
+        run_extra=run_extra,
         name="goggles_io:sender",
     )
 
@@ -170,9 +173,13 @@ class SocketClient:
             ),
         )
         self.pipe = self.courier.pipe
-        # Where a log call's row goes: _put_first until started, then (asynchronous) the pipe's
-        # put itself, one call fewer on the logger's hot path.
+        # Scalars gather end to end before the pipe (ADR 0088); its worker asks for them.
+        self.front = ScalarFront(self.pipe, self.settings.queue_size)
+        self.pipe.refill = self.front.refill
+        # Where a log call's row goes: _put_first until started, then (asynchronous) the
+        # front's put itself, one call fewer on the logger's hot path.
         self.put_row: Callable[[Row, int], bool] = self._put_first
+        self.put_scalar: Callable[[Row, int], bool] = self._put_first
         self.unencodable = 0
         self._issued: list[Call] = []  # every operation issued here, for a forked child
         self._running = False
@@ -209,7 +216,8 @@ class SocketClient:
         self.local.resubscribe()  # handlers of ours kept across finish() need their feed again
         self.leftovers.deliver()  # dead processes' folders: into their own runs (ADR 0060)
         if self.settings.async_mode:
-            self.put_row = self.pipe.put
+            self.put_row = self.front.put_other
+            self.put_scalar = self.front.put
 
     @property
     def elector(self) -> HostElector:
@@ -253,6 +261,7 @@ class SocketClient:
         marker = Marker(Call(next(self._tokens), op, args))
         if op in REPLAYED:
             self._issued.append(marker.call)
+        self.front.seal()  # after every scalar put before it
         self.pipe.put(marker, 0, force=True)
         return marker
 
@@ -302,7 +311,7 @@ class SocketClient:
 
     def undelivered(self) -> int:
         """Events logged here that the host's handlers have not taken yet."""
-        return self.pipe.left()
+        return self.pipe.left() + len(self.front)
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Wait until the host's handlers (and ours fed by it) handled everything so far."""
@@ -425,6 +434,7 @@ class SocketClient:
         later); the tally of the pipe that closed. A later log call starts afresh."""
         with self._lock:
             self._running = False
+        self.front.seal(force=True)  # counted with the rest: kept for later or not delivered
         self.pipe.close(keep=self.leftovers.closing(keep, self._issued))
         tally = self._tally(handed_over)
         self.link.close()
