@@ -27,13 +27,14 @@ import threading
 import time
 from typing import Any
 
-from goggles_io._broker.entries import decode_entry
+from goggles_io._broker.entries import decode_entry_columns
+from goggles_io._broker.handing import hand_read
 from goggles_io._broker.housekeeping import release_run, trim_handled
 from goggles_io._broker.settings import BrokerSettings, check_url, seen_key, stream_name
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import FinishReport
 from goggles_io._event.codec import Decoder
-from goggles_io._util.collector import collector_paused
+from goggles_io._event.columns import BatchColumns
 from goggles_io._util.report import ReportOnce, report
 from goggles_io.exceptions import FrameError
 from goggles_io.handlers.base import Handler
@@ -272,14 +273,14 @@ class BrokerConsumer:
         import redis
 
         skip: list[bytes] = []  # acknowledged without handling: gone, malformed, repeats
-        fresh: list[tuple[bytes, str, int, list[Any]]] = []
+        fresh: list[tuple[bytes, str, int, BatchColumns]] = []
         taken: set[tuple[str, int]] = set()
         for entry_id, fields in entries:
             if not fields:  # an entry of our pending list that the stream no longer holds
                 skip.append(entry_id)
                 continue
             try:
-                producer, seq, rows = decode_entry(decoder, fields)
+                producer, seq, columns = decode_entry_columns(decoder, fields)
             except FrameError as exc:
                 self.malformed += 1
                 self._report_once("bad", f"broker consumer: skipping a malformed entry ({exc})")
@@ -290,7 +291,7 @@ class BrokerConsumer:
                 skip.append(entry_id)
                 continue
             taken.add((producer, seq))
-            fresh.append((entry_id, producer, seq, rows))
+            fresh.append((entry_id, producer, seq, columns))
         producers = sorted({producer for _, producer, _, _ in fresh})
         if fresh:  # another consumer of the group may have handled some
             pipe = client.pipeline(transaction=False)
@@ -308,11 +309,15 @@ class BrokerConsumer:
                 skip += [e[0] for e in fresh if (e[1], e[2]) in done]
                 fresh = [e for e in fresh if (e[1], e[2]) not in done]
                 producers = sorted({producer for _, producer, _, _ in fresh})
+        if fresh:  # one call per handler for the read, with no row between (ADR 0086)
+            for at in reversed(hand_read(self.bus, [e[3] for e in fresh])):
+                self.malformed += 1
+                self._report_once("bad", "broker consumer: skipping an entry that made no events")
+                skip.append(fresh.pop(at)[0])
+                producers = sorted({producer for _, producer, _, _ in fresh})
         if fresh:
-            with collector_paused():  # a read's events live together until handled (ADR 0085)
-                self.bus.put_rows([row for *_, rows in fresh for row in rows])
             self.handled += len(fresh)
-            events = sum(len(rows) for *_, rows in fresh)
+            events = sum(e[3].n for e in fresh)
             self.events += events
             self._per_entry = events / len(fresh)
             for _, producer, seq, _ in fresh:
