@@ -169,6 +169,7 @@ class BrokerConsumer:
     # -- the reading thread -----------------------------------------------------------------
     def _run(self) -> None:
         import redis
+        from redis.exceptions import NoScriptError
 
         decoder = Decoder()
         backoff = 0.05
@@ -178,7 +179,9 @@ class BrokerConsumer:
             try:
                 if client is None:
                     client = self._connect()
-                    mark = client.register_script(_MARK_AND_ACK)
+                    # Loaded here, run by its sha in each read's pipeline: redis-py's own
+                    # script objects ask SCRIPT EXISTS first, a round trip a read (ADR 0086).
+                    mark = client.script_load(_MARK_AND_ACK)
                     self._catch_up(client, mark, decoder)
                 if time.monotonic() >= next_claim:
                     next_claim = time.monotonic() + _CLAIM_EVERY_S
@@ -191,10 +194,18 @@ class BrokerConsumer:
                     self._process(client, mark, decoder, entries)
                 backoff = 0.05
             except (redis.ConnectionError, redis.TimeoutError, OSError, redis.ResponseError) as exc:
-                if isinstance(exc, redis.ResponseError) and "NOGROUP" not in str(exc):
+                forgot = isinstance(exc, NoScriptError)
+                if (
+                    isinstance(exc, redis.ResponseError)
+                    and not forgot
+                    and "NOGROUP" not in str(exc)
+                ):
                     raise  # a refusal we do not expect: the thread's report says what it was
-                # NOGROUP: a Redis that restarted without its data, reached on a fresh socket.
-                self._report_once("down", f"broker consumer: Redis unreachable ({exc}); retrying")
+                # NOGROUP: a Redis that restarted without its data, reached on a fresh socket;
+                # NOSCRIPT: one whose scripts were flushed. A new connection loads the script,
+                # puts back our marks and acknowledges what the failed step left (_catch_up).
+                what = "forgot its scripts" if forgot else "unreachable"
+                self._report_once(what, f"broker consumer: Redis {what} ({exc}); retrying")
                 with contextlib.suppress(Exception):
                     if client is not None:
                         client.close()
@@ -218,7 +229,7 @@ class BrokerConsumer:
             self._ensure_group(client)
         return client
 
-    def _catch_up(self, client: Any, mark: Any, decoder: Decoder) -> None:
+    def _catch_up(self, client: Any, mark: str, decoder: Decoder) -> None:
         """On a new connection, before reading on: put back our marks, finish our acks, and
         handle what was delivered to us and never acknowledged, in stream order."""
         restore = client.register_script(_RESTORE)
@@ -266,11 +277,12 @@ class BrokerConsumer:
         return found
 
     def _process(
-        self, client: Any, mark: Any, decoder: Decoder, entries: list[tuple[bytes, Any]]
+        self, client: Any, mark: str, decoder: Decoder, entries: list[tuple[bytes, Any]]
     ) -> None:
         """Handle a read's entries in stream order: two round trips for the lot (check; then,
         after the handlers ran, record and acknowledge), so a backlog of small entries flows."""
         import redis
+        from redis.exceptions import NoScriptError
 
         skip: list[bytes] = []  # acknowledged without handling: gone, malformed, repeats
         fresh: list[tuple[bytes, str, int, BatchColumns]] = []
@@ -329,12 +341,12 @@ class BrokerConsumer:
             for entry_id, producer, seq, _ in fresh:
                 args += [index[producer], seq, entry_id]
             keys = [self._seen, self.stream, *(f"{self._seen}:{p}" for p in producers)]
-            mark(keys=keys, args=args, client=pipe)
+            pipe.evalsha(mark, len(keys), *keys, *args)
         if skip:
             pipe.xack(self.stream, self.group, *skip)
         try:
             replies = pipe.execute() if fresh or skip else []
-        except (redis.ConnectionError, redis.TimeoutError, OSError):
+        except (redis.ConnectionError, redis.TimeoutError, OSError, NoScriptError):
             self._unacked += [e[0] for e in fresh] + skip  # acknowledged by the next _catch_up
             raise
         if fresh:
