@@ -27,13 +27,14 @@ import threading
 import time
 from typing import Any
 
-from goggles_io._broker.entries import decode_entry
+from goggles_io._broker.entries import decode_entry_columns
+from goggles_io._broker.handing import hand_read
 from goggles_io._broker.housekeeping import release_run, trim_handled
 from goggles_io._broker.settings import BrokerSettings, check_url, seen_key, stream_name
 from goggles_io._bus.bus import EventBus
 from goggles_io._bus.transport import FinishReport
 from goggles_io._event.codec import Decoder
-from goggles_io._util.collector import collector_paused
+from goggles_io._event.columns import BatchColumns
 from goggles_io._util.report import ReportOnce, report
 from goggles_io.exceptions import FrameError
 from goggles_io.handlers.base import Handler
@@ -168,6 +169,7 @@ class BrokerConsumer:
     # -- the reading thread -----------------------------------------------------------------
     def _run(self) -> None:
         import redis
+        from redis.exceptions import NoScriptError
 
         decoder = Decoder()
         backoff = 0.05
@@ -177,7 +179,9 @@ class BrokerConsumer:
             try:
                 if client is None:
                     client = self._connect()
-                    mark = client.register_script(_MARK_AND_ACK)
+                    # Loaded here, run by its sha in each read's pipeline: redis-py's own
+                    # script objects ask SCRIPT EXISTS first, a round trip a read (ADR 0086).
+                    mark = client.script_load(_MARK_AND_ACK)
                     self._catch_up(client, mark, decoder)
                 if time.monotonic() >= next_claim:
                     next_claim = time.monotonic() + _CLAIM_EVERY_S
@@ -190,10 +194,18 @@ class BrokerConsumer:
                     self._process(client, mark, decoder, entries)
                 backoff = 0.05
             except (redis.ConnectionError, redis.TimeoutError, OSError, redis.ResponseError) as exc:
-                if isinstance(exc, redis.ResponseError) and "NOGROUP" not in str(exc):
+                forgot = isinstance(exc, NoScriptError)
+                if (
+                    isinstance(exc, redis.ResponseError)
+                    and not forgot
+                    and "NOGROUP" not in str(exc)
+                ):
                     raise  # a refusal we do not expect: the thread's report says what it was
-                # NOGROUP: a Redis that restarted without its data, reached on a fresh socket.
-                self._report_once("down", f"broker consumer: Redis unreachable ({exc}); retrying")
+                # NOGROUP: a Redis that restarted without its data, reached on a fresh socket;
+                # NOSCRIPT: one whose scripts were flushed. A new connection loads the script,
+                # puts back our marks and acknowledges what the failed step left (_catch_up).
+                what = "forgot its scripts" if forgot else "unreachable"
+                self._report_once(what, f"broker consumer: Redis {what} ({exc}); retrying")
                 with contextlib.suppress(Exception):
                     if client is not None:
                         client.close()
@@ -217,7 +229,7 @@ class BrokerConsumer:
             self._ensure_group(client)
         return client
 
-    def _catch_up(self, client: Any, mark: Any, decoder: Decoder) -> None:
+    def _catch_up(self, client: Any, mark: str, decoder: Decoder) -> None:
         """On a new connection, before reading on: put back our marks, finish our acks, and
         handle what was delivered to us and never acknowledged, in stream order."""
         restore = client.register_script(_RESTORE)
@@ -265,21 +277,22 @@ class BrokerConsumer:
         return found
 
     def _process(
-        self, client: Any, mark: Any, decoder: Decoder, entries: list[tuple[bytes, Any]]
+        self, client: Any, mark: str, decoder: Decoder, entries: list[tuple[bytes, Any]]
     ) -> None:
         """Handle a read's entries in stream order: two round trips for the lot (check; then,
         after the handlers ran, record and acknowledge), so a backlog of small entries flows."""
         import redis
+        from redis.exceptions import NoScriptError
 
         skip: list[bytes] = []  # acknowledged without handling: gone, malformed, repeats
-        fresh: list[tuple[bytes, str, int, list[Any]]] = []
+        fresh: list[tuple[bytes, str, int, BatchColumns]] = []
         taken: set[tuple[str, int]] = set()
         for entry_id, fields in entries:
             if not fields:  # an entry of our pending list that the stream no longer holds
                 skip.append(entry_id)
                 continue
             try:
-                producer, seq, rows = decode_entry(decoder, fields)
+                producer, seq, columns = decode_entry_columns(decoder, fields)
             except FrameError as exc:
                 self.malformed += 1
                 self._report_once("bad", f"broker consumer: skipping a malformed entry ({exc})")
@@ -290,7 +303,7 @@ class BrokerConsumer:
                 skip.append(entry_id)
                 continue
             taken.add((producer, seq))
-            fresh.append((entry_id, producer, seq, rows))
+            fresh.append((entry_id, producer, seq, columns))
         producers = sorted({producer for _, producer, _, _ in fresh})
         if fresh:  # another consumer of the group may have handled some
             pipe = client.pipeline(transaction=False)
@@ -308,11 +321,15 @@ class BrokerConsumer:
                 skip += [e[0] for e in fresh if (e[1], e[2]) in done]
                 fresh = [e for e in fresh if (e[1], e[2]) not in done]
                 producers = sorted({producer for _, producer, _, _ in fresh})
+        if fresh:  # one call per handler for the read, with no row between (ADR 0086)
+            for at in reversed(hand_read(self.bus, [e[3] for e in fresh])):
+                self.malformed += 1
+                self._report_once("bad", "broker consumer: skipping an entry that made no events")
+                skip.append(fresh.pop(at)[0])
+                producers = sorted({producer for _, producer, _, _ in fresh})
         if fresh:
-            with collector_paused():  # a read's events live together until handled (ADR 0085)
-                self.bus.put_rows([row for *_, rows in fresh for row in rows])
             self.handled += len(fresh)
-            events = sum(len(rows) for *_, rows in fresh)
+            events = sum(e[3].n for e in fresh)
             self.events += events
             self._per_entry = events / len(fresh)
             for _, producer, seq, _ in fresh:
@@ -324,12 +341,12 @@ class BrokerConsumer:
             for entry_id, producer, seq, _ in fresh:
                 args += [index[producer], seq, entry_id]
             keys = [self._seen, self.stream, *(f"{self._seen}:{p}" for p in producers)]
-            mark(keys=keys, args=args, client=pipe)
+            pipe.evalsha(mark, len(keys), *keys, *args)
         if skip:
             pipe.xack(self.stream, self.group, *skip)
         try:
             replies = pipe.execute() if fresh or skip else []
-        except (redis.ConnectionError, redis.TimeoutError, OSError):
+        except (redis.ConnectionError, redis.TimeoutError, OSError, NoScriptError):
             self._unacked += [e[0] for e in fresh] + skip  # acknowledged by the next _catch_up
             raise
         if fresh:

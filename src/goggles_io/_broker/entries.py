@@ -11,10 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from goggles_io._event.codec import Batch, Decoder, Encoder
+from goggles_io._event.columns import BatchColumns
 from goggles_io._event.rows import Row
 from goggles_io.exceptions import FrameError
 
-__all__ = ["decode_entry", "encode_entry"]
+__all__ = ["decode_entry", "decode_entry_columns", "encode_entry"]
 
 _MAX_PRODUCER = 256
 
@@ -26,6 +27,24 @@ def encode_entry(encoder: Encoder, producer: str, seq: int, rows: list[Row]) -> 
 
 def decode_entry(decoder: Decoder, fields: Mapping[Any, Any]) -> tuple[str, int, list[Row]]:
     """``(producer, seq, rows)`` of an entry read back; FrameError when it is not one of ours."""
+    producer, seq, payload = _header(fields)
+    message = decoder.decode(payload)
+    if type(message) is not Batch:
+        raise FrameError(f"broker entry holds a {type(message).__name__}, not a batch")
+    return producer, seq, message.rows
+
+
+def decode_entry_columns(
+    decoder: Decoder, fields: Mapping[Any, Any]
+) -> tuple[str, int, BatchColumns]:
+    """``(producer, seq, checked columns)`` of an entry read back, no row built (ADR 0086);
+    FrameError exactly where :func:`decode_entry` raises one."""
+    producer, seq, payload = _header(fields)
+    return producer, seq, decoder.decode_columns(payload)
+
+
+def _header(fields: Mapping[Any, Any]) -> tuple[str, int, bytes]:
+    """An entry's producer id, sequence number and payload, checked."""
     raw_p, raw_s, raw_d = fields.get(b"p"), fields.get(b"s"), fields.get(b"d")
     if not isinstance(raw_p, bytes) or not 0 < len(raw_p) <= _MAX_PRODUCER:
         raise FrameError("broker entry has no valid producer id (field p)", value=raw_p)
@@ -37,7 +56,4 @@ def decode_entry(decoder: Decoder, fields: Mapping[Any, Any]) -> tuple[str, int,
         producer = raw_p.decode("utf-8")
     except UnicodeDecodeError:
         raise FrameError("broker entry's producer id is not UTF-8", value=raw_p) from None
-    message = decoder.decode(raw_d)
-    if type(message) is not Batch:
-        raise FrameError(f"broker entry holds a {type(message).__name__}, not a batch")
-    return producer, int(raw_s), message.rows
+    return producer, int(raw_s), raw_d

@@ -329,6 +329,22 @@ class EventBus:
                     ticket.taken[lane.name] = n - refused
         return dropped
 
+    def hand_events(self, events: list[Event], scope: str, kind: str, level: int | None) -> None:
+        """Offer ``events``, which all share ``scope``, ``kind`` and ``level`` (a broker read,
+        ADR 0086), to every lane they match: one list to each, a synchronous lane's handler
+        called once with them (the same objects for every handler, as :meth:`emit`'s)."""
+        if not events:
+            return
+        if self._finished:
+            self._reopen()
+        found = self._routes.get(scope)
+        lanes = self._resolve(scope) if found is None else found
+        if not lanes and self._lanes:
+            self.unrouted(scope, len(events))
+        for lane in lanes:
+            if kind in lane.kinds and (level is None or level >= lane.level):
+                lane.offer_events(events)
+
     def _uniform_routes(self, rows: list[Row]) -> dict[Lane, list[Row]] | None:
         """Each lane's list when every row shares scope, kind and level (a client batch from
         one logger, the common case): routed once, not per row; ``None`` otherwise."""

@@ -20,7 +20,7 @@ from typing import Any
 from goggles_io._bus.items import HandlerCall, Redelivered
 from goggles_io._bus.tally import LaneTally
 from goggles_io._event.records import Event
-from goggles_io._event.rows import Row, events_of
+from goggles_io._event.rows import Row, events_of, row_of
 from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
 
@@ -95,6 +95,16 @@ class HandlerCalls:
             self._whole(self._handle_batch, "handle_batch", [e for e in events if e is not None])
         else:
             self._each(self._events(rows))
+
+    def events(self, events: list[Event]) -> None:
+        """Hand a list of events built already (a broker read, ADR 0086) to the handler:
+        ``handle_batch`` (a list of its own) when it has one; a ``handle_rows`` sink gets rows."""
+        if self._handle_rows is not None:
+            self._whole(self._handle_rows, "handle_rows", list(map(row_of, events)))
+        elif self._handle_batch is not None:
+            self._whole(self._handle_batch, "handle_batch", list(events))
+        else:
+            self._each(events)  # type: ignore[arg-type]
 
     def redelivered(self, rows: Redelivered) -> None:
         """A list a dead host may have handed over in part: the handler skips what it has."""

@@ -317,6 +317,20 @@ class Lane:
                 self._calls.many(rows)
         return 0
 
+    def offer_events(self, events: list[Event]) -> None:
+        """Hand a list of events built already (a broker read, ADR 0086) over now, in one call
+        (a synchronous lane); an asynchronous lane queues their rows as one list."""
+        if self._pipe is not None:
+            rows = list(map(row_of, events))
+            self.offer_rows(rows, sum(map(nbytes, rows)))
+            return
+        self.tally.offer(len(events))
+        if self.broken:
+            self._drop("handler could not be opened", len(events))
+            return
+        with self._lock:
+            self._calls.events(events)
+
     def offer_control(self, control: Control) -> None:
         """Run ``control`` after every row offered so far; never blocks, never dropped.
 

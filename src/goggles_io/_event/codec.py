@@ -26,7 +26,7 @@ import numpy as np
 from cattrs import UnstructureStrategy
 from cattrs.preconf.msgpack import make_converter
 
-from goggles_io._event.columns import batch_body, read_batch
+from goggles_io._event.columns import BatchColumns, batch_body, read_batch, read_columns
 from goggles_io._event.messages import Ack, Batch, Call, Hello, Message, Release, Reply
 from goggles_io._event.records import ArrayPool, ArrayReader, Kind, ShmRef
 from goggles_io.exceptions import FrameError
@@ -71,6 +71,7 @@ def _reader(conv: Any, cls: type) -> Callable[[Any], Any]:
 
 
 _ENCODERS, _DECODERS = _tables()
+_COLUMNS: dict[int, Callable[[Any], Any]] = {_ENCODERS[Batch][0]: read_columns}
 
 
 def _array_bytes(a: np.ndarray) -> bytes:
@@ -217,17 +218,30 @@ class Decoder:
         Every count is checked before the events it claims are built (ADR 0062); what msgpack
         itself builds is bounded by the payload's length (a container or value takes a byte at
         least)."""
+        message: Message = self._read(payload, _DECODERS)
+        return message
+
+    def decode_columns(self, payload: bytes | memoryview) -> BatchColumns:
+        """The checked columns of the :class:`Batch` in ``payload``, no row built (a broker
+        consumer builds its events from them: ADR 0086); :class:`FrameError` for anything
+        else, exactly as :meth:`decode` would refuse it (another message: not a batch)."""
+        found: BatchColumns = self._read(payload, _COLUMNS)
+        return found
+
+    def _read(self, payload: bytes | memoryview, readers: dict[int, Callable[[Any], Any]]) -> Any:
+        """What ``readers`` makes of the body of the message in ``payload``; every failure a
+        :class:`FrameError`."""
         try:
             raw = msgpack.unpackb(payload, ext_hook=self._ext_hook, raw=False)
             if not isinstance(raw, list) or len(raw) != 2 or type(raw[0]) is not int:
                 msg = f"message must be [tag, body] (got {type(raw).__name__!r})"
                 raise FrameError(msg, value=raw)
-            read = _DECODERS.get(raw[0])
+            read = readers.get(raw[0])
             if read is None:
-                msg = f"unknown message tag {raw[0]!r}"
+                known = raw[0] in _DECODERS
+                msg = f"{'not a batch: message' if known else 'unknown message'} tag {raw[0]!r}"
                 raise FrameError(msg, value=raw[0])
-            message: Message = read(raw[1])
-            return message
+            return read(raw[1])
         except FrameError:
             raise
         except RecursionError:

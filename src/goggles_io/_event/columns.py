@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Sequence
 from operator import countOf
 from typing import Any
 
+import attrs
+
 from goggles_io._event.messages import MAX_BATCH_EVENTS, Batch
 from goggles_io._event.rows import (
     KINDS,
@@ -37,7 +39,14 @@ from goggles_io._event.rows import (
 )
 from goggles_io.exceptions import FrameError
 
-__all__ = ["MAX_PRODUCER_CHARS", "TYPES", "batch_body", "read_batch"]
+__all__ = [
+    "MAX_PRODUCER_CHARS",
+    "TYPES",
+    "BatchColumns",
+    "batch_body",
+    "read_batch",
+    "read_columns",
+]
 
 MAX_PRODUCER_CHARS = 128  # a producer id is short; a longer one is a bad frame
 _MAX_SEQ = (1 << 63) - 1
@@ -45,6 +54,7 @@ _NONE = type(None)
 _FOLD_TYPES = frozenset({str, int, float, _NONE})
 _BODY = 2 + SLOTS
 _KIND, _PAYLOAD, _EXTRA = SLOT_NAMES.index("kind"), SLOT_NAMES.index("payload"), 10
+_SCOPE, _LEVEL = SLOT_NAMES.index("scope"), SLOT_NAMES.index("level")
 _VALUE, _PRODUCER, _SEQ = SLOT_NAMES.index("value"), SLOTS - 2, SLOTS - 1
 _METRIC = "metric"
 
@@ -241,10 +251,28 @@ def _scalars_named(kinds: Any, payloads: Any, values: Any, n: int) -> None:
         raise _bad("rows with a value must be metrics named by strings", values)
 
 
-def read_batch(t: Any) -> Batch:
-    """The :class:`Batch` a body stands for; :class:`FrameError` (or another exception the
-    decoder turns into one) for anything malformed. Every count and column is checked before
-    any row is built."""
+@attrs.frozen
+class BatchColumns:
+    """A batch body's checked columns, before any row is built (ADR 0086).
+
+    ``columns``: :data:`~.rows.SLOTS` iterables of ``n`` values each, in slot order, each to be
+    iterated once (a bare value is an ``itertools.repeat``): :func:`~.rows.rows_of` makes them
+    rows, ``events_of(zip(*columns))`` events straight away. ``uniform``: ``(scope, kind,
+    level)`` when every row shares them, each sent as one bare value of its exact type (a
+    batch from one logger, the common case), else ``None``.
+    """
+
+    seq: int
+    n: int
+    columns: list[Iterable[Any]]
+    redelivered: bool = False
+    uniform: tuple[str, str, int | None] | None = None
+
+
+def read_columns(t: Any) -> BatchColumns:
+    """The checked columns of a batch body; :class:`FrameError` (or another exception the
+    decoder turns into one) for anything malformed. Every count and column is checked here:
+    the rows or events built from the columns need no check more."""
     if type(t) is not list or not _BODY <= len(t) <= _BODY + 1:
         raise _bad(f"batch must be [seq, n, {SLOTS} columns] (got {t!r:.80})", t)
     redelivered = False
@@ -271,5 +299,17 @@ def read_batch(t: Any) -> Batch:
             cols.append(_seqs(col, n))
         else:
             cols.append(_column(name, col, n))
-    rows: list[Row] = rows_of(cols) if n else []
-    return Batch(seq, rows, redelivered)
+    scope, kind, level = raw[_SCOPE], raw[_KIND], raw[_LEVEL]
+    uniform = None
+    if type(scope) is str and type(kind) is str and (level is None or type(level) is int):
+        uniform = (scope, kind, level)
+    return BatchColumns(seq, n, cols, redelivered, uniform)
+
+
+def read_batch(t: Any) -> Batch:
+    """The :class:`Batch` a body stands for; :class:`FrameError` (or another exception the
+    decoder turns into one) for anything malformed. Every count and column is checked before
+    any row is built."""
+    found = read_columns(t)
+    rows: list[Row] = rows_of(found.columns) if found.n else []
+    return Batch(found.seq, rows, found.redelivered)

@@ -195,9 +195,12 @@ def metric_names(row: Row) -> tuple[str, ...] | None:
     return tuple(payload) if payload.__class__ is dict else None
 
 
-def events_of(rows: Sequence[Row]) -> list[Event]:
+def events_of(rows: Iterable[Row]) -> list[Event]:
     """The :class:`Event` of each row, in order: each its own payload map (a one-value metric's)
     and ``extra`` map (an empty one's); a row's non-empty ``extra`` and its payload are shared.
+
+    ``rows`` may be ``zip(*columns)`` (a broker consumer's read, ADR 0086): ``zip`` reuses its
+    tuple once the loop below has unpacked it, so no row is kept, or even allocated, per event.
 
     Each event is made by ``object.__new__`` and its slots set here: what attrs' ``__init__``
     does for these fields (no defaults, validators or converters apply), without the call into
@@ -213,9 +216,8 @@ def events_of(rows: Sequence[Row]) -> list[Event]:
     cls = Event
     out: list[Event] = []
     append = out.append
-    for row in rows:
-        (kind, scope, payload, level, step, ts, logger, pid,
-         path, line, extra, when, value, producer, seq) = row  # fmt: skip
+    for (kind, scope, payload, level, step, ts, logger, pid,
+         path, line, extra, when, value, producer, seq) in rows:  # fmt: skip
         event = new(cls)
         event.kind = kinds[kind]
         event.scope = scope
