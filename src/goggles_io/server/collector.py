@@ -19,6 +19,7 @@ from typing import Any
 from goggles_io._event.remote_protocol import MAX_BODY_BYTES
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.server.asgi import CollectorApp
+from goggles_io.server.digest_ahead import DigestAhead
 from goggles_io.server.ingest import Ingest
 from goggles_io.server.store import RunStore
 from goggles_io.server.uvicorn_thread import ServerThread, missing_ui_extra
@@ -151,11 +152,19 @@ class Collector:
         return f"http://{self.host}:{self.port}"
 
     def _make_server(self) -> ServerThread:
+        # The runs' text is digested on another core while the web stack is imported and the
+        # port bound (reads and digests of big buffers release the GIL; ADR 0087).
+        ahead = DigestAhead(self.run_dirs).start() if self.run_dirs else None
         try:
-            from goggles_io.server.ui import make_ui_app  # needs the [ui] extra, like the server
-        except ImportError as exc:
-            raise missing_ui_extra(exc) from None
-        self._ui = make_ui_app(self.store, self.run_dirs, self.stopping, self.index_dir)
+            try:
+                from goggles_io.server.ui import make_ui_app  # needs the [ui] extra, like uvicorn
+            except ImportError as exc:
+                raise missing_ui_extra(exc) from None
+            self._ui = make_ui_app(self.store, self.run_dirs, self.stopping, self.index_dir, ahead)
+        except BaseException:
+            if ahead is not None:
+                ahead.close()  # else the app's catalog owns it
+            raise
         app = CollectorApp(self.ingest, self._ui)
         return ServerThread(app, self.host, self.port, self.read_timeout_s, self._track)
 
@@ -176,6 +185,7 @@ class Collector:
             ui.state.catalog.close()
             raise
         self._server = server
+        self._ui.state.catalog.listening()  # index now, not at the first request (ADR 0087)
         if self.exposed:
             _logger.warning(
                 "collector bound to %s:%d is reachable from other machines; requests need the "

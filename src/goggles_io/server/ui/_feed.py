@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 from goggles_io._util.safe_read import LineCursor, RefusedFileError, open_inside, read_lines
 from goggles_io.runs.lines import Parsed, csv_rows, json_lines, metric_sources
 from goggles_io.runs.tfevents import is_tfevents, missing_reader, read_records, tf_events
+from goggles_io.server.digest_ahead import DigestAhead
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._index import RunIndex
 from goggles_io.server.ui._sidecar import SinkColumns
@@ -41,8 +42,9 @@ def index_folder(root: Path, kind: str, owner: str) -> Path:
 class DirFeeder:
     """Reads a run directory's metric files into its :class:`RunIndex` as they grow."""
 
-    def __init__(self, run_dir: Path, root: Path) -> None:
+    def __init__(self, run_dir: Path, root: Path, ahead: DigestAhead | None = None) -> None:
         self.run_dir = run_dir
+        self._ahead = ahead
         owner = f"dir:{os.path.abspath(run_dir)}"
         self.index = RunIndex(index_folder(root, "dirs", owner), owner)
         self.pending = 0  # bytes known to be waiting after the last step
@@ -76,6 +78,8 @@ class DirFeeder:
                 if state is None:
                     state = self.index.sources[rel] = {"inode": st.st_ino, "offset": 0,
                                                        "header": None}  # fmt: skip
+                if self._ahead is not None:
+                    self._ahead.skip(st, int(state["offset"]))  # no digests behind the index
                 waiting = st.st_size - state["offset"]
                 if waiting <= 0:
                     continue
@@ -133,7 +137,7 @@ class DirFeeder:
         the log passed (0: none), and how much text to read before the next columns."""
         cols = self._columns.get(rel)
         if cols is None:
-            cols = self._columns[rel] = SinkColumns(self.run_dir, path)
+            cols = self._columns[rel] = SinkColumns(self.run_dir, path, self._ahead)
         offset = int(state["offset"])
         got = cols.take(fh.fileno(), offset, int(state.get("chunk", 0)),
                         max(size // _POINT_BYTES, 1))  # fmt: skip

@@ -23,6 +23,7 @@ from goggles_io._util.env import ENV_CACHE_HOME
 from goggles_io._util.report import ReportOnce
 from goggles_io._util.safe_read import resolves_inside
 from goggles_io.runs import describe_run, find_runs, lost_events, read_config, shown_status
+from goggles_io.server.digest_ahead import DigestAhead
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._feed import DbFeeder, DirFeeder, index_folder
 from goggles_io.server.ui._index import RunIndex
@@ -30,7 +31,7 @@ from goggles_io.server.ui._index import RunIndex
 __all__ = ["Catalog", "default_index_dir"]
 
 _TICK_S = 0.5  # how often the files are looked at when nothing is waiting
-_FIRST_ANSWER_S = 1.0  # indexing waits this long for the first page request to be answered
+_FIRST_ANSWER_S = 1.0  # indexing waits this long for the server to listen (or to answer once)
 _INFO_S = 1.0  # run.kv and heartbeat re-read at most this often
 _BUDGET = 2 << 20  # bytes indexed per run per turn, parsed 64 KiB at a time (_feed._PARSE_BYTES)
 _WANT_S = 10.0  # a run charted this recently is indexed before the others
@@ -57,10 +58,10 @@ def _writable(folder: Path) -> bool:
 
 
 class _DirRun:
-    def __init__(self, key: str, path: Path, root: Path) -> None:
+    def __init__(self, key: str, path: Path, root: Path, ahead: DigestAhead | None) -> None:
         self.key = key
         self.path = path
-        self.feeder = DirFeeder(path, root)
+        self.feeder = DirFeeder(path, root, ahead)
         self.info: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
         self.read_at = 0.0
@@ -75,11 +76,19 @@ class Catalog:
     """The runs of ``run_dirs`` (run directories or roots holding them) and of ``store``.
 
     Call :meth:`start` to index in the background and :meth:`close` to stop (a temporary
-    index is removed then).
+    index is removed then). ``ahead``: the text of the runs' sink columns being digested since
+    before the server imported its web stack (ADR 0087); closed with the catalog.
     """
 
-    def __init__(self, store: RunStore, run_dirs: list[str], index_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        run_dirs: list[str],
+        index_dir: str | None = None,
+        ahead: DigestAhead | None = None,
+    ) -> None:
         self.roots = [Path(p) for p in run_dirs]
+        self.ahead = ahead
         self._temp: str | None = None
         root = Path(index_dir) if index_dir else default_index_dir()
         if not _writable(root):
@@ -126,6 +135,8 @@ class Catalog:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(10.0)
+        if self.ahead is not None:
+            self.ahead.close()
         for temp in (self._temp, self._db_temp):
             if temp:
                 shutil.rmtree(temp, ignore_errors=True)
@@ -146,9 +157,15 @@ class Catalog:
         """The first runs table went out: indexing may take the CPU now."""
         self._answered.set()
 
+    def listening(self) -> None:
+        """The server listens (its imports and bind are done): indexing may take the CPU now,
+        without waiting for a first request (ADR 0087)."""
+        self._answered.set()
+
     def _run(self) -> None:
-        # The server's start and its first answer come first (server ready in a fraction of a
-        # second however much there is to read); parsing holds the GIL for long stretches.
+        # The server's start comes first (imports and bind: ready in a fraction of a second
+        # however much there is to read; parsing holds the GIL for long stretches), then the
+        # index, from the moment it listens (a Catalog without a server: its first answer).
         self._answered.wait(_FIRST_ANSWER_S)
         while not self._stop.is_set():
             try:
@@ -199,7 +216,7 @@ class Catalog:
                     key = f"dir:{path.name}"
                     while key in self.dirs:
                         key += "+"
-                    self.dirs[key] = _DirRun(key, path, self.index_root)
+                    self.dirs[key] = _DirRun(key, path, self.index_root, self.ahead)
             for key in [k for k, run in self.dirs.items() if not run.path.is_dir()]:
                 del self.dirs[key]  # the run directory was removed: it leaves the table
                 self.version += 1
