@@ -185,7 +185,6 @@ class Collector:
             ui.state.catalog.close()
             raise
         self._server = server
-        self._ui.state.catalog.listening()  # index now, not at the first request (ADR 0087)
         if self.exposed:
             _logger.warning(
                 "collector bound to %s:%d is reachable from other machines; requests need the "

@@ -31,7 +31,7 @@ from goggles_io.server.ui._index import RunIndex
 __all__ = ["Catalog", "default_index_dir"]
 
 _TICK_S = 0.5  # how often the files are looked at when nothing is waiting
-_FIRST_ANSWER_S = 1.0  # indexing waits this long for the server to listen (or to answer once)
+_FIRST_ANSWER_S = 1.0  # indexing waits this long for the first page request to be answered
 _INFO_S = 1.0  # run.kv and heartbeat re-read at most this often
 _BUDGET = 2 << 20  # bytes indexed per run per turn, parsed 64 KiB at a time (_feed._PARSE_BYTES)
 _WANT_S = 10.0  # a run charted this recently is indexed before the others
@@ -157,15 +157,10 @@ class Catalog:
         """The first runs table went out: indexing may take the CPU now."""
         self._answered.set()
 
-    def listening(self) -> None:
-        """The server listens (its imports and bind are done): indexing may take the CPU now,
-        without waiting for a first request (ADR 0087)."""
-        self._answered.set()
-
     def _run(self) -> None:
-        # The server's start comes first (imports and bind: ready in a fraction of a second
-        # however much there is to read; parsing holds the GIL for long stretches), then the
-        # index, from the moment it listens (a Catalog without a server: its first answer).
+        # The server's start and its first answer come first (server ready in a fraction of a
+        # second however much there is to read; parsing holds the GIL for long stretches). Not
+        # from the bind: uvicorn's own start is still running then (ADR 0087).
         self._answered.wait(_FIRST_ANSWER_S)
         while not self._stop.is_set():
             try:
