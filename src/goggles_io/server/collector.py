@@ -14,12 +14,14 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from goggles_io._event.remote_protocol import MAX_BODY_BYTES
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.server.asgi import CollectorApp
 from goggles_io.server.digest_ahead import DigestAhead
+from goggles_io.server.index_paths import default_index_dir
 from goggles_io.server.ingest import Ingest
 from goggles_io.server.store import RunStore
 from goggles_io.server.uvicorn_thread import ServerThread, missing_ui_extra
@@ -154,7 +156,10 @@ class Collector:
     def _make_server(self) -> ServerThread:
         # The runs' text is digested on another core while the web stack is imported and the
         # port bound (reads and digests of big buffers release the GIL; ADR 0087).
-        ahead = DigestAhead(self.run_dirs).start() if self.run_dirs else None
+        ahead = None
+        if self.run_dirs:
+            index_root = Path(self.index_dir) if self.index_dir else default_index_dir()
+            ahead = DigestAhead(self.run_dirs, index_root).start()
         try:
             try:
                 from goggles_io.server.ui import make_ui_app  # needs the [ui] extra, like uvicorn

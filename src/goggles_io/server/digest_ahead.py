@@ -18,6 +18,7 @@ log, in this state, digest to this".
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import struct
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import attrs
 
-from goggles_io._util.safe_read import resolves_inside
+from goggles_io._util.safe_read import read_small, resolves_inside
 from goggles_io.handlers._columns import (
     CHUNK,
     DIGESTS,
@@ -39,6 +40,7 @@ from goggles_io.handlers._columns import (
 )
 from goggles_io.runs import find_runs
 from goggles_io.runs.lines import metric_sources
+from goggles_io.server.index_paths import index_folder
 
 __all__ = ["DigestAhead", "LogState", "log_state"]
 
@@ -49,6 +51,7 @@ _MAX_BYTES = 1 << 30  # text digested ahead in all at most (an index kept from a
 _MAX_ANSWERS = 1 << 20  # answers kept at most (~100 bytes each)
 _HEAD = struct.Struct("<8sQQQ")  # the chunks file's header (handlers/_columns.py HEADER)
 _RECORD = struct.Struct("<6Q")  # one chunk record (CHUNK)
+_MANIFEST = "manifest.json"  # the index's (server/ui/_index.py)
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 LogState = tuple[int, int, int, int, int]
@@ -70,10 +73,14 @@ class _Log:
 
 class DigestAhead:
     """Digests the text of the sink's chunk records of every JSONL log under ``roots`` on a
-    daemon thread (:meth:`start`), for :meth:`lookup`; :meth:`close` stops it."""
+    daemon thread (:meth:`start`), for :meth:`lookup`; :meth:`close` stops it. What the index
+    in ``index_root`` already holds (a manifest of the same log) is not read again."""
 
-    def __init__(self, roots: Sequence[str | os.PathLike[str]]) -> None:
+    def __init__(
+        self, roots: Sequence[str | os.PathLike[str]], index_root: Path | None = None
+    ) -> None:
         self.roots = [Path(p) for p in roots]
+        self.index_root = index_root  # where an index kept from an earlier start may stand
         self.used = 0  # answers the index took (for tests and benchmarks)
         self.digested = 0  # bytes of text read and digested here
         self._logs: dict[tuple[int, int], _Log] = {}
@@ -155,7 +162,7 @@ class DigestAhead:
             magic, ino, kind, _ = _HEAD.unpack(head)
             if magic != MAGIC or ino != info.st_ino or kind != XXH3 or kind not in DIGESTS:
                 return  # the index reads these itself (CRC-32 holds the GIL: not here)
-            entry = _Log(log_state(info), kind)
+            entry = _Log(log_state(info), kind, passed=self._indexed(run, path, info.st_ino))
             self._logs[(info.st_dev, info.st_ino)] = entry
             self._digest(fds[0], entry, self._ranges(fds[1], info.st_size))
         except OSError:
@@ -163,6 +170,20 @@ class DigestAhead:
         finally:
             for fd in fds:
                 os.close(fd)
+
+    def _indexed(self, run: Path, path: Path, ino: int) -> int:
+        """How far the index kept from an earlier start read this log (0: none, or unsure)."""
+        if self.index_root is None:
+            return 0
+        owner = f"dir:{os.path.abspath(run)}"  # as DirFeeder names its index
+        try:
+            data = json.loads(read_small(index_folder(self.index_root, "dirs", owner) / _MANIFEST))
+            source = data["sources"][path.relative_to(run).as_posix()]
+            if data["owner"] == owner and source["inode"] == ino:
+                return max(int(source["offset"]), 0)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        return 0
 
     @staticmethod
     def _ranges(chunks_fd: int, size: int) -> Iterator[tuple[int, int]]:

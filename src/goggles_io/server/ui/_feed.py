@@ -12,7 +12,6 @@ file that resolves outside its run or is not a regular file (a FIFO) is never op
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -22,6 +21,7 @@ from goggles_io._util.safe_read import LineCursor, RefusedFileError, open_inside
 from goggles_io.runs.lines import Parsed, csv_rows, json_lines, metric_sources
 from goggles_io.runs.tfevents import is_tfevents, missing_reader, read_records, tf_events
 from goggles_io.server.digest_ahead import DigestAhead
+from goggles_io.server.index_paths import index_folder
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._index import RunIndex
 from goggles_io.server.ui._sidecar import SinkColumns
@@ -32,11 +32,6 @@ _NAN = float("nan")
 _DB_ROWS = 50_000  # rows of the points table read per step
 _PARSE_BYTES = 64 << 10  # lines parsed at once: their objects are what a turn holds at its peak
 _POINT_BYTES = 28  # a turn of sink columns takes as many points as its budget holds records
-
-
-def index_folder(root: Path, kind: str, owner: str) -> Path:
-    """Where the index of ``owner`` (a run directory or database path) lives under ``root``."""
-    return root / kind / hashlib.sha1(owner.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
 class DirFeeder:

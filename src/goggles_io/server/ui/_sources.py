@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from goggles_io._util.env import ENV_CACHE_HOME
 from goggles_io._util.report import ReportOnce
 from goggles_io._util.safe_read import resolves_inside
 from goggles_io.runs import describe_run, find_runs, lost_events, read_config, shown_status
 from goggles_io.server.digest_ahead import DigestAhead
+from goggles_io.server.index_paths import default_index_dir, index_folder
 from goggles_io.server.store import RunStore
-from goggles_io.server.ui._feed import DbFeeder, DirFeeder, index_folder
+from goggles_io.server.ui._feed import DbFeeder, DirFeeder
 from goggles_io.server.ui._index import RunIndex
 
 __all__ = ["Catalog", "default_index_dir"]
@@ -38,12 +38,6 @@ _WANT_S = 10.0  # a run charted this recently is indexed before the others
 _DB_STATUS = {"stale": "crashed"}
 _UNSETTLED = ("running", "unknown", "?")  # a folder status the collector's end may improve on
 _report = ReportOnce(who="telemetry ui")
-
-
-def default_index_dir() -> Path:
-    """``$XDG_CACHE_HOME/split-telemetry/ui-index`` (``~/.cache`` when unset)."""
-    base = os.environ.get(ENV_CACHE_HOME) or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "split-telemetry" / "ui-index"
 
 
 def _writable(folder: Path) -> bool:

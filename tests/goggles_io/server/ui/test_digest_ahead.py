@@ -113,6 +113,30 @@ def test_a_plain_run_takes_every_text_digest_from_ahead(tmp_path: Path) -> None:
     assert ahead.used == _records(run) > 10
 
 
+def test_an_index_kept_from_an_earlier_start_is_not_read_again(tmp_path: Path) -> None:
+    """A restart: what the kept index holds is not digested ahead; lines appended since are."""
+    run = tmp_path / "runs" / "run"
+    _plain_run(run)
+    feeder = DirFeeder(run, tmp_path / "index-columns")
+    while feeder.step(2 << 20):
+        pass
+    ahead = DigestAhead([tmp_path / "runs"], tmp_path / "index-columns").start()
+    assert ahead.join(60.0)
+    assert ahead.digested == 0
+    held = (run / LOG_FILE).stat().st_size
+    _plain_run(run, 500, first=3000)
+    ahead = _ahead_kept(tmp_path)
+    assert 0 < ahead.digested <= (run / LOG_FILE).stat().st_size - held
+    _same_as_text(run, tmp_path, DirFeeder(run, tmp_path / "index-columns", ahead))
+    assert ahead.used > 0
+
+
+def _ahead_kept(tmp_path: Path) -> DigestAhead:
+    ahead = DigestAhead([tmp_path / "runs"], tmp_path / "index-columns").start()
+    assert ahead.join(60.0)
+    return ahead
+
+
 def _edit_in_place(run: Path) -> None:
     log = run / LOG_FILE
     data = bytearray(log.read_bytes())
