@@ -14,14 +14,11 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from goggles_io._event.remote_protocol import MAX_BODY_BYTES
 from goggles_io.exceptions import ConfigurationError
 from goggles_io.server.asgi import CollectorApp
-from goggles_io.server.digest_ahead import DigestAhead
-from goggles_io.server.index_paths import default_index_dir
 from goggles_io.server.ingest import Ingest
 from goggles_io.server.store import RunStore
 from goggles_io.server.uvicorn_thread import ServerThread, missing_ui_extra
@@ -154,22 +151,11 @@ class Collector:
         return f"http://{self.host}:{self.port}"
 
     def _make_server(self) -> ServerThread:
-        # The runs' text is digested on another core while the web stack is imported and the
-        # port bound (reads and digests of big buffers release the GIL; ADR 0087).
-        ahead = None
-        if self.run_dirs:
-            index_root = Path(self.index_dir) if self.index_dir else default_index_dir()
-            ahead = DigestAhead(self.run_dirs, index_root).start()
         try:
-            try:
-                from goggles_io.server.ui import make_ui_app  # needs the [ui] extra, like uvicorn
-            except ImportError as exc:
-                raise missing_ui_extra(exc) from None
-            self._ui = make_ui_app(self.store, self.run_dirs, self.stopping, self.index_dir, ahead)
-        except BaseException:
-            if ahead is not None:
-                ahead.close()  # else the app's catalog owns it
-            raise
+            from goggles_io.server.ui import make_ui_app  # needs the [ui] extra, like the server
+        except ImportError as exc:
+            raise missing_ui_extra(exc) from None
+        self._ui = make_ui_app(self.store, self.run_dirs, self.stopping, self.index_dir)
         app = CollectorApp(self.ingest, self._ui)
         return ServerThread(app, self.host, self.port, self.read_timeout_s, self._track)
 

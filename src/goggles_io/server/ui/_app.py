@@ -25,7 +25,6 @@ from starlette.routing import Route
 
 from goggles_io._event.remote_protocol import dump_json
 from goggles_io.runs import diff_configs
-from goggles_io.server.digest_ahead import DigestAhead
 from goggles_io.server.ingest import KEY_COOKIE
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._assets import load_assets
@@ -74,20 +73,17 @@ def make_ui_app(
     run_dirs: list[str],
     stopping: threading.Event | None = None,
     index_dir: str | None = None,
-    ahead: DigestAhead | None = None,
 ) -> Starlette:
     """The dashboard over ``store`` (the collector's runs) and the runs under ``run_dirs``.
 
     ``stopping``, once set, ends the live streams (the collector sets it on shutdown);
-    ``index_dir`` is where the metric index lives (default: the user's cache directory);
-    ``ahead`` digests the runs' text while the server starts (ADR 0087), closed with the app's
-    catalog.
+    ``index_dir`` is where the metric index lives (default: the user's cache directory).
 
     Raises:
         ImportError: uPlot (the ``youplot`` wheel of the ``[ui]`` extra) is missing or altered.
     """
     assets = load_assets()
-    catalog = Catalog(store, run_dirs, index_dir, ahead)
+    catalog = Catalog(store, run_dirs, index_dir)
     catalog.start()
     stopping = threading.Event() if stopping is None else stopping
     page_tag = '"' + hashlib.sha256(assets.page).hexdigest()[:16] + '"'

@@ -12,6 +12,7 @@ file that resolves outside its run or is not a regular file (a FIFO) is never op
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -20,8 +21,6 @@ from typing import Any, BinaryIO
 from goggles_io._util.safe_read import LineCursor, RefusedFileError, open_inside, read_lines
 from goggles_io.runs.lines import Parsed, csv_rows, json_lines, metric_sources
 from goggles_io.runs.tfevents import is_tfevents, missing_reader, read_records, tf_events
-from goggles_io.server.digest_ahead import DigestAhead
-from goggles_io.server.index_paths import index_folder
 from goggles_io.server.store import RunStore
 from goggles_io.server.ui._index import RunIndex
 from goggles_io.server.ui._sidecar import SinkColumns
@@ -34,12 +33,16 @@ _PARSE_BYTES = 64 << 10  # lines parsed at once: their objects are what a turn h
 _POINT_BYTES = 28  # a turn of sink columns takes as many points as its budget holds records
 
 
+def index_folder(root: Path, kind: str, owner: str) -> Path:
+    """Where the index of ``owner`` (a run directory or database path) lives under ``root``."""
+    return root / kind / hashlib.sha1(owner.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
 class DirFeeder:
     """Reads a run directory's metric files into its :class:`RunIndex` as they grow."""
 
-    def __init__(self, run_dir: Path, root: Path, ahead: DigestAhead | None = None) -> None:
+    def __init__(self, run_dir: Path, root: Path) -> None:
         self.run_dir = run_dir
-        self._ahead = ahead
         owner = f"dir:{os.path.abspath(run_dir)}"
         self.index = RunIndex(index_folder(root, "dirs", owner), owner)
         self.pending = 0  # bytes known to be waiting after the last step
@@ -73,8 +76,6 @@ class DirFeeder:
                 if state is None:
                     state = self.index.sources[rel] = {"inode": st.st_ino, "offset": 0,
                                                        "header": None}  # fmt: skip
-                if self._ahead is not None:
-                    self._ahead.skip(st, int(state["offset"]))  # no digests behind the index
                 waiting = st.st_size - state["offset"]
                 if waiting <= 0:
                     continue
@@ -132,7 +133,7 @@ class DirFeeder:
         the log passed (0: none), and how much text to read before the next columns."""
         cols = self._columns.get(rel)
         if cols is None:
-            cols = self._columns[rel] = SinkColumns(self.run_dir, path, self._ahead)
+            cols = self._columns[rel] = SinkColumns(self.run_dir, path)
         offset = int(state["offset"])
         got = cols.take(fh.fileno(), offset, int(state.get("chunk", 0)),
                         max(size // _POINT_BYTES, 1))  # fmt: skip

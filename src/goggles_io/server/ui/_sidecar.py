@@ -34,7 +34,6 @@ from goggles_io.handlers._columns import (
     column_paths,
     digest,
 )
-from goggles_io.server.digest_ahead import DigestAhead
 
 __all__ = ["ArrayColumns", "SinkColumns", "Take"]
 
@@ -84,9 +83,8 @@ class _Chunk:
 class SinkColumns:
     """The sink's columns of one log (``path``) in ``run_dir``; names cached between turns."""
 
-    def __init__(self, run_dir: Path, path: Path, ahead: DigestAhead | None = None) -> None:
+    def __init__(self, run_dir: Path, path: Path) -> None:
         self.run_dir = run_dir
-        self._ahead = ahead  # text digested while the server started (ADR 0087)
         self.paths = column_paths(path)
         self._names: list[str] = []
         self._raw = b""  # the names file as read
@@ -174,7 +172,7 @@ class SinkColumns:
                 if not (first <= end_pts <= pts_count and end <= log.st_size
                         and end_pts - first <= (end - start) // _MIN_POINT_BYTES
                         and self._names_up_to(names_fd, names)
-                        and self._text_digest(log_fd, log, start, end) == text):  # fmt: skip
+                        and self._text_digest(log_fd, start, end) == text):  # fmt: skip
                     if taken:
                         return self._points(pts_fd, taken)
                     return Take(text_until=end)  # this chunk does not hold: its text
@@ -232,13 +230,9 @@ class SinkColumns:
             found = self._digests[count] = running.value
         return found
 
-    def _text_digest(self, fd: int, log: os.stat_result, start: int, end: int) -> int:
-        """The digest of the log's bytes [start, end): digested ahead while the log is as it was
-        then (ADR 0087), else read into one kept buffer (-1: the log is shorter)."""
-        if self._ahead is not None:
-            found = self._ahead.lookup(log, self._kind, start, end)
-            if found is not None:
-                return found
+    def _text_digest(self, fd: int, start: int, end: int) -> int:
+        """The digest of the log's bytes [start, end), read into one kept buffer (-1: the log
+        is shorter)."""
         view = memoryview(self._buffer)
         if end - start <= _READ:
             got = os.preadv(fd, [view[: end - start]], start)

@@ -19,13 +19,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from goggles_io._util.env import ENV_CACHE_HOME
 from goggles_io._util.report import ReportOnce
 from goggles_io._util.safe_read import resolves_inside
 from goggles_io.runs import describe_run, find_runs, lost_events, read_config, shown_status
-from goggles_io.server.digest_ahead import DigestAhead
-from goggles_io.server.index_paths import default_index_dir, index_folder
 from goggles_io.server.store import RunStore
-from goggles_io.server.ui._feed import DbFeeder, DirFeeder
+from goggles_io.server.ui._feed import DbFeeder, DirFeeder, index_folder
 from goggles_io.server.ui._index import RunIndex
 
 __all__ = ["Catalog", "default_index_dir"]
@@ -40,6 +39,12 @@ _UNSETTLED = ("running", "unknown", "?")  # a folder status the collector's end 
 _report = ReportOnce(who="telemetry ui")
 
 
+def default_index_dir() -> Path:
+    """``$XDG_CACHE_HOME/split-telemetry/ui-index`` (``~/.cache`` when unset)."""
+    base = os.environ.get(ENV_CACHE_HOME) or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "split-telemetry" / "ui-index"
+
+
 def _writable(folder: Path) -> bool:
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -52,10 +57,10 @@ def _writable(folder: Path) -> bool:
 
 
 class _DirRun:
-    def __init__(self, key: str, path: Path, root: Path, ahead: DigestAhead | None) -> None:
+    def __init__(self, key: str, path: Path, root: Path) -> None:
         self.key = key
         self.path = path
-        self.feeder = DirFeeder(path, root, ahead)
+        self.feeder = DirFeeder(path, root)
         self.info: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
         self.read_at = 0.0
@@ -70,19 +75,11 @@ class Catalog:
     """The runs of ``run_dirs`` (run directories or roots holding them) and of ``store``.
 
     Call :meth:`start` to index in the background and :meth:`close` to stop (a temporary
-    index is removed then). ``ahead``: the text of the runs' sink columns being digested since
-    before the server imported its web stack (ADR 0087); closed with the catalog.
+    index is removed then).
     """
 
-    def __init__(
-        self,
-        store: RunStore,
-        run_dirs: list[str],
-        index_dir: str | None = None,
-        ahead: DigestAhead | None = None,
-    ) -> None:
+    def __init__(self, store: RunStore, run_dirs: list[str], index_dir: str | None = None) -> None:
         self.roots = [Path(p) for p in run_dirs]
-        self.ahead = ahead
         self._temp: str | None = None
         root = Path(index_dir) if index_dir else default_index_dir()
         if not _writable(root):
@@ -129,8 +126,6 @@ class Catalog:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(10.0)
-        if self.ahead is not None:
-            self.ahead.close()
         for temp in (self._temp, self._db_temp):
             if temp:
                 shutil.rmtree(temp, ignore_errors=True)
@@ -153,8 +148,7 @@ class Catalog:
 
     def _run(self) -> None:
         # The server's start and its first answer come first (server ready in a fraction of a
-        # second however much there is to read; parsing holds the GIL for long stretches). Not
-        # from the bind: uvicorn's own start is still running then (ADR 0087).
+        # second however much there is to read); parsing holds the GIL for long stretches.
         self._answered.wait(_FIRST_ANSWER_S)
         while not self._stop.is_set():
             try:
@@ -205,7 +199,7 @@ class Catalog:
                     key = f"dir:{path.name}"
                     while key in self.dirs:
                         key += "+"
-                    self.dirs[key] = _DirRun(key, path, self.index_root, self.ahead)
+                    self.dirs[key] = _DirRun(key, path, self.index_root)
             for key in [k for k, run in self.dirs.items() if not run.path.is_dir()]:
                 del self.dirs[key]  # the run directory was removed: it leaves the table
                 self.version += 1
