@@ -12,7 +12,9 @@ itself (``handle`` called in this process, so the run also has the columns it ke
 
 Sides: ``this checkout`` reads the run as the sink wrote it (columns present); ``this checkout,
 text only`` reads a copy of the same ``log.jsonl`` without the column files (a run written by
-robo-goggles, by an older goggles_io, or ``columns=False``); each ``--rev`` reads the copy too.
+robo-goggles, by an older goggles_io, or ``columns=False``); each ``--rev`` reads the copy too,
+or with ``--rev-columns`` the run as the sink wrote it (this checkout's levers side by side with
+an older one that also takes the columns: b7e600f and later).
 Each repeat starts a fresh ``telemetry ui`` server (its own process, an empty index directory)
 for each side in turn and polls ``/api/runs`` every 50 ms until the points listed reach the
 run's; the server's peak RSS (its process tree) is sampled on the way. "indexed in" counts
@@ -20,7 +22,7 @@ from the server's start; "after first answer" from its first ``/api/runs`` answe
 start, ~0.3-0.5 s of Python imports, left out). Rows give medians.
 
 Run: ``python3 benchmarks/index.py [--points 20000000] [--shape one,many] [--repeats 3]
-[--rev 21bf96d]``
+[--rev 21bf96d] [--rev-columns]``
 """
 
 from __future__ import annotations
@@ -123,6 +125,8 @@ def main() -> int:
     parser.add_argument("--shape", default="one,many", help="line shapes: one, many or both")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rev", default="21bf96d", help="older sides, comma-separated ('' none)")
+    parser.add_argument("--rev-columns", action="store_true",
+                        help="the --rev sides read the run with the sink's columns too")  # fmt: skip
     parser.add_argument("--work", help="keep the data here (default: a temporary directory)")
     args = parser.parse_args()
     shapes = [s for s in args.shape.split(",") if s]
@@ -135,7 +139,8 @@ def main() -> int:
         src = _ROOT / "src"
         sides = {"this checkout": (src, ""), "this checkout, text only": (src, "-text")}
         for rev in revs:
-            sides[rev] = (unpack(rev, work / f"rev-{rev}-{os.getpid()}") / "src", "-text")
+            tree = unpack(rev, work / f"rev-{rev}-{os.getpid()}") / "src"
+            sides[rev] = (tree, "" if args.rev_columns else "-text")
         for shape in shapes:
             root = work / f"runs-{shape}-{points}"
             if not (root / "run0" / "run.kv").exists():
