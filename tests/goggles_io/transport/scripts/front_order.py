@@ -43,4 +43,6 @@ for w in workers:
 for w in workers:
     w.join()
 report = gg.finish(timeout=120)
-print(json.dumps({"losses": dict(report.transport.losses), "delivered": report.transport.delivered}))
+print(
+    json.dumps({"losses": dict(report.transport.losses), "delivered": report.transport.delivered})
+)
