@@ -50,6 +50,7 @@ __all__ = ["EventBus"]
 _SUBSCRIBERS = itertools.count(1)
 _scope_and_kind = operator.itemgetter(1, 0)  # a row's (scope, kind), in C
 _LOG = Kind.LOG.value
+_METRIC = Kind.METRIC.value
 
 
 class EventBus:
@@ -85,6 +86,9 @@ class EventBus:
         # whatever its level: put_row's hot path (ADR 0076). Emptied with the routes and
         # whenever a lane's pipe changes (finish, re-open, fork).
         self._putters: dict[tuple[str, str], Callable[[Row, int], bool]] = {}
+        # Per scope, the scalar front of the one asynchronous lane its metrics go to (ADR 0088);
+        # emptied with the row putters.
+        self._scalar_putters: dict[str, Callable[[Row, int], bool]] = {}
         self._finished = False
         self._warned: set[tuple[str, str]] = set()
         self._retired: dict[str, HandlerStats] = {}  # detached since the last finish
@@ -231,8 +235,13 @@ class EventBus:
             return True
         return self._put_row_routed(row, nbytes)
 
-    put_scalar = put_row
-    """A one-value metric's row goes as any row here (the socket client gathers them)."""
+    def put_scalar(self, row: Row, nbytes: int) -> bool:
+        """:meth:`put_row` of a one-value metric's row: where one asynchronous lane takes the
+        scope's metrics, into that lane's scalar front (ADR 0088), cached like a row putter."""
+        put = self._scalar_putters.get(scope_of(row))
+        if put is not None:
+            return put(row, nbytes)
+        return self.put_row(row, nbytes)
 
     def _put_row_routed(self, row: Row, nbytes: int) -> bool:
         """:meth:`put_row` through the routes (re-opening a finished bus, saying an unrouted
@@ -264,6 +273,9 @@ class EventBus:
         with self._lock:
             if not self._finished and self._routes.get(key) == (lane,) and lane.row_putter() == put:
                 self._putters[key] = put
+                scalar = lane.scalar_putter()
+                if key[1] == _METRIC and scalar is not None:
+                    self._scalar_putters[key[0]] = scalar
 
     def stage_array(self, array: Any) -> ShmRef | None:
         """In-process, arrays are never staged: the log call's copy is the handlers' (``None``)."""
@@ -493,6 +505,7 @@ class EventBus:
         with self._lock:
             if not self._finished:
                 self._putters = {}  # rows take the routed way while the lanes close
+                self._scalar_putters = {}
                 for lane in self._lanes.values():
                     left = None if deadline is None else max(0.0, deadline - time.monotonic())
                     patience = 0.0 if abandoned else lane.patience(stall_s)
@@ -532,6 +545,7 @@ class EventBus:
         """The lanes changed: every cached route and putter is stale (under the lock)."""
         self._routes = {}
         self._putters = {}
+        self._scalar_putters = {}
 
     def _reopen(self) -> None:
         with self._lock:
@@ -539,6 +553,7 @@ class EventBus:
 
     def _reopen_locked(self) -> None:
         self._putters = {}  # the lanes' pipes are new
+        self._scalar_putters = {}
         if self._finished:
             for lane in self._lanes.values():
                 lane.start()
@@ -548,6 +563,7 @@ class EventBus:
         """Rebuild locks and worker threads, which a fork does not carry over."""
         self._lock = threading.RLock()
         self._putters = {}
+        self._scalar_putters = {}
         if not self._finished:
             for lane in self._lanes.values():
                 lane.restart_after_fork()

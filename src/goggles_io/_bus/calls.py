@@ -20,7 +20,7 @@ from typing import Any
 from goggles_io._bus.items import HandlerCall, Redelivered
 from goggles_io._bus.tally import LaneTally
 from goggles_io._event.records import Event
-from goggles_io._event.rows import Row, events_of, row_of
+from goggles_io._event.rows import SLOTS, Row, RowRun, events_of, row_of, run_rows
 from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
 
@@ -85,6 +85,19 @@ class HandlerCalls:
             if at and self.orphans and self.orphaned():
                 return  # a close gave up on this worker: the rest is counted already
             self._each(self._events(rows[at : at + _CHUNK]))
+
+    def run(self, run: RowRun) -> None:
+        """Hand a scalar front's run (ADR 0088) to the handler: its rows, a chunk at a time,
+        each as its event through ``handle`` (``handle_batch`` and ``handle_rows`` as for a
+        list)."""
+        if self._handle_rows is not None or self._handle_batch is not None:
+            self.many(run_rows(run))
+            return
+        step = _CHUNK * SLOTS
+        for at in range(0, len(run), step):
+            if at and self.orphans and self.orphaned():
+                return  # a close gave up on this worker: the rest is counted already
+            self._each(self._events(run_rows(run[at : at + step])))  # type: ignore[arg-type]
 
     def many(self, rows: list[Row]) -> None:
         """Hand a socket batch's list to the handler: ``handle_batch`` when it has one."""

@@ -16,7 +16,7 @@ import time
 from typing import Any, Union
 
 from goggles_io._event.records import Kind
-from goggles_io._event.rows import Row, is_row
+from goggles_io._event.rows import SLOTS, Row, RowRun, is_row
 
 __all__ = [
     "Control",
@@ -181,7 +181,8 @@ class HandlerCall(Control):
 
 
 LaneItem = Union[Row, list[Row], Control]  # noqa: UP007 (a runtime object on 3.10)
-"""What a lane's pipe carries (a :class:`Redelivered` is a list)."""
+"""What a lane's pipe carries (a :class:`Redelivered` is a list; so is a scalar front's
+:class:`~goggles_io._event.rows.RowRun`, whose rows are laid end to end)."""
 
 
 def lane_units(items: list[LaneItem]) -> int:
@@ -193,7 +194,11 @@ def lane_units(items: list[LaneItem]) -> int:
     rows = sum(map(is_row, items))
     if rows == len(items):
         return rows
-    return rows + sum(len(item) for item in items if isinstance(item, list))
+    return rows + sum(
+        len(item) // SLOTS if type(item) is RowRun else len(item)
+        for item in items
+        if isinstance(item, list)
+    )
 
 
 def _noop() -> None:

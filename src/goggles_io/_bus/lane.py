@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable
 
 from goggles_io._bus.calls import HandlerCalls
+from goggles_io._bus.front import ScalarFront
 from goggles_io._bus.items import (
     Control,
     Flush,
@@ -44,7 +45,7 @@ from goggles_io._delivery.losses import NOT_DELIVERED, LossReport
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull, advice, check_when_full
 from goggles_io._event.records import Event
-from goggles_io._event.rows import Row, is_row, nbytes, row_of
+from goggles_io._event.rows import Row, RowRun, is_row, nbytes, row_of
 from goggles_io._util.report import ReportOnce
 from goggles_io.handlers.base import Handler
 
@@ -142,6 +143,10 @@ class Lane:
             name=f"goggles_io:{self.name}",
             on_put=self._offer_one,
         )
+        pipe = self._pipe
+        # Scalars gather end to end before the pipe (ADR 0088): counted offered per run.
+        self._front = ScalarFront(pipe, self.queue_size, put=pipe.put_one, on_run=self.tally.offer)
+        pipe.refill = self._front.refill
 
     def restart_after_fork(self) -> None:
         """Give the child its own lock, pipe, spool and thread (the parent's are not copied)."""
@@ -175,6 +180,8 @@ class Lane:
         pipe = self._pipe
         if pipe is None:
             return outcome.drained
+        self._front.close()  # a scalar put from now on goes to the pipe, which counts it
+        self._front.seal()
         # What is still not settled: left by a worker given up on, or offered behind the close.
         if not outcome.drained or self.tally.pending():
             worker = self._worker
@@ -210,6 +217,7 @@ class Lane:
                     self._safe(self._close_handler)
             return DrainOutcome(left=0, elapsed_s=0.0)
         request = Flush(close)
+        self._front.seal()  # after every scalar offered before it
         pipe.put(request, 0, force=True)
         done = request.done.is_set
         tally = self.tally
@@ -231,19 +239,23 @@ class Lane:
         """Queue one row (``nbytes`` against the budget), counted without a lock; a full pipe
         spills, waits or drops (counted through :meth:`_lost`). A synchronous lane hands its
         event to the handler now."""
-        pipe = self._pipe
-        if pipe is not None:
-            pipe.put_one(row, nbytes)  # counts it (``on_put``), then queues it
+        if self._pipe is not None:
+            self._front.put_other(row, nbytes)  # counts it (``on_put``), then queues it
         elif self._taken_now():
             with self._lock:
                 self._calls.rows((row,))
 
     def row_putter(self) -> Callable[[Row, int], bool] | None:
-        """What :meth:`offer` calls for a row while this pipe lasts (its ``put_one``), for the
-        bus to call straight from its route cache; ``None`` when the lane has no pipe
-        (synchronous, or not open). The bus forgets it whenever the lane starts or closes."""
-        pipe = self._pipe
-        return None if pipe is None else pipe.put_one
+        """What :meth:`offer` calls for a row while this pipe lasts (its front's ``put_other``:
+        the pipe's ``put_one`` after the scalars gathered), for the bus to call straight from
+        its route cache; ``None`` when the lane has no pipe (synchronous, or not open). The bus
+        forgets it whenever the lane starts or closes."""
+        return None if self._pipe is None else self._front.put_other
+
+    def scalar_putter(self) -> Callable[[Row, int], bool] | None:
+        """Where a one-value metric's row goes while this pipe lasts (its scalar front, ADR
+        0088); ``None`` when the lane has no pipe. Forgotten by the bus with :meth:`row_putter`."""
+        return None if self._pipe is None else self._front.put
 
     def hand(self, event: Event) -> None:
         """Hand ``event`` itself to the handler before returning (a synchronous lane: ADR 0068);
@@ -267,7 +279,7 @@ class Lane:
     def backlog(self) -> int:
         """Events offered and not yet handled (queued, spilled or in the handler's hands);
         0 for a synchronous lane."""
-        return 0 if self._pipe is None else self.tally.pending()
+        return 0 if self._pipe is None else self.tally.pending() + len(self._front)
 
     def backlog_bytes(self) -> int:
         """Approximate bytes the lane holds in memory (queued, or in the handler's hands)."""
@@ -299,6 +311,7 @@ class Lane:
         self.tally.offer(n)
         pipe = self._pipe
         if pipe is not None:
+            self._front.seal()
             item = Redelivered(rows) if redelivered else rows
             if not pipe.put(item, nbytes):
                 return n
@@ -339,6 +352,8 @@ class Lane:
         reported once: a full pipe cannot lose a config recording).
         """
         pipe = self._pipe
+        if pipe is not None:
+            self._front.seal()
         if type(control) is Ticket:
             if pipe is not None:
                 control.hold()
@@ -396,7 +411,9 @@ class Lane:
                 continue
             at += 1
             cls = item.__class__
-            if cls is list:
+            if cls is RowRun:
+                calls.run(item)  # type: ignore[arg-type]
+            elif cls is list:
                 calls.many(item)  # type: ignore[arg-type]
             elif cls is Redelivered:
                 calls.redelivered(item)  # type: ignore[arg-type]

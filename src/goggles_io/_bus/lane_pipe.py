@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import attrs
 
+from goggles_io._bus.front import run_extra
 from goggles_io._bus.items import LaneItem, lane_units
 from goggles_io._bus.spilled_items import LaneCodec
 from goggles_io._delivery.pipe import Pipe
@@ -46,6 +47,7 @@ def lane_pipe(
         max_items=queue_size,
         codec=LaneCodec(),
         units=lane_units,
+        run_extra=run_extra,
         ack_on_return=True,
         on_idle=on_idle,
         on_loss=on_loss,

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from goggles_io._bus.front import SCALAR_ROW_BYTES, ScalarFront, run_extra
 from goggles_io._delivery.losses import NOT_DELIVERED, QUEUE_FULL
 from goggles_io._delivery.pipe import Pipe
 from goggles_io._delivery.policy import DeliveryPolicy, WhenFull
@@ -34,7 +35,6 @@ from goggles_io._event.rows import (
     step_of,
 )
 from goggles_io._transport.client.batching import Batcher
-from goggles_io._transport.client.front import SCALAR_ROW_BYTES, ScalarFront, run_extra
 from goggles_io._transport.client.socket_client import client_pipe
 from support import wait_until
 
@@ -172,7 +172,10 @@ class TestEncoding:
                 st.integers(0, 2**40),
                 st.floats(allow_nan=False),
                 st.sampled_from(["a", "b", "loss"]),
-                st.none() | st.dictionaries(st.sampled_from(["k", "j"]), st.integers(), max_size=2),
+                st.none()
+                | st.dictionaries(
+                    st.sampled_from(["k", "j"]), st.integers(-(2**63), 2**63 - 1), max_size=2
+                ),
             ),
             min_size=1,
             max_size=50,

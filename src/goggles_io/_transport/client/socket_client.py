@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from goggles_io._bus.front import ScalarFront, run_extra
 from goggles_io._bus.settings import Settings
 from goggles_io._bus.transport import FinishReport, HandlerStats
 from goggles_io._delivery.drain import read_finish_stall, wait_while_progressing
@@ -35,7 +36,6 @@ from goggles_io._event.messages import REPLAYED, Call
 from goggles_io._event.records import Event, ShmRef
 from goggles_io._event.rows import Row, count_rows, nbytes, row_of
 from goggles_io._transport.client.courier import Courier, Item
-from goggles_io._transport.client.front import ScalarFront, run_extra
 from goggles_io._transport.client.leftovers import Leftovers
 from goggles_io._transport.client.link import HostLink
 from goggles_io._transport.client.loading import loading_modules

@@ -1,4 +1,5 @@
-"""``ScalarFront``: a client's scalar rows laid end to end before its pipe (ADR 0088).
+"""``ScalarFront``: scalar rows laid end to end before a pipe (ADR 0088): the socket client's, and
+an asynchronous handler lane's in-process.
 
 Why: a row put in the pipe is a tuple that lives until the host acknowledges it, and every young
 collection in the meantime scans its 15 slots: in a settled burst to a dedicated host the
@@ -28,6 +29,7 @@ spilled, blocked or dropped and counted as a lone row always was; the worker's s
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from goggles_io._delivery.pipe import Pipe
@@ -55,10 +57,23 @@ def run_extra(items: list[Any]) -> int:
 
 
 class ScalarFront:
-    """One-value metric rows gathered end to end for ``pipe`` (a run at most ``cap`` rows)."""
+    """One-value metric rows gathered end to end for ``pipe`` (a run at most ``cap`` rows).
 
-    def __init__(self, pipe: Pipe[Any], max_items: int) -> None:
+    ``put``: how a lone row goes into the pipe (default ``pipe.put``; a lane's ``put_one``,
+    which counts it offered); ``on_run``: told how many rows a run holds before they go into the
+    pipe, whole or row by row (a lane counts them offered: its worker may take them at once)."""
+
+    def __init__(
+        self,
+        pipe: Pipe[Any],
+        max_items: int,
+        *,
+        put: Callable[[Row, int], bool] | None = None,
+        on_run: Callable[[int], object] | None = None,
+    ) -> None:
         self._pipe = pipe
+        self._put = pipe.put if put is None else put
+        self._on_run = on_run
         # A run counts its rows against the pipe's max_items: an eighth of it at most, so a small
         # queue (GOGGLES_QUEUE_SIZE) still bounds what waits here and fills in several runs.
         self.cap = max(1, min(MAX_RUN_ROWS, max_items // 8))
@@ -82,13 +97,13 @@ class ScalarFront:
         if len(self._values) < self._cap_values:
             self._extend(row)
             return True
-        return self._pipe.put(row, size)  # refilled meanwhile by other threads: goes alone
+        return self._put(row, size)  # refilled meanwhile by other threads: goes alone
 
     def put_other(self, row: Row, size: int) -> bool:
         """Put any other row in the pipe, after the scalars gathered before it."""
         if self._values:
             self.seal()
-        return self._pipe.put(row, size)
+        return self._put(row, size)
 
     def seal(self, *, force: bool = False) -> None:
         """Put every row gathered so far in the pipe, in order (row by row where the pipe
@@ -96,7 +111,7 @@ class ScalarFront:
         ``force``: the pipe closes; the rows go in past its budget, to be counted there (kept
         for later or not delivered) with everything else it holds."""
         if force:
-            self._cap_values = 0  # the pipe closes: a later put goes to it, counted there
+            self.close()
         if not self._values:
             return
         with self._lock:
@@ -104,8 +119,10 @@ class ScalarFront:
             if run is None:
                 return
             n = len(run) // SLOTS
+            if self._on_run is not None:
+                self._on_run(n)
             if force or not self._pipe.put_run(run, n * SCALAR_ROW_BYTES, n):
-                put = self._pipe.put
+                put = self._pipe.put  # counted already: each row delivered or lost there
                 for row in run_rows(run):
                     put(row, SCALAR_ROW_BYTES, force=force)
 
@@ -120,6 +137,8 @@ class ScalarFront:
                 return False
             n = len(run) // SLOTS
             if self._pipe.put_run(run, n * SCALAR_ROW_BYTES, n):
+                if self._on_run is not None:
+                    self._on_run(n)  # after: the worker that took it is this thread
                 return True
             self._values[0:0] = run  # rows appended meanwhile stay behind it
             return False
@@ -134,6 +153,10 @@ class ScalarFront:
             return None
         del values[: len(run)]
         return run
+
+    def close(self) -> None:
+        """The pipe closes: from now on a put goes to it row by row (and is counted there)."""
+        self._cap_values = 0
 
     def __len__(self) -> int:
         """Rows gathered and not sealed yet."""
