@@ -153,3 +153,18 @@ def test_producers_racing_a_finish_lose_nothing_silently() -> None:
         assert stats.logged == sum(put)
         assert stats.delivered + stats.dropped + stats.failed == stats.logged
         assert stats.delivered == len(sink.events)
+
+
+def test_a_scalar_row_that_makes_no_event_is_a_counted_failure_and_the_run_goes_on() -> None:
+    bus = EventBus(async_mode=True)
+    sink = MemoryHandler(name="mem")
+    bus.attach(sink)
+    bus.put_scalar(_scalar("loss", 0), 384)  # caches the lane's front for the scope
+    for step in range(1, 200):
+        row = _scalar("loss", step)
+        if step == 100:
+            row = ("no such kind", *row[1:])
+        bus.put_scalar(row, 384)
+    stats = bus.finish().handlers["mem"]
+    assert (stats.logged, stats.delivered, stats.failed) == (200, 199, 1)
+    assert [event.step for event in sink.events] == [s for s in range(200) if s != 100]
