@@ -1,10 +1,10 @@
 """``ScalarFront``: scalar rows laid end to end before a pipe (ADR 0088): the socket client's, and
 an asynchronous handler lane's in-process.
 
-Why: a row put in the pipe is a tuple that lives until the host acknowledges it, and every young
-collection in the meantime scans its 15 slots: in a settled burst to a dedicated host the
-collector took 0.15-0.2 us an event of the producer's ~1.2, and the sender's transposition of
-the rows held one iterator per row. Here a scalar's values go onto one list instead (the tuple
+Why: a row put in a pipe is a tuple that lives until it is taken (the host acknowledged it; a
+lane's handler got it), and every young collection in the meantime scans its 15 slots: in a
+settled burst to a dedicated host the collector took 0.20-0.22 us an event of the producer's
+~1.2, and the sender's transposition of the rows held one iterator per row. Here a scalar's values go onto one list instead (the tuple
 the log call built dies at once: no object per event waits), and the list goes into the pipe as
 one :class:`~goggles_io._event.rows.RowRun` of up to ``cap`` rows, whose columns the sender
 takes with one slice each.
